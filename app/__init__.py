@@ -1,0 +1,1 @@
+"""roofcheck: does my runtime make sense? Roofline expectations for deep-learning work."""

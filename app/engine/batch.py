@@ -1,0 +1,128 @@
+"""The optimal batch (MODELLING.md, "Optimal batch"): the smallest compute-bound batch that fits.
+
+Every search here is a bisection over a monotone predicate, so a batch of 10^7 costs a few
+dozen evaluations, never one per batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.engine.architecture import Architecture
+from app.engine.fit import memory_fit
+from app.engine.hardware import Chip
+from app.engine.roofline import Bound
+from app.engine.workload import (
+    MAX_BATCH,
+    TransformerEstimate,
+    TransformerSpec,
+    estimate,
+)
+
+# Throughput at this fraction of its large-batch limit is "close enough" (MODELLING.md).
+NEAR_ASYMPTOTE = 0.9
+_SWEEP_POINTS = 24  # powers of two shown in the sweep, plus the batches named in the answer
+
+
+class LimitedBy(StrEnum):
+    """What sets the optimal batch."""
+
+    RIDGE = "ridge"
+    MEMORY = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """One batch size of the sweep."""
+
+    batch: int
+    estimate: TransformerEstimate
+
+    @property
+    def bound(self) -> Bound:
+        """Compute- or memory-bound at this batch."""
+        return self.estimate.roofline.bound
+
+
+@dataclass(frozen=True, slots=True)
+class OptimalBatch:
+    """The optimal batch and the numbers it came from."""
+
+    optimal_batch: int | None  # None: not even batch 1 fits
+    limited_by: LimitedBy
+    ridge_batch: int | None  # None: no batch up to MAX_BATCH is compute-bound
+    max_batch: int
+    throughput_asymptote: float  # tokens/s as the batch grows without bound
+    asymptotic_intensity: float  # FLOP/B as the batch grows without bound
+    ridge_intensity: float  # FLOP/B where the compute and memory roofs meet
+    near_asymptote_batch: int  # smallest batch within NEAR_ASYMPTOTE of it
+    sweep: tuple[SweepPoint, ...]
+
+
+def smallest_batch(predicate: Callable[[int], bool], upper: int = MAX_BATCH) -> int | None:
+    """The smallest batch in 1..upper where a monotone (false..true) predicate holds.
+
+    Galloping then bisection: about 2 log2(answer) evaluations, plus one at `upper`.
+    """
+    if not predicate(upper):
+        return None
+    hi = 1
+    while hi < upper and not predicate(hi):
+        hi = min(2 * hi, upper)
+    lo = hi // 2 + 1 if hi > 1 else 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
+    """The smallest batch whose compute time >= memory time that fits in memory.
+
+    If that ridge batch does not fit, the largest batch that fits; if no batch is compute-bound
+    (long-context decode: intensity tends to 2 N_mm / (C kv)), also the largest that fits, with
+    the throughput asymptote and the batch reaching 90% of it.
+    """
+
+    def at(batch: int) -> TransformerEstimate:
+        return estimate(arch, chip, spec.with_batch(batch))
+
+    estimate(arch, chip, spec)  # validates the spec once, with its own batch
+    ridge = smallest_batch(lambda b: at(b).roofline.bound is Bound.COMPUTE)
+    max_batch = memory_fit(arch, chip, spec).max_batch
+    unbounded = at(MAX_BATCH)
+    asymptote = unbounded.tokens_per_s
+    # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition
+    near = smallest_batch(lambda b: at(b).tokens_per_s >= NEAR_ASYMPTOTE * asymptote) or MAX_BATCH
+    if max_batch == 0:
+        best: int | None = None
+        limited_by = LimitedBy.MEMORY
+    elif ridge is not None and ridge <= max_batch:
+        best, limited_by = ridge, LimitedBy.RIDGE
+    else:
+        best, limited_by = max_batch, LimitedBy.MEMORY
+    named = {b for b in (ridge, max_batch, near, best) if b}
+    return OptimalBatch(
+        optimal_batch=best,
+        limited_by=limited_by,
+        ridge_batch=ridge,
+        max_batch=max_batch,
+        throughput_asymptote=asymptote,
+        asymptotic_intensity=unbounded.roofline.arithmetic_intensity,
+        ridge_intensity=unbounded.roofline.ridge_intensity,
+        near_asymptote_batch=near,
+        sweep=tuple(SweepPoint(b, at(b)) for b in _sweep_batches(named)),
+    )
+
+
+def _sweep_batches(named: set[int]) -> list[int]:
+    """Powers of two up to twice the largest named batch (bounded), plus the named ones."""
+    top = max(named, default=1)
+    powers = min(_SWEEP_POINTS, max(1, math.ceil(math.log2(top)) + 2))
+    return sorted({2**i for i in range(powers)} | named)

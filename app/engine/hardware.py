@@ -1,0 +1,84 @@
+"""The engine's view of a chip: peak rates, memory and links, in SI units."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.engine.errors import Unsupported
+from app.engine.units import Dtype, Unit
+
+# Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
+# at::opmath_type<Half> and <BFloat16> are float), so where a chip publishes no narrow vector
+# rate, the fp32 vector peak is the one that bounds them.
+_NARROW = frozenset({Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.FP4, Dtype.INT4})
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """The peak rate that applies to some work, and which dtype/unit row it came from."""
+
+    flops_per_s: float
+    dtype: Dtype
+    unit: Unit
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """One accelerator (one device as the framework sees it).
+
+    `scale_up_bandwidth` and `host_bandwidth` are bidirectional totals per chip, as vendors
+    quote them; a collective uses one direction's half. `sustained_*` are measured fractions
+    of the peaks that well-tuned kernels reach (for the realistic figure, never the ideal).
+    """
+
+    id: str
+    name: str
+    memory_bytes: float
+    memory_bandwidth: float
+    matrix_peaks: Mapping[Dtype, float]
+    vector_peaks: Mapping[Dtype, float]
+    sustained_matrix: float
+    sustained_memory: float
+    scale_up_bandwidth: float | None = None
+    host_bandwidth: float | None = None
+
+    def peak(self, dtype: Dtype, unit: Unit) -> Peak:
+        """The peak for `dtype` on `unit`, following MODELLING.md's fallbacks.
+
+        Matrix tf32 falls back to matrix fp32 (AMD's fp32 matrix rate), which falls back to the
+        vector fp32 peak (NVIDIA has no fp32 matrix path without TF32). Vector rates for narrow
+        dtypes fall back to the vector fp32 peak (they compute in fp32).
+        """
+        if unit is Unit.MATRIX:
+            if dtype in self.matrix_peaks:
+                return Peak(self.matrix_peaks[dtype], dtype, unit)
+            if dtype is Dtype.TF32:
+                return self.peak(Dtype.FP32, Unit.MATRIX)
+            if dtype in (Dtype.FP32, Dtype.FP64):
+                return self.peak(dtype, Unit.VECTOR)
+            raise Unsupported(
+                "dtype",
+                f"{self.id} has no published {dtype} matrix peak; "
+                f"available: {_names(self.matrix_peaks)}",
+            )
+        if dtype in self.vector_peaks:
+            return Peak(self.vector_peaks[dtype], dtype, unit)
+        if dtype in _NARROW or dtype is Dtype.TF32:
+            return self.peak(Dtype.FP32, Unit.VECTOR)
+        raise Unsupported(
+            "dtype",
+            f"{self.id} has no published {dtype} vector peak; "
+            f"available: {_names(self.vector_peaks)}",
+        )
+
+    def link_bandwidth_per_direction(self) -> float:
+        """One direction of the chip-to-chip link (scale-up, else the host link)."""
+        bidirectional = self.scale_up_bandwidth or self.host_bandwidth
+        if bidirectional is None:
+            raise Unsupported("tp", f"{self.id} has no interconnect figure; use tp=1")
+        return bidirectional / 2
+
+
+def _names(peaks: Mapping[Dtype, float]) -> str:
+    return ", ".join(str(d) for d in peaks) or "none"

@@ -1,0 +1,212 @@
+"""The roofline: the one place where max(compute, memory) is taken.
+
+time = max(FLOPs / peak, bytes / bandwidth) (Williams, Waterman and Patterson, "Roofline: an
+insightful visual performance model", CACM 2009). Arithmetic intensity = FLOPs / bytes; the
+ridge ("machine balance") = peak / bandwidth; work is compute-bound at intensity >= ridge.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.engine.errors import InvalidInput
+from app.engine.hardware import Chip, Peak
+from app.engine.units import Dtype, Unit
+
+
+class Bound(StrEnum):
+    """Which roof limits the work."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """An amount of work: FLOPs, minimum bytes moved, and the dtype/unit whose peak applies."""
+
+    flops: float
+    bytes: float
+    dtype: Dtype
+    unit: Unit
+
+    def __add__(self, other: Work) -> Work:
+        if (self.dtype, self.unit) != (other.dtype, other.unit):
+            raise ValueError("cannot add work that runs at different peaks")
+        return Work(self.flops + other.flops, self.bytes + other.bytes, self.dtype, self.unit)
+
+    def scaled(self, factor: float) -> Work:
+        """The same work `factor` times."""
+        return Work(self.flops * factor, self.bytes * factor, self.dtype, self.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class Roofline:
+    """Work placed on a chip's roofline. Times in seconds."""
+
+    flops: float
+    bytes: float
+    peak: Peak
+    memory_bandwidth: float
+    compute_time: float
+    memory_time: float
+    communication_time: float
+    expected_time: float
+    realistic_time: float
+    sustained_compute: float
+    sustained_memory: float
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        """FLOPs per byte moved."""
+        return self.flops / self.bytes
+
+    @property
+    def ridge_intensity(self) -> float:
+        """The intensity at which the compute and memory roofs meet."""
+        return self.peak.flops_per_s / self.memory_bandwidth
+
+    @property
+    def bound(self) -> Bound:
+        """Compute-bound when the compute term is at least the memory term."""
+        return Bound.COMPUTE if self.compute_time >= self.memory_time else Bound.MEMORY
+
+
+def roofline_time(compute_time: float, memory_time: float) -> float:
+    """The ideal roofline time: compute and memory perfectly overlapped."""
+    return max(compute_time, memory_time)
+
+
+def place(work: Work, chip: Chip, communication_time: float = 0.0) -> Roofline:
+    """Place `work` on `chip`'s roofline.
+
+    `communication_time` (tensor-parallel collectives) sits on the critical path between
+    layers, so it adds to the roofline time rather than overlapping it.
+    """
+    if not work.bytes > 0:
+        raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
+    if work.flops < 0:
+        raise InvalidInput("flops", "must be >= 0")
+    peak = chip.peak(work.dtype, work.unit)
+    compute_time = work.flops / peak.flops_per_s
+    memory_time = work.bytes / chip.memory_bandwidth
+    # The catalog holds measured fractions for matrix work and for memory traffic only;
+    # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
+    sustained_compute = chip.sustained_matrix if peak.unit is Unit.MATRIX else 1.0
+    realistic = roofline_time(compute_time / sustained_compute, memory_time / chip.sustained_memory)
+    result = Roofline(
+        flops=work.flops,
+        bytes=work.bytes,
+        peak=peak,
+        memory_bandwidth=chip.memory_bandwidth,
+        compute_time=compute_time,
+        memory_time=memory_time,
+        communication_time=communication_time,
+        expected_time=roofline_time(compute_time, memory_time) + communication_time,
+        realistic_time=realistic + communication_time,
+        sustained_compute=sustained_compute,
+        sustained_memory=chip.sustained_memory,
+    )
+    if not math.isfinite(result.expected_time + result.arithmetic_intensity):
+        raise InvalidInput("workload", "the work is too large to represent (overflow)")
+    return result
+
+
+def combine(first: Roofline, second: Roofline) -> Roofline:
+    """Two rooflines run one after the other (e.g. prefill then decode): times add."""
+    if first.peak != second.peak:
+        raise ValueError("cannot combine work that runs at different peaks")
+    return Roofline(
+        flops=first.flops + second.flops,
+        bytes=first.bytes + second.bytes,
+        peak=first.peak,
+        memory_bandwidth=first.memory_bandwidth,
+        compute_time=first.compute_time + second.compute_time,
+        memory_time=first.memory_time + second.memory_time,
+        communication_time=first.communication_time + second.communication_time,
+        expected_time=first.expected_time + second.expected_time,
+        realistic_time=first.realistic_time + second.realistic_time,
+        sustained_compute=first.sustained_compute,
+        sustained_memory=first.sustained_memory,
+    )
+
+
+def _sum_linear(lo: int, hi: int, at_lo: float, at_hi: float) -> float:
+    """Sum over integers lo..hi of a function linear in x (exact: the trapezoid rule)."""
+    return (hi - lo + 1) * (at_lo + at_hi) / 2
+
+
+def _sum_max_linear(lo: int, hi: int, a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Sum over integers lo..hi of max(f, g), for f, g linear with f(lo), f(hi) = a, likewise b.
+
+    Split at the crossover so that each part sums one linear function in closed form.
+    """
+    d_lo, d_hi = a[0] - b[0], a[1] - b[1]
+    if d_lo * d_hi >= 0 or hi == lo:
+        winner = a if d_lo + d_hi >= 0 else b
+        return _sum_linear(lo, hi, *winner)
+    cross = lo + int(d_lo / (d_lo - d_hi) * (hi - lo))  # last integer before the crossover
+
+    def at(x: int, f: tuple[float, float]) -> float:
+        return f[0] + (f[1] - f[0]) * (x - lo) / (hi - lo)
+
+    first = _sum_linear(lo, cross, max(at(lo, a), at(lo, b)), max(at(cross, a), at(cross, b)))
+    last = _sum_linear(
+        cross + 1, hi, max(at(cross + 1, a), at(cross + 1, b)), max(at(hi, a), at(hi, b))
+    )
+    return first + last
+
+
+def _linear_run(first: Roofline, last: Roofline, lo: int, hi: int, comm: float) -> Roofline:
+    """Steps lo..hi whose costs grow linearly from `first` to `last`, summed exactly."""
+    n = hi - lo + 1
+    s_c, s_m = first.sustained_compute, first.sustained_memory
+    ideal = _sum_max_linear(
+        lo, hi, (first.compute_time, last.compute_time), (first.memory_time, last.memory_time)
+    )
+    realistic = _sum_max_linear(
+        lo,
+        hi,
+        (first.compute_time / s_c, last.compute_time / s_c),
+        (first.memory_time / s_m, last.memory_time / s_m),
+    )
+    return Roofline(
+        flops=_sum_linear(lo, hi, first.flops, last.flops),
+        bytes=_sum_linear(lo, hi, first.bytes, last.bytes),
+        peak=first.peak,
+        memory_bandwidth=first.memory_bandwidth,
+        compute_time=_sum_linear(lo, hi, first.compute_time, last.compute_time),
+        memory_time=_sum_linear(lo, hi, first.memory_time, last.memory_time),
+        communication_time=n * comm,
+        expected_time=ideal + n * comm,
+        realistic_time=realistic + n * comm,
+        sustained_compute=s_c,
+        sustained_memory=s_m,
+    )
+
+
+def place_steps(
+    step: Callable[[int], Work],
+    lo: int,
+    hi: int,
+    chip: Chip,
+    *,
+    communication_per_step: float = 0.0,
+    breakpoints: Sequence[int] = (),
+) -> Roofline:
+    """Steps x = lo..hi run one after another (e.g. decode steps at growing context).
+
+    `step(x)` must be linear in x between consecutive `breakpoints`; then the sum of the
+    per-step roofline times is computed in closed form, so 10^7 steps cost what 1 does.
+    """
+    edges = sorted({lo, hi + 1, *(b for b in breakpoints if lo < b <= hi)})
+    parts: list[Roofline] = []
+    for start, stop in itertools.pairwise(edges):
+        first, last = place(step(start), chip), place(step(stop - 1), chip)
+        parts.append(_linear_run(first, last, start, stop - 1, communication_per_step))
+    return functools.reduce(combine, parts)

@@ -1,0 +1,191 @@
+"""FLOPs and bytes of transformer workloads per chip (MODELLING.md, "Transformer workloads").
+
+Only the matrix products (linear layers, lm_head, attention) are counted as FLOPs; norms,
+activations and softmax add < 1% and run on the vector units concurrently. Tensor parallelism
+over `tp` chips splits weights and FLOPs `tp` ways and the KV cache over min(tp, Hkv) (MLA's
+latent cache is replicated); the residual stream is replicated on every chip.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.engine.architecture import (
+    Architecture,
+    cached_token_layers,
+    kv_elements_per_token,
+    param_counts,
+)
+from app.engine.errors import InvalidInput
+from app.engine.kernels import attention_pairs
+from app.engine.roofline import Work
+from app.engine.units import Dtype, Unit, dtype_bytes
+
+
+class Phase(StrEnum):
+    """What the model is doing."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+    GENERATE = "generate"
+    TRAINING = "training"
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    """Dtypes of the matmul inputs and activations, of stored weights, and of the KV cache.
+
+    Weight-only quantisation (w4a16: weights int4, compute bf16) stores the blocks' linear
+    weights in `weights`; embeddings, lm_head, norms and biases stay in `compute`, as GPTQ,
+    AWQ and bitsandbytes leave them. Quantisation scales are not counted.
+    """
+
+    compute: Dtype = Dtype.BF16
+    weights: Dtype = Dtype.BF16
+    kv: Dtype = Dtype.BF16
+
+
+def experts_touched(experts: int, per_token: int, tokens: float) -> float:
+    """Expected distinct experts a layer reads for `tokens` tokens routed uniformly.
+
+    E (1 - (1 - k/E)^tokens): each expert is missed by one token with probability 1 - k/E.
+    """
+    if experts == 0:
+        return 0.0
+    return experts * (1.0 - math.pow(1.0 - per_token / experts, tokens))
+
+
+def weight_bytes(
+    arch: Architecture, precision: Precision, experts_read: float | None = None
+) -> float:
+    """Bytes of weights: all of them (resident), or those one forward pass streams.
+
+    With `experts_read` (distinct routed experts per MoE layer) the count is what a forward pass
+    reads: lookup tables (positions, an untied input embedding) are only indexed, not streamed.
+    """
+    c = param_counts(arch)
+    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
+    unquantised = c.other + c.head_matmul
+    if experts_read is None:
+        return s_w * (c.block_linear + c.routed_total) + s_c * (unquantised + c.lookup_only)
+    routed = c.moe_layers * experts_read * c.routed_expert
+    return s_w * (c.block_linear + routed) + s_c * unquantised
+
+
+def kv_shards(arch: Architecture, tp: int) -> int:
+    """Chips the KV cache is split over: KV heads split across tp (MLA's latent is shared)."""
+    if arch.attention.mla is not None:
+        return 1
+    return min(tp, arch.attention.kv_heads)
+
+
+def kv_bytes_per_token(arch: Architecture, kv_dtype: Dtype) -> float:
+    """KV-cache bytes one token adds across all layers: 2 L Hkv dh s (MLA: L (r_kv + d_rope) s)."""
+    return arch.layers * kv_elements_per_token(arch) * dtype_bytes(kv_dtype)
+
+
+def kv_cache_bytes(arch: Architecture, kv_dtype: Dtype, batch: float, context: float) -> float:
+    """KV cache held for `batch` sequences of `context` tokens (sliding layers hold the window)."""
+    if not arch.causal:
+        return 0.0
+    return (
+        batch
+        * cached_token_layers(arch, context)
+        * kv_elements_per_token(arch)
+        * dtype_bytes(kv_dtype)
+    )
+
+
+def _attention_flops_per_pair(arch: Architecture, *, absorbed: bool) -> float:
+    """FLOPs per (query, key) score entry in one layer, all heads: 2 H (d_qk + d_v).
+
+    MLA decode attends over the cached latent with the up-projections absorbed into q and o
+    (DeepSeek-V2, section 2.1.2): d_qk = r_kv + d_rope, d_v = r_kv; the absorbed projections
+    cost the same FLOPs as the ones they replace, so N_mm is unchanged.
+    """
+    att = arch.attention
+    if absorbed and att.mla is not None:
+        return 2.0 * att.heads * (2 * att.mla.kv_lora_rank + att.mla.qk_rope_head_dim)
+    return 2.0 * att.heads * (att.qk_dim + att.v_dim)
+
+
+def _prompt_pairs(arch: Architecture, length: int) -> float:
+    """Score entries of a full forward over `length` tokens, summed over layers."""
+    att = arch.attention
+    full_layers = arch.layers - att.sliding_layers
+    pairs = full_layers * attention_pairs(length, length, causal=arch.causal)
+    if att.sliding_layers:
+        pairs += att.sliding_layers * attention_pairs(
+            length, length, causal=arch.causal, window=att.sliding_window
+        )
+    return pairs
+
+
+def _check(batch: float, length: int, tp: int, arch: Architecture) -> None:
+    if batch < 1:
+        raise InvalidInput("batch", f"must be >= 1, got {batch}")
+    if length < 1:
+        raise InvalidInput("seq_len", f"must be >= 1, got {length}")
+    if tp < 1:
+        raise InvalidInput("tp", f"must be >= 1, got {tp}")
+    if tp > arch.attention.heads:
+        raise InvalidInput(
+            "tp", f"must be <= the model's {arch.attention.heads} attention heads, got {tp}"
+        )
+
+
+def residual_bytes(arch: Architecture, tokens: float, dtype: Dtype) -> float:
+    """Residual-stream traffic of a forward pass: each layer reads and writes d per token."""
+    return arch.layers * 2.0 * tokens * arch.hidden * dtype_bytes(dtype)
+
+
+def prefill(
+    arch: Architecture, batch: float, prompt: int, precision: Precision, tp: int = 1
+) -> Work:
+    """A forward pass over `batch` prompts of `prompt` tokens, per chip.
+
+    FLOPs = 2 N_mm B P + attention (2 L B P^2 H dh when causal); bytes = weights streamed once
+    + KV written (B P kv) + the residual stream read and written per layer (2 L B P d s).
+    """
+    _check(batch, prompt, tp, arch)
+    c = param_counts(arch)
+    tokens = batch * prompt
+    flops = 2.0 * c.matmul_active * tokens
+    flops += _attention_flops_per_pair(arch, absorbed=False) * batch * _prompt_pairs(arch, prompt)
+    touched = experts_touched(c.experts, c.experts_per_token, tokens)
+    written_kv = 0.0
+    if arch.causal:
+        written_kv = tokens * kv_bytes_per_token(arch, precision.kv) / kv_shards(arch, tp)
+    traffic = (
+        weight_bytes(arch, precision, touched) / tp
+        + written_kv
+        + residual_bytes(arch, tokens, precision.compute)
+    )
+    return Work(flops / tp, traffic, precision.compute, Unit.MATRIX)
+
+
+def decode(
+    arch: Architecture, batch: float, context: int, precision: Precision, tp: int = 1
+) -> Work:
+    """One decode step: `batch` sequences each add one token after `context` cached ones.
+
+    FLOPs = B (2 N_mm + attention over the cache: 4 L C H dh); bytes = weights streamed once
+    (MoE: the distinct experts B tokens touch) + KV read (B C kv) + KV written (B kv).
+    Activations (B x d per layer) are negligible next to the weights and are left out.
+    """
+    _check(batch, context, tp, arch)
+    if not arch.causal:
+        raise InvalidInput("phase", "an encoder has no decode phase; use prefill or training")
+    c = param_counts(arch)
+    flops = 2.0 * c.matmul_active * batch
+    flops += (
+        _attention_flops_per_pair(arch, absorbed=True) * batch * cached_token_layers(arch, context)
+    )
+    touched = experts_touched(c.experts, c.experts_per_token, batch)
+    shards = kv_shards(arch, tp)
+    kv_read = kv_cache_bytes(arch, precision.kv, batch, context) / shards
+    kv_written = batch * kv_bytes_per_token(arch, precision.kv) / shards
+    traffic = weight_bytes(arch, precision, touched) / tp + kv_read + kv_written
+    return Work(flops / tp, traffic, precision.compute, Unit.MATRIX)

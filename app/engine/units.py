@@ -1,0 +1,58 @@
+"""The only unit constants of the engine.
+
+Inside the engine everything is in SI base units: seconds, bytes, FLOPs, FLOP/s, bytes/s.
+Humans get formatted values only at the edges (API docs, HTML pages).
+
+- GB = 1e9 bytes, GiB = 2**30 bytes; bandwidths are decimal (1 TB/s = 1e12 bytes/s).
+- Dtype sizes follow MODELLING.md: fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1, fp4/int4 0.5 bytes.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+GIB = float(2**30)
+TERA = 1e12  # TFLOP/s -> FLOP/s
+
+
+class Dtype(StrEnum):
+    """A number format that a kernel reads, writes or computes in."""
+
+    FP64 = "fp64"
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    FP4 = "fp4"
+    INT4 = "int4"
+
+
+class Unit(StrEnum):
+    """Which execution unit's peak applies: the matrix (tensor) unit or the vector ALUs."""
+
+    MATRIX = "matrix"
+    VECTOR = "vector"
+
+
+DTYPE_BYTES: dict[Dtype, float] = {
+    Dtype.FP64: 8.0,
+    Dtype.FP32: 4.0,
+    Dtype.TF32: 4.0,  # stored as fp32; only the matrix unit rounds the mantissa
+    Dtype.BF16: 2.0,
+    Dtype.FP16: 2.0,
+    Dtype.FP8: 1.0,
+    Dtype.INT8: 1.0,
+    Dtype.FP4: 0.5,
+    Dtype.INT4: 0.5,
+}
+
+
+def dtype_bytes(dtype: Dtype) -> float:
+    """Bytes per element of `dtype`."""
+    return DTYPE_BYTES[dtype]

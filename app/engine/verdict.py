@@ -1,0 +1,107 @@
+"""Does a measured runtime make sense? (MODELLING.md, "Verdict")
+
+ratio = measured / expected, where expected is the ideal roofline time: the physical floor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.engine.errors import InvalidInput
+from app.engine.roofline import Bound, Roofline
+
+# Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
+# fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
+NEAR_ROOFLINE = 1.5
+# An order of magnitude: no tuning of a right implementation loses that much.
+ORDER_OF_MAGNITUDE = 10.0
+
+
+class Verdict(StrEnum):
+    """How a measurement compares with the roofline."""
+
+    FASTER_THAN_ROOFLINE = "faster_than_roofline"
+    NEAR_ROOFLINE = "near_roofline"
+    ROOM_TO_IMPROVE = "room_to_improve"
+    ORDER_OF_MAGNITUDE_SLOWER = "order_of_magnitude_slower"
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A measurement judged against its roofline."""
+
+    measured_time: float
+    ratio: float
+    verdict: Verdict
+    advice: tuple[str, ...]
+
+
+def judge(roofline: Roofline, measured_time: float) -> Judgement:
+    """Compare `measured_time` (seconds) with the roofline and say what to do next."""
+    if not (math.isfinite(measured_time) and measured_time > 0):
+        raise InvalidInput(
+            "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
+        )
+    ratio = measured_time / roofline.expected_time
+    if ratio < 1:
+        verdict = Verdict.FASTER_THAN_ROOFLINE
+    elif ratio < NEAR_ROOFLINE:
+        verdict = Verdict.NEAR_ROOFLINE
+    elif ratio < ORDER_OF_MAGNITUDE:
+        verdict = Verdict.ROOM_TO_IMPROVE
+    else:
+        verdict = Verdict.ORDER_OF_MAGNITUDE_SLOWER
+    return Judgement(measured_time, ratio, verdict, _advice(verdict, roofline, ratio))
+
+
+def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
+    bound = roof.bound
+    gap = f"{ratio:.1f}x the roofline time"
+    if verdict is Verdict.FASTER_THAN_ROOFLINE:
+        return (
+            f"Measured {1 / ratio:.2f}x faster than the hardware allows: the measurement or "
+            "the inputs are wrong.",
+            "GPU work is asynchronous: synchronise (torch.cuda.synchronize()) before reading "
+            "the clock, and time several iterations after a warm-up.",
+            "Check the units (seconds vs milliseconds) and that no result was cached.",
+            "Check that the chip, dtype and sizes given are what actually ran "
+            "(e.g. fp8 or sparsity where bf16 was assumed, a smaller batch or sequence).",
+        )
+    advice: list[str]
+    if verdict is Verdict.NEAR_ROOFLINE:
+        if bound is Bound.MEMORY:
+            advice = [
+                "Close to the memory roofline: only moving fewer bytes helps.",
+                "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation), "
+                "an fp8 KV cache.",
+                "Fuse adjacent ops so intermediates stay on chip.",
+                "In decode, raise the batch: weights are read once per step for every sequence.",
+            ]
+        else:
+            advice = [
+                "Close to the compute roofline: the chip is saturated.",
+                "Lower latency needs less work: a smaller batch (trading throughput), pruning, "
+                "distillation, or a lower-precision matrix unit (fp8) where accuracy allows.",
+            ]
+        return tuple(advice)
+    if verdict is Verdict.ROOM_TO_IMPROVE:
+        roof_name = "compute" if bound is Bound.COMPUTE else "memory bandwidth"
+        return (
+            f"At {gap}, {roof_name}-bound: there is room to improve.",
+            "Profile the slowest kernels (torch.profiler, Nsight Systems) and compare each with "
+            "its own roofline.",
+            "Common gaps: unfused elementwise ops, matmul shapes that tile poorly (dimensions "
+            "not multiples of 64/128), small batches that leave the chip idle between kernels.",
+        )
+    return (
+        f"At {gap}: an order of magnitude off, so something structural is wrong.",
+        "Are the kernels compiled and fused (torch.compile, CUDA graphs), or launched one small "
+        "op at a time from Python?",
+        "Is the data on the device, or copied between host and device every step?",
+        "Are there non-vectorised (Python-loop) ops, or intermediates materialised that need not "
+        "be?",
+        "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
+        "measure at two sizes; time that barely grows with the work means overhead-bound.",
+    )

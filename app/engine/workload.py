@@ -1,0 +1,237 @@
+"""Transformer workloads on a chip: the roofline, memory and rates of one request.
+
+This composes the per-phase costs (transformer.py), communication (parallel.py) and memory
+(memory.py) into the answer a user asks for; every formula lives in those modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from app.engine.architecture import Architecture, param_counts
+from app.engine.errors import InvalidInput
+from app.engine.hardware import Chip
+from app.engine.memory import (
+    MemoryBreakdown,
+    inference_memory,
+    optimizer_traffic_per_param,
+    training_activation_bytes,
+    training_memory,
+)
+from app.engine.parallel import tensor_parallel_time
+from app.engine.roofline import Roofline, Work, combine, place, place_steps
+from app.engine.transformer import (
+    Phase,
+    Precision,
+    decode,
+    prefill,
+    residual_bytes,
+    weight_bytes,
+)
+
+MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
+MAX_TOKENS = 2**40
+
+
+@dataclass(frozen=True, slots=True)
+class TransformerSpec:
+    """A transformer workload: what runs, at which sizes and precisions, on how many chips.
+
+    `seq_len` is the context length in decode, the prompt length in prefill and generate,
+    and the sequence length in training. `reserve_fraction` of each chip's memory is held
+    back for the runtime (CUDA context, allocator fragmentation): vLLM's default
+    gpu_memory_utilization of 0.9 leaves 0.1.
+    """
+
+    phase: Phase = Phase.DECODE
+    batch: int = 1
+    seq_len: int = 2048
+    gen_len: int = 256
+    precision: Precision = field(default_factory=Precision)
+    tp: int = 1
+    reserve_fraction: float = 0.1
+    flash_attention: bool = True
+    recompute: bool = False
+
+    def with_batch(self, batch: int) -> TransformerSpec:
+        """The same workload at another batch size."""
+        return replace(self, batch=batch)
+
+
+@dataclass(frozen=True, slots=True)
+class TransformerEstimate:
+    """Expected time, memory and rates of a transformer workload, per chip."""
+
+    roofline: Roofline
+    memory: MemoryBreakdown
+    capacity: float
+    tokens: float  # tokens produced (decode, generate) or processed (prefill, training)
+    time_to_first_token: float | None
+    time_per_output_token: float | None
+
+    @property
+    def fits(self) -> bool:
+        """Whether the memory needed fits on each chip."""
+        return self.memory.total <= self.capacity
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens per second from the ideal roofline time."""
+        return self.tokens / self.roofline.expected_time
+
+    @property
+    def realistic_tokens_per_s(self) -> float:
+        """Tokens per second from the realistic (sustained-fraction) time."""
+        return self.tokens / self.roofline.realistic_time
+
+
+def _validate(arch: Architecture, spec: TransformerSpec) -> None:
+    if not 1 <= spec.batch <= MAX_BATCH:
+        raise InvalidInput("batch", f"must be between 1 and {MAX_BATCH}, got {spec.batch}")
+    for name, value in (("seq_len", spec.seq_len), ("gen_len", spec.gen_len)):
+        if not 1 <= value <= MAX_TOKENS:
+            raise InvalidInput(name, f"must be between 1 and {MAX_TOKENS}, got {value}")
+    if not 0 <= spec.reserve_fraction < 1:
+        raise InvalidInput("reserve_fraction", "must be >= 0 and < 1")
+    if not arch.causal and spec.phase in (Phase.DECODE, Phase.GENERATE):
+        raise InvalidInput(
+            "phase", "an encoder (e.g. BERT) has no decode phase; use prefill or training"
+        )
+    if spec.phase is Phase.TRAINING and spec.precision.weights != spec.precision.compute:
+        raise InvalidInput(
+            "weight_dtype", "training keeps weights in the compute dtype; leave weight_dtype unset"
+        )
+
+
+def _forward_comm(arch: Architecture, chip: Chip, tokens: float, spec: TransformerSpec) -> float:
+    return tensor_parallel_time(
+        arch, chip, tokens=tokens, dtype=spec.precision.compute, tp=spec.tp, allreduces_per_layer=2
+    )
+
+
+def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float) -> Roofline:
+    work = prefill(arch, batch, spec.seq_len, spec.precision, spec.tp)
+    return place(work, chip, _forward_comm(arch, chip, batch * spec.seq_len, spec))
+
+
+def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roofline:
+    """Decode steps at contexts P .. P+G-1 (MODELLING.md's generate), summed in closed form."""
+    window = arch.attention.sliding_window
+
+    def step(context: int) -> Work:
+        return decode(arch, spec.batch, context, spec.precision, spec.tp)
+
+    return place_steps(
+        step,
+        spec.seq_len,
+        spec.seq_len + spec.gen_len - 1,
+        chip,
+        communication_per_step=_forward_comm(arch, chip, spec.batch, spec),
+        breakpoints=(window,) if window else (),
+    )
+
+
+def _training(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roofline:
+    """One optimizer step over B x S tokens.
+
+    FLOPs: forward (the prefill count) x 3 for forward + backward, x 4 with recomputation.
+    Bytes: weights read in the forward and backward passes, gradients written and read,
+    AdamW state (and master weights) read and written, the new weights written, and the saved
+    activations written and read back, plus the residual stream of each pass.
+    """
+    forward = prefill(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+    passes = 4 if spec.recompute else 3
+    params = param_counts(arch).total / spec.tp
+    weight_reads = 2 * weight_bytes(arch, spec.precision, None) / spec.tp
+    state = params * optimizer_traffic_per_param(spec.precision.compute)
+    tokens = spec.batch * spec.seq_len
+    saved = training_activation_bytes(
+        arch,
+        batch=spec.batch,
+        seq_len=spec.seq_len,
+        dtype=spec.precision.compute,
+        tp=spec.tp,
+        flash_attention=spec.flash_attention,
+        recompute=spec.recompute,
+    )
+    traffic = weight_reads + state + 2 * saved
+    traffic += passes * residual_bytes(arch, tokens, spec.precision.compute)
+    work = Work(forward.flops * passes, traffic, forward.dtype, forward.unit)
+    comm = tensor_parallel_time(
+        arch,
+        chip,
+        tokens=tokens,
+        dtype=spec.precision.compute,
+        tp=spec.tp,
+        allreduces_per_layer=2 * passes,
+    )
+    return place(work, chip, comm)
+
+
+def memory_needed(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
+) -> MemoryBreakdown:
+    """Memory per chip of `spec` at `batch` (a float, so that it can be probed at 0)."""
+    reserve = spec.reserve_fraction * chip.memory_bytes
+    if spec.phase is Phase.TRAINING:
+        return training_memory(
+            arch,
+            batch=batch,
+            seq_len=spec.seq_len,
+            dtype=spec.precision.compute,
+            tp=spec.tp,
+            flash_attention=spec.flash_attention,
+            recompute=spec.recompute,
+            reserve=reserve,
+        )
+    held = {
+        Phase.PREFILL: spec.seq_len,
+        Phase.DECODE: spec.seq_len + 1,
+        Phase.GENERATE: spec.seq_len + spec.gen_len,
+    }[spec.phase]
+    step_tokens = 1 if spec.phase is Phase.DECODE else spec.seq_len
+    return inference_memory(
+        arch,
+        batch=batch,
+        context=held,
+        step_tokens=step_tokens,
+        precision=spec.precision,
+        tp=spec.tp,
+        reserve=reserve,
+    )
+
+
+def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
+    """Roofline time, memory and token rates of `spec` running `arch` on `chip`."""
+    _validate(arch, spec)
+    ttft = tpot = None
+    if spec.phase is Phase.PREFILL:
+        roof = _prefill(arch, chip, spec, spec.batch)
+        tokens = spec.batch * spec.seq_len
+        ttft = roof.expected_time
+    elif spec.phase is Phase.DECODE:
+        roof = place(
+            decode(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
+            chip,
+            _forward_comm(arch, chip, spec.batch, spec),
+        )
+        tokens = spec.batch
+        tpot = roof.expected_time
+    elif spec.phase is Phase.GENERATE:
+        first = _prefill(arch, chip, spec, spec.batch)
+        steps = _decode_steps(arch, chip, spec)
+        roof = combine(first, steps)
+        tokens = spec.batch * spec.gen_len
+        ttft = first.expected_time
+        tpot = steps.expected_time / spec.gen_len
+    else:
+        roof = _training(arch, chip, spec)
+        tokens = spec.batch * spec.seq_len
+    return TransformerEstimate(
+        roofline=roof,
+        memory=memory_needed(arch, chip, spec, spec.batch),
+        capacity=chip.memory_bytes,
+        tokens=tokens,
+        time_to_first_token=ttft,
+        time_per_output_token=tpot,
+    )

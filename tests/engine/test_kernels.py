@@ -1,0 +1,167 @@
+"""Worked kernel examples: the arithmetic is in each test, the engine must agree."""
+
+import pytest
+
+from app.engine import (
+    Bound,
+    Dtype,
+    InvalidInput,
+    RowOp,
+    Unit,
+    Unsupported,
+    attention,
+    custom,
+    elementwise,
+    matmul,
+    place,
+    pointwise_flops,
+    row_op,
+    saxpy,
+)
+from tests.engine.chips import A100, A100_40GB, H100
+
+
+def test_matmul_4096_cubed_bf16_on_a100_is_compute_bound():
+    # FLOPs = 2 * 4096^3 = 137,438,953,472
+    # bytes = (3 * 4096^2 elements) * 2 bytes = 100,663,296
+    # intensity = 1.374e11 / 1.007e8 = 1365.3 FLOP/B; ridge = 312e12 / 2.039e12 = 153.0 FLOP/B
+    # compute = 1.374e11 / 312e12 = 440.5 us; memory = 1.007e8 / 2.039e12 = 49.4 us
+    roof = place(matmul(4096, 4096, 4096, Dtype.BF16), A100)
+    assert roof.flops == 137_438_953_472
+    assert roof.bytes == 100_663_296
+    assert roof.arithmetic_intensity == pytest.approx(1365.33, rel=1e-4)
+    assert roof.ridge_intensity == pytest.approx(153.02, rel=1e-4)
+    assert roof.compute_time == pytest.approx(440.5e-6, rel=1e-3)
+    assert roof.memory_time == pytest.approx(49.37e-6, rel=1e-3)
+    assert roof.bound is Bound.COMPUTE
+    assert roof.expected_time == roof.compute_time
+    # realistic: the measured 86.9% of peak: 440.5 / 0.869 = 506.9 us
+    assert roof.realistic_time == pytest.approx(506.9e-6, rel=1e-3)
+
+
+def test_fp32_matmul_uses_the_vector_peak_unless_tf32_is_allowed():
+    # 2 * 1024^3 = 2.147e9 FLOPs: at 19.5 TFLOP/s fp32 110.1 us; at 156 TFLOP/s TF32 13.77 us
+    plain = place(matmul(1024, 1024, 1024, Dtype.FP32), A100)
+    tf32 = place(matmul(1024, 1024, 1024, Dtype.FP32, allow_tf32=True), A100)
+    assert plain.peak.unit is Unit.VECTOR and plain.peak.dtype is Dtype.FP32
+    assert plain.compute_time == pytest.approx(110.1e-6, rel=1e-3)
+    assert tf32.peak.dtype is Dtype.TF32
+    assert tf32.compute_time == pytest.approx(13.77e-6, rel=1e-3)
+
+
+def test_a100_fp32_elementwise_needs_about_100_flops_per_element_to_be_compute_bound():
+    # A100 40GB: ridge = 19.5e12 / 1.555e12 = 12.54 FLOP/B. A fused unary fp32 op moves
+    # 4 + 4 = 8 bytes per element, so it turns compute-bound at 8 * 12.54 = 100.3 FLOPs/element.
+    n = 10**8
+    below = place(elementwise(n, Dtype.FP32, ops=1, flops_per_element=100), A100_40GB)
+    above = place(elementwise(n, Dtype.FP32, ops=1, flops_per_element=101), A100_40GB)
+    assert below.bound is Bound.MEMORY
+    assert above.bound is Bound.COMPUTE
+    assert 8 * below.ridge_intensity == pytest.approx(100.3, rel=1e-3)
+
+
+def test_fused_cos_cos_costs_what_one_cos_costs_and_unfused_twice():
+    # x.cos().cos() over 1e8 fp32 elements: 2e8 FLOPs either way.
+    # fused: read x, write y: 2 * 1e8 * 4 = 8e8 B -> 8e8 / 2.039e12 = 392.4 us
+    # unfused: each cos reads and writes: 2 * 2 * 1e8 * 4 = 1.6e9 B -> 784.7 us
+    n = 10**8
+    one_cos = place(elementwise(n, Dtype.FP32, ops=1), A100)
+    fused = place(elementwise(n, Dtype.FP32, ops=2, fused=True), A100)
+    unfused = place(elementwise(n, Dtype.FP32, ops=2, fused=False), A100)
+    assert fused.bytes == 8e8 and unfused.bytes == 1.6e9
+    assert fused.flops == unfused.flops == 2e8
+    assert fused.expected_time == pytest.approx(one_cos.expected_time)
+    assert fused.expected_time == pytest.approx(392.4e-6, rel=1e-3)
+    assert unfused.expected_time == pytest.approx(2 * fused.expected_time)
+    assert pointwise_flops(["cos", "cos"]) == 2
+
+
+def test_saxpy_intensity_is_one_sixth_in_fp32():
+    # y = a x + y: 2 FLOPs per element; read x and y and write y: 3 * 4 = 12 bytes -> 2/12
+    roof = place(saxpy(10**6, Dtype.FP32), A100)
+    assert roof.arithmetic_intensity == pytest.approx(1 / 6)
+    assert roof.bound is Bound.MEMORY
+
+
+def test_softmax_reads_and_writes_once_at_five_flops_per_element():
+    # 4096 x 4096 fp32: 2 * 16.8e6 * 4 = 134.2 MB moved; 5 * 16.8e6 = 83.9 MFLOP
+    work = row_op(RowOp.SOFTMAX, 4096, 4096, Dtype.FP32)
+    assert work.bytes == 2 * 4096 * 4096 * 4
+    assert work.flops == 5 * 4096 * 4096
+    layernorm = row_op(RowOp.LAYERNORM, 4096, 4096, Dtype.FP32)
+    assert layernorm.bytes == (2 * 4096 * 4096 + 2 * 4096) * 4  # plus gamma and beta
+
+
+def test_flash_attention_moves_qkvo_and_naive_adds_the_score_matrices():
+    # B=1, H=32, L=4096, d=128, bf16, not causal: FLOPs = 4 * 32 * 4096^2 * 128 = 2.749e11
+    # flash bytes = (Q + K + V + O) = 4 * 32 * 4096 * 128 * 2 = 134.2 MB
+    # naive adds S and P written and read: 4 * 32 * 4096^2 * 2 = 4.295 GB
+    flash = attention(batch=1, heads=32, q_len=4096, kv_len=4096, head_dim=128, dtype=Dtype.BF16)
+    naive = attention(
+        batch=1, heads=32, q_len=4096, kv_len=4096, head_dim=128, dtype=Dtype.BF16, flash=False
+    )
+    assert flash.flops == naive.flops == 4 * 32 * 4096**2 * 128
+    assert flash.bytes == 4 * 32 * 4096 * 128 * 2
+    assert naive.bytes - flash.bytes == 4 * 32 * 4096**2 * 2
+    assert place(flash, H100).bound is Bound.COMPUTE
+    assert place(naive, H100).bound is Bound.MEMORY
+    causal = attention(
+        batch=1, heads=32, q_len=4096, kv_len=4096, head_dim=128, dtype=Dtype.BF16, causal=True
+    )
+    assert causal.flops == flash.flops / 2
+
+
+def test_grouped_query_attention_reads_fewer_kv_bytes():
+    mha = attention(batch=1, heads=32, q_len=1, kv_len=8192, head_dim=128, dtype=Dtype.BF16)
+    gqa = attention(
+        batch=1, heads=32, kv_heads=8, q_len=1, kv_len=8192, head_dim=128, dtype=Dtype.BF16
+    )
+    # K and V: 2 * 8192 * 128 * 2 bytes per KV head: 4.19 MB each; 32 vs 8 heads
+    assert mha.bytes - gqa.bytes == 24 * 2 * 8192 * 128 * 2
+
+
+def test_custom_work_and_its_errors():
+    roof = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
+    assert roof.arithmetic_intensity == 1000
+    with pytest.raises(InvalidInput, match="bytes"):
+        custom(1e12, 0, Dtype.BF16, Unit.MATRIX)
+    with pytest.raises(InvalidInput, match="flops"):
+        custom(-1, 1, Dtype.BF16, Unit.MATRIX)
+
+
+def test_a_dtype_the_chip_lacks_is_unsupported_and_lists_what_it_has():
+    with pytest.raises(Unsupported, match="no published fp8 matrix peak; available: bf16"):
+        place(matmul(16, 16, 16, Dtype.FP8), A100)
+
+
+def test_half_precision_vector_work_falls_back_to_the_fp32_vector_peak():
+    roof = place(elementwise(10**6, Dtype.BF16, ops=1), A100)
+    assert roof.peak.dtype is Dtype.FP32 and roof.peak.flops_per_s == 19.5e12
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda: matmul(0, 1, 1, Dtype.BF16), "m"),
+        (lambda: elementwise(10, Dtype.FP32, ops=0), "ops"),
+        (lambda: elementwise(10, Dtype.FP32, ops=1, flops_per_element=-1), "flops_per_element"),
+        (lambda: pointwise_flops(["cos", "frobnicate"]), "ops"),
+        (lambda: row_op(RowOp.SOFTMAX, 0, 1, Dtype.FP32), "rows"),
+        (
+            lambda: attention(
+                batch=1, heads=32, kv_heads=5, q_len=1, kv_len=1, head_dim=1, dtype=Dtype.BF16
+            ),
+            "kv_heads",
+        ),
+        (
+            lambda: attention(
+                batch=1, heads=1, q_len=8, kv_len=4, head_dim=1, dtype=Dtype.BF16, causal=True
+            ),
+            "kv_len",
+        ),
+    ],
+)
+def test_bad_kernel_inputs_name_their_field(call, field):
+    with pytest.raises(InvalidInput) as info:
+        call()
+    assert info.value.field == field

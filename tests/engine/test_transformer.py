@@ -1,0 +1,187 @@
+"""Worked transformer examples (arithmetic in the comments) and phase invariants."""
+
+import pytest
+
+from app.engine import (
+    Bound,
+    Dtype,
+    InvalidInput,
+    Phase,
+    Precision,
+    TransformerSpec,
+    estimate,
+    kv_bytes_per_token,
+    param_counts,
+)
+from app.engine.transformer import decode, experts_touched, prefill
+from tests.engine.chips import A100, H100
+from tests.engine.models import BERT, LLAMA_8B, MISTRAL_7B, MIXTRAL
+
+BF16 = Precision()
+
+
+def test_llama_31_8b_parameter_counts():
+    # embedding 128256 * 4096 = 525,336,576 (and the same again for the untied lm_head)
+    # per layer: q 4096^2 + k,v 2 * 4096 * 1024 + o 4096^2 = 41,943,040; MLP 3 * 4096 * 14336
+    # = 176,160,768; norms 2 * 4096. 32 layers + final norm: 8,030,261,248 (HF: 8.03B)
+    counts = param_counts(LLAMA_8B)
+    assert counts.total == 8_030_261_248
+    assert counts.matmul == 32 * (41_943_040 + 176_160_768) + 525_336_576
+    assert kv_bytes_per_token(LLAMA_8B, Dtype.BF16) == 2 * 32 * 8 * 128 * 2  # 131,072
+
+
+def test_llama_31_8b_decode_at_batch_1_on_h100_is_memory_bound_at_about_4_5_ms():
+    # context C = 1024, bf16.
+    # FLOPs = 2 N_mm + 4 L C H dh = 2 * 7,504,658,432 + 4 * 32 * 1024 * 32 * 128
+    #       = 15,009,316,864 + 536,870,912 = 15,546,187,776
+    # bytes = weights streamed (all but the untied input embedding): 7,504,924,672 * 2
+    #       = 15,009,849,344; + KV read 1024 * 131,072 = 134,217,728; + KV written 131,072
+    #       = 15,144,198,144
+    # memory time = 15.144e9 / 3.35e12 = 4.5206 ms; compute = 1.5546e10 / 989.4e12 = 15.7 us
+    result = estimate(LLAMA_8B, H100, TransformerSpec(phase=Phase.DECODE, batch=1, seq_len=1024))
+    roof = result.roofline
+    assert roof.flops == 15_546_187_776
+    assert roof.bytes == 15_144_198_144
+    assert roof.bound is Bound.MEMORY
+    assert roof.memory_time == pytest.approx(4.5206e-3, rel=1e-4)
+    assert roof.compute_time == pytest.approx(15.71e-6, rel=1e-3)
+    assert result.tokens_per_s == pytest.approx(221.2, rel=1e-3)
+    assert result.time_per_output_token == roof.expected_time
+
+
+def test_prefill_counts_causal_attention_as_half_the_square():
+    # B=1, P=2048: FLOPs = 2 N_mm P + 2 L P^2 H dh
+    #   = 2 * 7,504,658,432 * 2048 + 2 * 32 * 2048^2 * 32 * 128 = 3.0738e13 + 1.0995e12
+    work = prefill(LLAMA_8B, 1, 2048, BF16)
+    assert work.flops == 2 * 7_504_658_432 * 2048 + 2 * 32 * 2048**2 * 32 * 128
+    # 3.1838e13 FLOPs / 312e12 = 102.0 ms on an A100: compute-bound
+    result = estimate(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=2048))
+    assert result.roofline.bound is Bound.COMPUTE
+    assert result.time_to_first_token == pytest.approx(102.05e-3, rel=1e-3)
+
+
+def test_generate_sums_prefill_and_decode_steps_in_closed_form():
+    spec = TransformerSpec(phase=Phase.GENERATE, batch=4, seq_len=500, gen_len=37)
+    result = estimate(LLAMA_8B, A100, spec)
+    first = estimate(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, batch=4, seq_len=500))
+    steps = [
+        estimate(LLAMA_8B, A100, TransformerSpec(phase=Phase.DECODE, batch=4, seq_len=c))
+        for c in range(500, 537)
+    ]
+    brute = first.roofline.expected_time + sum(s.roofline.expected_time for s in steps)
+    assert result.roofline.expected_time == pytest.approx(brute, rel=1e-12)
+    assert result.roofline.flops == pytest.approx(
+        first.roofline.flops + sum(s.roofline.flops for s in steps), rel=1e-12
+    )
+    assert result.time_to_first_token == first.roofline.expected_time
+    assert result.tokens_per_s == pytest.approx(4 * 37 / brute)
+
+
+def _generate_vs_steps(arch, batch, start, steps):
+    spec = TransformerSpec(phase=Phase.GENERATE, batch=batch, seq_len=start, gen_len=steps)
+    got = estimate(arch, A100, spec).roofline
+    prefill_time = estimate(
+        arch, A100, TransformerSpec(phase=Phase.PREFILL, batch=batch, seq_len=start)
+    ).roofline.expected_time
+    step_roofs = [
+        estimate(arch, A100, TransformerSpec(phase=Phase.DECODE, batch=batch, seq_len=c)).roofline
+        for c in range(start, start + steps)
+    ]
+    brute = prefill_time + sum(s.expected_time for s in step_roofs)
+    return got.expected_time, brute, {s.bound for s in step_roofs}
+
+
+def test_generate_across_the_ridge_matches_the_step_by_step_sum():
+    # Mixtral at batch 1024 on an A100: compute 83.7 ms per step vs memory 45.8 ms of weights
+    # + C * 1024 * 131,072 B / 2.039e12 B/s = 65.8 us per context token: the steps cross from
+    # compute- to memory-bound near C = 576, inside 400..799.
+    got, brute, bounds = _generate_vs_steps(MIXTRAL, 1024, 400, 400)
+    assert bounds == {Bound.COMPUTE, Bound.MEMORY}
+    assert got == pytest.approx(brute, rel=1e-9)
+
+
+def test_generate_across_a_sliding_window_matches_the_step_by_step_sum():
+    # Mistral's 4096-token window bends the KV term at C = 4096, inside 4000..4199
+    got, brute, _ = _generate_vs_steps(MISTRAL_7B, 8, 4000, 200)
+    assert got == pytest.approx(brute, rel=1e-9)
+
+
+def test_a_sliding_window_caps_the_kv_cache():
+    # Mistral 7B keeps at most 4096 tokens per layer: context 8192 reads what 4096 does
+    short = decode(MISTRAL_7B, 1, 4096, BF16)
+    long = decode(MISTRAL_7B, 1, 8192, BF16)
+    assert long.bytes == short.bytes and long.flops == short.flops
+
+
+def test_weight_only_quantisation_shrinks_the_streamed_weights():
+    # w4a16: the blocks' linear weights at 0.5 bytes, embeddings and lm_head stay bf16:
+    # 6,979,321,856 * 0.5 + (525,336,576 + 266,240) * 2 = 4,540,866,560 bytes streamed
+    w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
+    kv = 2 * 131_072  # one cached token read, one written
+    assert w4.bytes == pytest.approx(4_540_866_560 + kv)
+    fp8_kv = decode(LLAMA_8B, 1, 1024, Precision(kv=Dtype.FP8))
+    bf16_kv = decode(LLAMA_8B, 1, 1024, BF16)
+    assert bf16_kv.bytes - fp8_kv.bytes == pytest.approx(1025 * 65_536)
+
+
+def test_moe_decode_reads_more_experts_as_the_batch_grows():
+    # one token touches k=2 of 8 experts; 8 tokens touch 8 (1 - (3/4)^8) = 7.2 on average
+    assert experts_touched(8, 2, 1) == pytest.approx(2)
+    assert experts_touched(8, 2, 8) == pytest.approx(8 * (1 - 0.75**8))
+    one = decode(MIXTRAL, 1, 1, BF16).bytes
+    many = decode(MIXTRAL, 64, 1, BF16).bytes
+    counts = param_counts(MIXTRAL)
+    assert one < many < 2 * counts.total * 1.01
+
+
+def test_tensor_parallel_splits_the_work_and_adds_all_reduce_time():
+    # tp=2 on H100: per layer 2 all-reduces of B d s = 4096 * 2 bytes; ring moves 2 (1/2) of it
+    # per chip: 8192 bytes; 32 layers * 2 * 8192 / 450e9 B/s per direction = 1.165 us
+    one = estimate(LLAMA_8B, H100, TransformerSpec(seq_len=1024))
+    two = estimate(LLAMA_8B, H100, TransformerSpec(seq_len=1024, tp=2))
+    assert two.roofline.flops == pytest.approx(one.roofline.flops / 2)
+    assert two.roofline.communication_time == pytest.approx(32 * 2 * 8192 / 450e9)
+    assert two.memory.weights == pytest.approx(one.memory.weights / 2)
+
+
+def test_training_flops_are_six_n_d_plus_three_attention_forwards():
+    # B=8, S=2048: 6 N_mm T + 3 * (2 L B S^2 H dh)
+    spec = TransformerSpec(phase=Phase.TRAINING, batch=8, seq_len=2048)
+    result = estimate(LLAMA_8B, H100, spec)
+    tokens = 8 * 2048
+    attention_forward = 2 * 32 * 8 * 2048**2 * 32 * 128
+    assert result.roofline.flops == 6 * 7_504_658_432 * tokens + 3 * attention_forward
+    recompute = estimate(
+        LLAMA_8B, H100, TransformerSpec(phase=Phase.TRAINING, batch=8, seq_len=2048, recompute=True)
+    )
+    assert recompute.roofline.flops == pytest.approx(result.roofline.flops * 4 / 3)
+    # mixed-precision AdamW: 16 bytes per parameter before activations
+    memory = result.memory
+    assert memory.weights + memory.gradients + memory.optimizer == 16 * 8_030_261_248
+
+
+def test_an_encoder_has_no_decode_phase():
+    with pytest.raises(InvalidInput) as info:
+        estimate(BERT, A100, TransformerSpec(phase=Phase.DECODE))
+    assert info.value.field == "phase"
+    prefill_bert = estimate(BERT, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=512))
+    assert prefill_bert.memory.kv_cache == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        (TransformerSpec(batch=0), "batch"),
+        (TransformerSpec(seq_len=0), "seq_len"),
+        (TransformerSpec(tp=33), "tp"),
+        (TransformerSpec(reserve_fraction=1.0), "reserve_fraction"),
+        (
+            TransformerSpec(phase=Phase.TRAINING, precision=Precision(weights=Dtype.INT4)),
+            "weight_dtype",
+        ),
+    ],
+)
+def test_bad_specs_name_their_field(spec, field):
+    with pytest.raises(InvalidInput) as info:
+        estimate(LLAMA_8B, A100, spec)
+    assert info.value.field == field
