@@ -1,0 +1,206 @@
+"""Pydantic schemas of the catalog files: every figure is {value, source, verify, note}.
+
+Units are in the field names (bytes, bytes_per_s, flops_per_s); all values are SI.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from app.engine.units import Dtype
+
+_ID = r"^[a-z0-9][a-z0-9._/-]*$"
+_MATRIX_DTYPES = frozenset(
+    {
+        Dtype.FP64,
+        Dtype.TF32,
+        Dtype.FP32,
+        Dtype.BF16,
+        Dtype.FP16,
+        Dtype.FP8,
+        Dtype.INT8,
+        Dtype.INT4,
+        Dtype.FP4,
+    }
+)
+_VECTOR_DTYPES = frozenset({Dtype.FP64, Dtype.FP32, Dtype.FP16, Dtype.BF16})
+
+
+def _finite_positive(value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"must be a positive finite number, got {value}")
+    return value
+
+
+def _url(value: str) -> str:
+    if not re.match(r"^https?://\S+$", value):
+        raise ValueError(f"must be an http(s) URL, got {value!r}")
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Figure(_Strict):
+    """A number with its source key and how well it was verified (V/S/U/D as in chips.md)."""
+
+    value: Annotated[float, AfterValidator(_finite_positive)]
+    source: str
+    verify: Literal["V", "S", "U", "D"]
+    note: str | None = None
+
+
+class Fraction(Figure):
+    """A figure between 0 (exclusive) and 1."""
+
+    value: Annotated[float, Field(gt=0, le=1)]
+
+
+class Source(_Strict):
+    """Where figures come from."""
+
+    url: Annotated[str, AfterValidator(_url)]
+    title: str
+    kind: Literal["vendor", "secondary", "measurement"]
+
+
+class Memory(_Strict):
+    """Device memory: the marketing label, usable capacity in bytes, datasheet bandwidth."""
+
+    label: str
+    capacity_bytes: Figure
+    bandwidth_bytes_per_s: Figure
+
+
+class Peaks(_Strict):
+    """Dense peak FLOP/s (ops/s for integers) per dtype, on the matrix unit and the vector ALUs."""
+
+    matrix: dict[Dtype, Figure]
+    vector: dict[Dtype, Figure] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_rows(self) -> Peaks:
+        if not self.matrix:
+            raise ValueError("matrix: at least one matrix peak is required")
+        for unit, rows, allowed in (
+            ("matrix", self.matrix, _MATRIX_DTYPES),
+            ("vector", self.vector, _VECTOR_DTYPES),
+        ):
+            extra = set(rows) - allowed
+            if extra:
+                raise ValueError(f"{unit}: dtype {sorted(extra)[0]} is not a {unit} rate")
+        return self
+
+
+class Link(_Strict):
+    """A link: its name and bidirectional bandwidth per chip."""
+
+    name: str
+    bandwidth_bytes_per_s: Figure
+
+
+class Interconnect(_Strict):
+    """Scale-up (chip-to-chip) and host links; null when the chip has none."""
+
+    scale_up: Link | None = None
+    host: Link | None = None
+
+
+class Sustained(_Strict):
+    """Measured fractions of the matrix peak and of the memory bandwidth."""
+
+    matrix: Fraction
+    memory: Fraction
+
+
+class ChipEntry(_Strict):
+    """One chip of the catalog."""
+
+    id: Annotated[str, Field(pattern=_ID)]
+    name: str
+    vendor: str
+    aliases: list[Annotated[str, Field(pattern=_ID)]] = Field(default_factory=list)
+    memory: Memory
+    peak_flops_per_s: Peaks
+    interconnect: Interconnect
+    sustained: Sustained
+    notes: str | None = None
+
+    def figures(self) -> dict[str, Figure]:
+        """Every figure of the chip by its dotted path."""
+        found: dict[str, Figure] = {}
+        _collect(self, "", found)
+        return found
+
+
+def _collect(node: Any, prefix: str, found: dict[str, Figure]) -> None:
+    if isinstance(node, Figure):
+        found[prefix] = node
+    elif isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            _collect(getattr(node, name), f"{prefix}.{name}".lstrip("."), found)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            _collect(value, f"{prefix}.{key}", found)
+
+
+class ChipCatalog(_Strict):
+    """The versioned chip catalog file (chip_catalog.json)."""
+
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    date: str | None = None
+    description: str = ""
+    conventions: str = ""
+    sources: dict[str, Source]
+    chips: list[ChipEntry]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChipCatalog:
+        names: dict[str, str] = {}
+        for chip in self.chips:
+            for name in (chip.id, *chip.aliases):
+                if name in names:
+                    raise ValueError(
+                        f"chip {chip.id}: name {name!r} is already used by chip {names[name]}"
+                    )
+                names[name] = chip.id
+            for path, figure in chip.figures().items():
+                if figure.source not in self.sources:
+                    raise ValueError(
+                        f"chip {chip.id}: {path}.source {figure.source!r} is not in sources"
+                    )
+        return self
+
+
+class OfficialParams(_Strict):
+    """The officially stated parameter count, with its source."""
+
+    total: Annotated[int, Field(gt=0)]
+    active: Annotated[int, Field(gt=0)] | None = None
+    active_counts_input_embedding: bool = True
+    source: dict[str, str]
+
+
+class ModelEntry(_Strict):
+    """One architecture: its Hugging Face config and where it was read."""
+
+    id: Annotated[str, Field(pattern=_ID)]
+    name: str
+    family: str
+    aliases: list[Annotated[str, Field(pattern=_ID)]] = Field(default_factory=list)
+    hf_repo: str | None
+    config_source: dict[str, str]
+    official_params: OfficialParams
+    config: dict[str, Any]
+
+
+class ModelCatalog(_Strict):
+    """The model catalog file (app/catalog/models.json)."""
+
+    version: str
+    models: list[ModelEntry]
