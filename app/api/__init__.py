@@ -1,0 +1,1 @@
+"""HTTP layer: request/response schemas, routes and error handlers around the engine."""

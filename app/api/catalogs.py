@@ -1,0 +1,47 @@
+"""The catalogs a running service answers from: chip catalog versions and the model catalog."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.catalog.loader import (
+    ChipCatalogVersion,
+    ModelCatalogVersion,
+    load_chip_catalog,
+    load_model_catalog,
+)
+from app.catalog.names import NameIndex
+from app.db import catalog_versions
+from app.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogs:
+    """Every usable chip-catalog version (by version) and the model catalog."""
+
+    chip_versions: dict[str, ChipCatalogVersion]
+    current: str
+    models: ModelCatalogVersion
+
+    def chips(self, version: str | None = None) -> ChipCatalogVersion:
+        """The chip catalog of `version` (default: the current one)."""
+        if version is None:
+            return self.chip_versions[self.current]
+        index = NameIndex("catalog version", [(v, v) for v in self.chip_versions])
+        return self.chip_versions[index.resolve(version)]
+
+
+def load_catalog_files(settings: Settings) -> tuple[ChipCatalogVersion, ModelCatalogVersion]:
+    """Load and validate both catalog files (CatalogError names the chip and field)."""
+    return load_chip_catalog(settings.chip_catalog), load_model_catalog(settings.model_catalog)
+
+
+def record_catalogs(
+    sessions: sessionmaker[Session], current: ChipCatalogVersion, models: ModelCatalogVersion
+) -> Catalogs:
+    """Record the chip catalog's version in the database (refusing an edited file under a
+    known version) and load every stored version beside it."""
+    catalog_versions.record(sessions, current)
+    return Catalogs(catalog_versions.load_all(sessions, current), current.version, models)

@@ -1,0 +1,26 @@
+"""Request dependencies."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.api.catalogs import Catalogs
+
+
+def get_catalogs(request: Request) -> Catalogs:
+    """The catalogs loaded at start-up."""
+    catalogs: Catalogs = request.app.state.catalogs
+    return catalogs
+
+
+def get_sessions(request: Request) -> sessionmaker[Session]:
+    """The session factory of the app's database."""
+    sessions: sessionmaker[Session] = request.app.state.sessions
+    return sessions
+
+
+CatalogsDep = Annotated[Catalogs, Depends(get_catalogs)]
+SessionsDep = Annotated[sessionmaker[Session], Depends(get_sessions)]

@@ -1,0 +1,101 @@
+"""Map domain errors to HTTP: 404 for unknown names (with suggestions), 422 for bad input.
+
+One error shape for every 422, FastAPI's own: {"detail": [{"loc", "msg", "type"}]}, with the
+offending input left out (it may be a NaN, which JSON cannot carry).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from app.catalog.names import UnknownName
+from app.engine import EngineError, InvalidInput, Unsupported
+
+log = logging.getLogger(__name__)
+
+_TOP_LEVEL = frozenset({"chip", "catalog_version", "measured_time_s", "measured_ms", "baseline_id"})
+_QUERY_ONLY = frozenset({"fail_on"})
+
+
+class StrictJSONResponse(JSONResponse):
+    """JSON that refuses NaN and infinity instead of emitting invalid JSON."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode("utf-8")
+
+
+def _loc(request: Request, field: str) -> list[str]:
+    parts = field.split(".")
+    if request.method == "GET" or parts[0] in _QUERY_ONLY:
+        return ["query", *parts]
+    if parts[0] in _TOP_LEVEL:
+        return ["body", *parts]
+    return ["body", "workload", *parts]
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+async def _unknown_name(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, UnknownName)
+    return StrictJSONResponse(
+        status_code=404,
+        content={
+            "detail": {
+                "message": f"unknown {exc.kind} {exc.name!r}",
+                "suggestions": exc.suggestions,
+            }
+        },
+    )
+
+
+async def _engine_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, (InvalidInput, Unsupported))
+    kind = "unsupported" if isinstance(exc, Unsupported) else "value_error"
+    detail = [{"loc": _loc(request, exc.field), "msg": exc.message, "type": kind}]
+    return StrictJSONResponse(status_code=422, content={"detail": detail})
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    detail = []
+    for error in exc.errors():
+        item: dict[str, Any] = {
+            "loc": [str(part) for part in error.get("loc", ())],
+            "msg": str(error.get("msg", "")),
+            "type": str(error.get("type", "")),
+        }
+        ctx = error.get("ctx")
+        if ctx:
+            item["ctx"] = {key: _clean(value) for key, value in ctx.items()}
+        detail.append(item)
+    return StrictJSONResponse(status_code=422, content={"detail": detail})
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return StrictJSONResponse(
+        status_code=500, content={"detail": {"message": "internal error; it has been logged"}}
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on `app`."""
+    app.add_exception_handler(UnknownName, _unknown_name)
+    app.add_exception_handler(EngineError, _engine_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,43 @@
+"""Service settings, read from the environment."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Catalog files (ROOFCHECK_CHIP_CATALOG, ROOFCHECK_MODEL_CATALOG) and the database.
+
+    DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
+    `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
+
+    chip_catalog: Path = ROOT / "chip_catalog.json"
+    model_catalog: Path = Path(__file__).resolve().parent / "catalog" / "models.json"
+    database_url: str = Field(
+        "sqlite:///roofcheck.db",
+        validation_alias=AliasChoices("DATABASE_URL", "ROOFCHECK_DATABASE_URL", "database_url"),
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _psycopg3(cls, url: str) -> str:
+        """postgres:// and postgresql:// use the psycopg 3 driver."""
+        for scheme in ("postgres://", "postgresql://"):
+            if url.startswith(scheme):
+                return "postgresql+psycopg://" + url.removeprefix(scheme)
+        return url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read once."""
+    return Settings()

@@ -1,0 +1,203 @@
+"""The calculation endpoints through the ASGI app: worked answers, GET = POST, every kind."""
+
+import pytest
+
+LLAMA_H100 = {"chip": "h100", "model": "llama-8b", "phase": "decode", "batch": 1, "seq_len": 1024}
+
+
+def post(client, path, workload, **top):
+    return client.post(path, json={"chip": top.pop("chip", "a100"), "workload": workload, **top})
+
+
+def test_expected_time_of_llama_decode_on_h100(client):
+    # bytes = 15,009,849,344 weights + 134,217,728 KV read + 131,072 written = 15,144,198,144
+    # at 3.35 TB/s: 4.5206 ms, memory-bound (engine test has the full derivation)
+    body = client.get("/expected-time", params=LLAMA_H100).json()
+    assert body["chip"]["id"] == "h100-sxm5-80gb"
+    assert body["model"]["id"] == "llama-3.1-8b"
+    assert body["bytes"] == 15_144_198_144
+    assert body["bound"] == "memory"
+    assert body["expected_time_s"] == pytest.approx(
+        15_144_198_144 / body["memory_bandwidth"], rel=1e-12
+    )
+    assert body["memory_bandwidth"] == pytest.approx(3.35e12, rel=0.01)
+    assert body["tokens_per_s"] == pytest.approx(1 / body["expected_time_s"])
+    assert body["time_per_output_token_s"] == body["expected_time_s"]
+    assert body["realistic_time_s"] > body["expected_time_s"]
+    assert body["workload"]["weight_dtype"] == "bf16"  # defaults are echoed
+    assert body["catalog_version"]
+    assert any("memory" in line.lower() for line in body["explanation"])
+
+
+def test_get_and_post_give_the_same_answer(client):
+    got = client.get("/expected-time", params=LLAMA_H100).json()
+    params = {k: v for k, v in LLAMA_H100.items() if k != "chip"}
+    posted = post(client, "/expected-time", {"kind": "transformer", **params}, chip="h100").json()
+    assert got == posted
+
+
+def test_matmul_4096_bf16_on_a100(client):
+    # 2 * 4096^3 = 1.374e11 FLOPs at 312 TFLOP/s = 440.5 us; 100.7 MB at 2.039 TB/s = 49.4 us
+    body = post(
+        client,
+        "/expected-time",
+        {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"},
+    ).json()
+    assert body["flops"] == 137_438_953_472
+    assert body["bytes"] == 100_663_296
+    assert body["bound"] == "compute"
+    assert body["expected_time_s"] == pytest.approx(440.5e-6, rel=1e-3)
+    assert body["ridge_intensity"] == pytest.approx(153.0, rel=1e-3)
+    assert body["model"] is None
+
+
+@pytest.mark.parametrize(
+    ("workload", "flops", "nbytes"),
+    [
+        # x.cos().cos() fused: 2 FLOPs and 8 bytes per fp32 element
+        ({"kind": "elementwise", "n": 1000, "ops": ["cos", "cos"]}, 2000, 8000),
+        # unfused: each op reads and writes: 16 bytes per element
+        ({"kind": "elementwise", "n": 1000, "ops": 2, "fused": False}, 2000, 16000),
+        ({"kind": "saxpy", "n": 1000}, 2000, 12000),
+        ({"kind": "softmax", "rows": 10, "cols": 100}, 5000, 8000),
+        ({"kind": "rmsnorm", "rows": 10, "cols": 100}, 4000, 8400),
+        # 4 B H Lq Lk d = 4 * 2 * 16 * 16 * 8 = 16,384; Q, K, V, O: 4 * 2 * 16 * 8 * 2 bytes
+        ({"kind": "attention", "heads": 2, "q_len": 16, "head_dim": 8}, 16384, 2048),
+        ({"kind": "custom", "flops": 1e9, "bytes": 1e6}, 1e9, 1e6),
+    ],
+)
+def test_every_kernel_kind(client, workload, flops, nbytes):
+    response = post(client, "/expected-time", workload)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["flops"] == flops
+    assert body["bytes"] == nbytes
+    assert body["expected_time_s"] == max(body["compute_time_s"], body["memory_time_s"])
+
+
+def test_an_inline_config_answers_like_the_catalog_model(client):
+    config = client.get("/models/llama-8b").json()["config"]
+    inline = post(
+        client, "/expected-time", {"kind": "transformer", "config": config, "seq_len": 1024}
+    ).json()
+    named = client.get("/expected-time", params={**LLAMA_H100, "chip": "a100"}).json()
+    assert inline["model"]["id"] == "custom"
+    assert inline["flops"] == named["flops"]
+    assert inline["bytes"] == named["bytes"]
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode", "generate", "training"])
+def test_every_phase_answers(client, phase):
+    body = client.get(
+        "/expected-time",
+        params={
+            "chip": "h100",
+            "model": "llama-8b",
+            "phase": phase,
+            "batch": 4,
+            "seq_len": 512,
+            "gen_len": 64,
+        },
+    ).json()
+    assert body["expected_time_s"] > 0
+    assert body["tokens_per_s"] > 0
+    if phase in ("prefill", "generate"):
+        assert body["time_to_first_token_s"] > 0
+    if phase in ("decode", "generate"):
+        assert body["time_per_output_token_s"] > 0
+
+
+def test_w4a16_and_fp8_kv_are_separate_dtypes(client):
+    base = {"chip": "h100", "model": "llama-8b", "seq_len": 4096}
+    plain = client.get("/expected-time", params=base).json()
+    w4 = client.get("/expected-time", params={**base, "weight_dtype": "int4"}).json()
+    kv8 = client.get("/expected-time", params={**base, "kv_dtype": "fp8"}).json()
+    assert w4["bytes"] < plain["bytes"] and w4["peak"]["dtype"] == "bf16"
+    # the KV cache read halves: 4096 * 131,072 / 2 bytes fewer, plus half the written token
+    assert plain["bytes"] - kv8["bytes"] == (4096 + 1) * 65_536
+
+
+def test_memory_fit_of_llama_405b(client):
+    # 405.85e9 params * 2 bytes = 811.7 GB of weights: no single 80 GB chip holds it;
+    # across tensor-parallel H100s it needs at least 811.7 / (85.9 * 0.9) ~ 10.5 -> 16 chips
+    # (the tp degree must divide the 128 heads)
+    body = client.get("/memory-fit", params={"chip": "h100", "model": "llama-405b"}).json()
+    assert body["fits"] is False
+    assert body["max_batch"] == 0
+    assert body["min_chips"] == 16
+    breakdown = body["breakdown"]
+    assert breakdown["weights"] == pytest.approx(405_853_388_800 * 2)
+    assert body["required_bytes"] == pytest.approx(sum(breakdown.values()))
+
+
+def test_memory_fit_of_training_counts_gradients_and_optimizer(client):
+    body = client.get(
+        "/memory-fit",
+        params={"chip": "h100", "model": "llama-8b", "phase": "training", "seq_len": 2048},
+    ).json()
+    b = body["breakdown"]
+    # mixed-precision AdamW: 2 + 2 + 12 bytes per parameter
+    assert b["weights"] == pytest.approx(2 * 8_030_261_248)
+    assert b["gradients"] == pytest.approx(2 * 8_030_261_248)
+    assert b["optimizer"] == pytest.approx(12 * 8_030_261_248)
+    assert body["fits"] is False  # 128.5 GB of state alone
+
+
+def test_optimal_batch_curl_example(client):
+    # derivation in tests/engine/test_batch.py: no compute-bound batch at 2048 tokens of
+    # context; memory limits the batch to 227 on an A100 80GB
+    response = client.get("/optimal-batch?chip=a100&model=llama-8b")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["optimal_batch"] == 227
+    assert body["limited_by"] == "memory"
+    assert body["ridge_batch"] is None
+    assert body["asymptotic_intensity"] < body["ridge_intensity"]
+    rows = {row["batch"]: row for row in body["sweep"]}
+    assert rows[227]["fits"] and not rows[256]["fits"]
+    assert set(rows[1]) == {
+        "batch",
+        "compute_time_s",
+        "memory_time_s",
+        "expected_time_s",
+        "memory_required_bytes",
+        "fits",
+        "tokens_per_s",
+        "bound",
+    }
+
+
+def test_optimal_batch_at_short_context_is_the_ridge(client):
+    body = client.get(
+        "/optimal-batch", params={"chip": "a100", "model": "llama-8b", "seq_len": 128}
+    ).json()
+    assert body["limited_by"] == "ridge"
+    assert body["optimal_batch"] == body["ridge_batch"] == 184
+
+
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [
+        (0.5, "faster_than_roofline"),
+        (1.2, "near_roofline"),
+        (3.0, "room_to_improve"),
+        (25.0, "order_of_magnitude_slower"),
+    ],
+)
+def test_check_verdicts(client, ratio, verdict):
+    expected = client.get("/expected-time", params=LLAMA_H100).json()["expected_time_s"]
+    body = client.get("/check", params={**LLAMA_H100, "measured_time_s": ratio * expected}).json()
+    assert body["ratio"] == pytest.approx(ratio)
+    assert body["verdict"] == verdict
+    assert body["advice"]
+    assert body["expected_time_s"] == expected
+
+
+def test_check_accepts_milliseconds_and_kernel_workloads(client):
+    workload = {"kind": "elementwise", "n": 10**8, "ops": ["cos", "cos"]}
+    # fused: 8e8 bytes / 2.039e12 = 392.4 us; 0.4 ms measured is near the roofline
+    seconds = post(client, "/check", workload, measured_time_s=0.0004).json()
+    millis = post(client, "/check", workload, measured_ms=0.4).json()
+    assert seconds["ratio"] == pytest.approx(millis["ratio"])
+    assert millis["verdict"] == "near_roofline"
+    assert millis["advice"][0].startswith("Close to the memory roofline")
