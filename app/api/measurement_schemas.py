@@ -1,0 +1,211 @@
+"""Bodies of the measurement endpoints: store, list, read, compare, re-judge."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.api.schemas import Check, CheckRequest, ChipRef, RepeatsOut
+from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH
+from app.engine import Phase, Verdict
+
+_Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
+DEFAULT_THRESHOLD = 0.1
+
+
+class MeasurementIn(CheckRequest):
+    """A workload, the time it took, and where it ran. Stored with its verdict."""
+
+    label: _Label | None = Field(None, description="Free label, e.g. 'nightly-decode'.")
+    git_commit: Annotated[str, Field(min_length=1, max_length=COMMIT_LENGTH)] | None = None
+    branch: _Label | None = None
+    hostname: Annotated[str, Field(min_length=1, max_length=HOST_LENGTH)] | None = None
+    software: dict[Annotated[str, Field(max_length=100)], Annotated[str, Field(max_length=200)]] = (
+        Field(default_factory=dict, max_length=64, description="e.g. {'torch': '2.5.1'}")
+    )
+    notes: Annotated[str, Field(max_length=10_000)] | None = None
+    baseline_id: int | None = Field(
+        None, ge=1, description="Compare with this stored measurement (same workload)."
+    )
+    baseline_branch: _Label | None = Field(
+        None, description="Compare with the latest earlier measurement on this branch."
+    )
+    regression_threshold: float = Field(
+        DEFAULT_THRESHOLD,
+        gt=0,
+        le=100,
+        description="Slower by more than this fraction flags a regression.",
+    )
+
+
+class Comparison(BaseModel):
+    """A measurement against earlier runs of the same workload."""
+
+    previous_id: int | None
+    change_vs_previous: float | None = Field(description="+0.1 = 10% slower than the previous.")
+    baseline_id: int | None
+    change_vs_baseline: float | None
+    threshold: float
+    regression: bool = Field(
+        description="Slower than the baseline (or, without one, the previous) beyond threshold."
+    )
+
+
+GATE_CHOICES = frozenset({*(v.value for v in Verdict), "regression"})
+
+
+class Gate(BaseModel):
+    """A CI gate on a stored measurement: which outcomes fail it, and whether this one did."""
+
+    fail_on: list[str]
+    failed: bool
+    reasons: list[str]
+
+
+class MeasurementOut(BaseModel):
+    """A stored measurement, judged when it was stored."""
+
+    id: int
+    created_at: datetime
+    catalog_version: str
+    chip: ChipRef
+    kind: str
+    model_id: str | None
+    phase: str | None
+    workload: dict[str, Any]
+    workload_key: str
+    measured_values: list[float]
+    measured_unit: str
+    repeats: RepeatsOut
+    measured_time_s: float
+    expected_time_s: float
+    ratio: float
+    efficiency: float
+    verdict: Verdict
+    advice: list[str]
+    label: str | None
+    git_commit: str | None
+    branch: str | None
+    hostname: str | None
+    software: dict[str, str]
+    notes: str | None
+    expectation: dict[str, Any] = Field(description="The full /check answer it was judged by.")
+    comparison: Comparison
+    gate: Gate | None = None
+
+
+class MeasurementSummary(BaseModel):
+    """One row of a measurement list."""
+
+    id: int
+    created_at: datetime
+    catalog_version: str
+    chip_id: str
+    kind: str
+    model_id: str | None
+    phase: str | None
+    label: str | None
+    branch: str | None
+    git_commit: str | None
+    measured_time_s: float
+    expected_time_s: float
+    ratio: float
+    verdict: Verdict
+    workload_key: str
+
+
+class MeasurementQuery(BaseModel):
+    """Filters and paging of GET /measurements; `chip` and `model` are catalog ids."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    chip: _Label | None = None
+    model: _Label | None = None
+    phase: Phase | None = None
+    label: _Label | None = None
+    branch: _Label | None = None
+    workload_key: Annotated[str, Field(min_length=64, max_length=64)] | None = None
+    since: datetime | None = Field(None, description="ISO 8601, inclusive.")
+    until: datetime | None = Field(None, description="ISO 8601, exclusive.")
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=10**9)
+
+    @field_validator("since", "until")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        """Naive timestamps are read as UTC."""
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class MeasurementPage(BaseModel):
+    """A page of measurements, newest first."""
+
+    total: int
+    limit: int
+    offset: int
+    items: list[MeasurementSummary]
+
+
+class HistoryPoint(BaseModel):
+    """One run in a workload's history."""
+
+    id: int
+    created_at: datetime
+    measured_time_s: float
+    expected_time_s: float
+    ratio: float
+    efficiency: float
+    verdict: Verdict
+    tokens_per_s: float | None
+    label: str | None
+    branch: str | None
+    git_commit: str | None
+    catalog_version: str
+
+
+class Means(BaseModel):
+    """The history summarised with the right mean for each quantity."""
+
+    time_s: float = Field(description="Arithmetic mean of the times.")
+    tokens_per_s: float | None = Field(description="Harmonic mean of the rates.")
+    efficiency: float = Field(description="Geometric mean of expected / measured.")
+    ratio: float = Field(description="Geometric mean of measured / expected.")
+
+
+class Overhead(BaseModel):
+    """time = overhead + roofline / efficiency, fitted over the workload's sizes."""
+
+    overhead_s: float
+    efficiency: float | None
+    points: int
+    overhead_bound: bool
+    explanation: str
+
+
+class WorkloadComparison(BaseModel):
+    """Every run of one workload on one chip, compared."""
+
+    workload_key: str
+    chip_id: str
+    workload: dict[str, Any]
+    count: int
+    history: list[HistoryPoint]
+    best: HistoryPoint
+    latest: HistoryPoint
+    means: Means
+    comparison: Comparison
+    overhead: Overhead | None
+
+
+class Rejudged(BaseModel):
+    """A stored measurement judged again against another catalog version (not stored)."""
+
+    measurement_id: int
+    stored_catalog_version: str
+    stored_expected_time_s: float
+    stored_verdict: Verdict
+    rejudged: Check

@@ -1,0 +1,221 @@
+"""`roofcheck`: check or submit a measured runtime from a shell or a CI job.
+
+    roofcheck check  --chip a100 --model llama-8b --batch 8 --measured-ms 5
+    roofcheck submit --chip a100 --model llama-8b --batch 8 --measured-ms 5 --label nightly
+
+Prints one line and exits 0 when the run passes, 1 when its verdict (or, for submit, a
+regression) is in --fail-on, and 2 on a usage, network or server error. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from app import formatting as fmt
+
+PASS, FAIL, ERROR = 0, 1, 2
+DEFAULT_URL = "http://localhost:8000"
+BAD_VERDICTS = "faster_than_roofline,order_of_magnitude_slower"
+TIMEOUT_S = 30
+
+
+class CliError(Exception):
+    """A usage, network or server problem: exit code 2."""
+
+
+def _first_env(*names: str) -> str | None:
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="roofcheck", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="judge a measured time (nothing is stored)")
+    submit = commands.add_parser("submit", help="judge and store a measured time")
+    for sub, fail_on in ((check, BAD_VERDICTS), (submit, BAD_VERDICTS + ",regression")):
+        sub.add_argument(
+            "--url",
+            default=_first_env("ROOFCHECK_URL") or DEFAULT_URL,
+            help="service URL (env ROOFCHECK_URL)",
+        )
+        sub.add_argument("--chip", required=True, help="catalog id or alias, e.g. a100")
+        what = sub.add_mutually_exclusive_group(required=True)
+        what.add_argument("--model", help="a transformer from the catalog, e.g. llama-8b")
+        what.add_argument("--workload", help="any workload as JSON, or @file.json")
+        for flag, kind in (
+            ("--phase", str),
+            ("--batch", int),
+            ("--seq-len", int),
+            ("--gen-len", int),
+            ("--dtype", str),
+            ("--weight-dtype", str),
+            ("--kv-dtype", str),
+            ("--tp", int),
+        ):
+            sub.add_argument(flag, type=kind, help="transformer workload field (see /docs)")
+        sub.add_argument("--catalog-version")
+        measured = sub.add_mutually_exclusive_group(required=True)
+        measured.add_argument(
+            "--measured-ms",
+            type=float,
+            action="append",
+            help="milliseconds; repeat the flag for repeats",
+        )
+        measured.add_argument("--measured-s", type=float, action="append", help="seconds")
+        sub.add_argument(
+            "--fail-on",
+            default=fail_on,
+            help=f"comma-separated verdicts (and 'regression'); default {fail_on}",
+        )
+    submit.add_argument("--label")
+    submit.add_argument("--git-commit", default=_first_env("GITHUB_SHA", "CI_COMMIT_SHA"))
+    submit.add_argument(
+        "--branch", default=_first_env("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME")
+    )
+    submit.add_argument("--hostname", default=socket.gethostname())
+    submit.add_argument("--software", action="append", default=[], metavar="NAME=VERSION")
+    submit.add_argument("--notes")
+    submit.add_argument("--baseline-branch", help="compare with the latest run on this branch")
+    submit.add_argument("--baseline-id", type=int)
+    submit.add_argument("--threshold", type=float, help="regression threshold (default 0.1)")
+    return parser
+
+
+def _workload(args: argparse.Namespace) -> dict[str, Any]:
+    if args.workload is not None:
+        text = args.workload
+        if text.startswith("@"):
+            try:
+                with open(text[1:], encoding="utf-8") as file:
+                    text = file.read()
+            except OSError as exc:
+                raise CliError(f"cannot read {text[1:]}: {exc}") from exc
+        try:
+            workload: dict[str, Any] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--workload is not JSON: {exc}") from exc
+        return workload
+    fields = ("phase", "batch", "seq_len", "gen_len", "dtype", "weight_dtype", "kv_dtype", "tp")
+    workload = {"kind": "transformer", "model": args.model}
+    workload.update({f: getattr(args, f) for f in fields if getattr(args, f) is not None})
+    return workload
+
+
+def _body(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"chip": args.chip, "workload": _workload(args)}
+    if args.catalog_version:
+        body["catalog_version"] = args.catalog_version
+    if args.measured_ms:
+        body["measured_ms"] = args.measured_ms
+    else:
+        body["measured_time_s"] = args.measured_s
+    if args.command == "submit":
+        software = {}
+        for item in args.software:
+            name, sep, version = item.partition("=")
+            if not sep:
+                raise CliError(f"--software takes NAME=VERSION, got {item!r}")
+            software[name] = version
+        optional = {
+            "label": args.label,
+            "git_commit": args.git_commit,
+            "branch": args.branch,
+            "hostname": args.hostname,
+            "notes": args.notes,
+            "baseline_branch": args.baseline_branch,
+            "baseline_id": args.baseline_id,
+            "regression_threshold": args.threshold,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        body["software"] = software
+    return body
+
+
+def _post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.load(exc)
+        except (json.JSONDecodeError, ValueError):
+            detail = {"detail": exc.reason}
+        return exc.code, detail
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise CliError(f"cannot reach {url}: {exc}") from exc
+
+
+def _summary(answer: dict[str, Any], failed: list[str]) -> str:
+    status = "FAIL" if failed else "PASS"
+    line = (
+        f"roofcheck: {status} {answer['verdict']}: measured "
+        f"{fmt.seconds(answer['measured_time_s'])} vs roofline "
+        f"{fmt.seconds(answer['expected_time_s'])} ({answer['ratio']:.2f}x, "
+        f"{answer.get('expectation', answer).get('bound', '?')}-bound) on "
+        f"{answer.get('expectation', answer)['chip']['id']}"
+    )
+    if "id" in answer:
+        line += f" [stored #{answer['id']}"
+        comparison = answer.get("comparison") or {}
+        if comparison.get("change_vs_baseline") is not None:
+            line += f", {comparison['change_vs_baseline']:+.1%} vs #{comparison['baseline_id']}"
+        elif comparison.get("change_vs_previous") is not None:
+            line += f", {comparison['change_vs_previous']:+.1%} vs #{comparison['previous_id']}"
+        line += "]"
+    if failed:
+        line += ": " + "; ".join(failed)
+    return line
+
+
+def _error(status: int, body: dict[str, Any]) -> str:
+    detail = body.get("detail")
+    if isinstance(detail, list):
+        parts = [f"{'.'.join(str(p) for p in e.get('loc', []))}: {e.get('msg')}" for e in detail]
+        return f"roofcheck: error {status}: " + "; ".join(parts)
+    if isinstance(detail, dict):
+        hint = detail.get("suggestions")
+        more = f" (did you mean {', '.join(hint)}?)" if hint else ""
+        return f"roofcheck: error {status}: {detail.get('message')}{more}"
+    return f"roofcheck: error {status}: {detail}"
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run the command line `argv`; return the exit code."""
+    args = _parser().parse_args(argv)
+    fail_on = {part.strip() for part in args.fail_on.split(",") if part.strip()}
+    base = args.url.rstrip("/")
+    if args.command == "check":
+        status, answer = _post(f"{base}/check", _body(args))
+    else:
+        query = urllib.parse.urlencode({"fail_on": ",".join(sorted(fail_on))})
+        status, answer = _post(f"{base}/measurements?{query}", _body(args))
+    if status not in (200, 201, 412):
+        print(_error(status, answer), file=sys.stderr)
+        return ERROR
+    if args.command == "check":
+        failed = [f"verdict {answer['verdict']}"] if answer["verdict"] in fail_on else []
+    else:
+        failed = answer["gate"]["reasons"]
+    print(_summary(answer, failed))
+    return FAIL if failed else PASS
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        sys.exit(run(sys.argv[1:]))
+    except CliError as exc:
+        print(f"roofcheck: {exc}", file=sys.stderr)
+        sys.exit(ERROR)

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy 2 models, sessions, migrations and queries (no HTTP here)."""

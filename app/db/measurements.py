@@ -1,0 +1,118 @@
+"""Queries of stored measurements: plain functions taking a Session."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from app.db.models import MeasurementRow
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What to list; None means any."""
+
+    chip_id: str | None = None
+    model_id: str | None = None
+    phase: str | None = None
+    label: str | None = None
+    branch: str | None = None
+    workload_key: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def _filtered(filters: Filters) -> Select[MeasurementRow]:
+    query = select(MeasurementRow)
+    for column, value in (
+        (MeasurementRow.chip_id, filters.chip_id),
+        (MeasurementRow.model_id, filters.model_id),
+        (MeasurementRow.phase, filters.phase),
+        (MeasurementRow.label, filters.label),
+        (MeasurementRow.branch, filters.branch),
+        (MeasurementRow.workload_key, filters.workload_key),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    if filters.since is not None:
+        query = query.where(MeasurementRow.created_at >= filters.since)
+    if filters.until is not None:
+        query = query.where(MeasurementRow.created_at < filters.until)
+    return query
+
+
+def add(session: Session, row: MeasurementRow) -> MeasurementRow:
+    """Store a measurement; its id is set on return."""
+    session.add(row)
+    session.flush()
+    return row
+
+
+def get(session: Session, measurement_id: int) -> MeasurementRow | None:
+    """One measurement by id."""
+    return session.get(MeasurementRow, measurement_id)
+
+
+def page(
+    session: Session, filters: Filters, *, limit: int, offset: int
+) -> tuple[int, Sequence[MeasurementRow]]:
+    """(total matching, newest first page of them)."""
+    query = _filtered(filters)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.scalars(
+        query.order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return total, rows
+
+
+def history(session: Session, workload_key: str, *, limit: int) -> Sequence[MeasurementRow]:
+    """The latest `limit` measurements of one workload, oldest first."""
+    newest = session.scalars(
+        select(MeasurementRow)
+        .where(MeasurementRow.workload_key == workload_key)
+        .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
+        .limit(limit)
+    ).all()
+    return list(reversed(newest))
+
+
+def previous(session: Session, row: MeasurementRow) -> MeasurementRow | None:
+    """The measurement of the same workload stored just before `row`."""
+    return session.scalars(
+        select(MeasurementRow)
+        .where(MeasurementRow.workload_key == row.workload_key, MeasurementRow.id < row.id)
+        .order_by(MeasurementRow.id.desc())
+        .limit(1)
+    ).first()
+
+
+def latest_on_branch(
+    session: Session, workload_key: str, branch: str, before_id: int
+) -> MeasurementRow | None:
+    """The newest measurement of a workload on `branch` stored before `before_id`."""
+    return session.scalars(
+        select(MeasurementRow)
+        .where(
+            MeasurementRow.workload_key == workload_key,
+            MeasurementRow.branch == branch,
+            MeasurementRow.id < before_id,
+        )
+        .order_by(MeasurementRow.id.desc())
+        .limit(1)
+    ).first()
+
+
+def family(session: Session, family_key: str, *, limit: int) -> Sequence[MeasurementRow]:
+    """The latest measurements of one workload at any size (batch, lengths, shapes)."""
+    return session.scalars(
+        select(MeasurementRow)
+        .where(MeasurementRow.family_key == family_key)
+        .order_by(MeasurementRow.id.desc())
+        .limit(limit)
+    ).all()

@@ -1,0 +1,73 @@
+"""Tables: the chip-catalog versions the service has loaded, and stored measurements."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base, UTCDateTime, utc_now
+
+# Field lengths, shared with the API's validation so the database never truncates.
+ID_LENGTH = 100
+LABEL_LENGTH = 200
+COMMIT_LENGTH = 64
+HOST_LENGTH = 255
+
+
+class CatalogVersionRow(Base):
+    """A chip-catalog version, as loaded: its content and hash, frozen once recorded."""
+
+    __tablename__ = "catalog_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[str] = mapped_column(String(64), unique=True)
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    loaded_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    content: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class MeasurementRow(Base):
+    """A measured runtime with the expectation and verdict it was judged against when stored."""
+
+    __tablename__ = "measurements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    catalog_version: Mapped[str] = mapped_column(String(64), ForeignKey("catalog_versions.version"))
+    # what ran
+    chip_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    kind: Mapped[str] = mapped_column(String(20))
+    model_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    phase: Mapped[str | None] = mapped_column(String(20))
+    workload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    workload_key: Mapped[str] = mapped_column(String(64))
+    family_key: Mapped[str] = mapped_column(String(64))
+    # what was measured, as given, and its mean in seconds
+    measured_values: Mapped[list[float]] = mapped_column(JSON)
+    measured_unit: Mapped[str] = mapped_column(String(2))
+    measured_time_s: Mapped[float] = mapped_column(Float)
+    # the judgement at the time
+    expected_time_s: Mapped[float] = mapped_column(Float)
+    ratio: Mapped[float] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(40))
+    expectation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # context
+    label: Mapped[str | None] = mapped_column(String(LABEL_LENGTH))
+    git_commit: Mapped[str | None] = mapped_column(String(COMMIT_LENGTH))
+    branch: Mapped[str | None] = mapped_column(String(LABEL_LENGTH))
+    hostname: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
+    software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_measurements_workload_key_created_at", "workload_key", "created_at"),
+        Index("ix_measurements_family_key", "family_key"),
+        Index("ix_measurements_created_at", "created_at"),
+        Index("ix_measurements_chip_id_created_at", "chip_id", "created_at"),
+        Index("ix_measurements_model_id_created_at", "model_id", "created_at"),
+        Index("ix_measurements_branch_created_at", "branch", "created_at"),
+        Index("ix_measurements_label", "label"),
+    )

@@ -1,0 +1,249 @@
+"""Stored measurements on SQLite and PostgreSQL: round trips, filters, comparisons, restarts."""
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.catalog.loader import CatalogError
+from app.main import create_app
+from app.settings import Settings
+
+MATMUL = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}
+# 2 * 4096^3 FLOPs at 312 TFLOP/s on an A100: 440.5 us expected
+DECODE = {"kind": "transformer", "model": "llama-8b", "batch": 1, "seq_len": 1024}
+
+
+def submit(client, workload=MATMUL, status=201, **fields):
+    default = {} if "measured_time_s" in fields else {"measured_ms": 1.0}
+    body = {"chip": "a100", "workload": workload, **default, **fields}
+    response = client.post("/measurements", json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def test_every_field_round_trips(db_client):
+    fields = {
+        "measured_ms": [0.61, 0.6, 0.62],
+        "label": "nightly matmul ü",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        "branch": "feature/fused-attention",
+        "hostname": "gpu-node-17.example",
+        "software": {"torch": "2.5.1+cu124", "cuda": "12.4"},
+        "notes": "warm-up 10 iterations; median of 100\nsecond line",
+    }
+    posted = submit(db_client, **fields)
+    stored = db_client.get(f"/measurements/{posted['id']}").json()
+    assert stored == posted | {"comparison": stored["comparison"]}
+    for key, value in fields.items():
+        if key == "measured_ms":
+            assert stored["measured_values"] == value
+            assert stored["measured_unit"] == "ms"
+        else:
+            assert stored[key] == value
+    # the arithmetic mean of the repeats is what was judged: 0.61 ms
+    assert stored["measured_time_s"] == pytest.approx(0.61e-3)
+    assert stored["repeats"]["count"] == 3
+    assert stored["expected_time_s"] == pytest.approx(440.5e-6, rel=1e-3)
+    assert stored["ratio"] == pytest.approx(0.61e-3 / stored["expected_time_s"])
+    assert stored["verdict"] == "near_roofline"
+    assert stored["expectation"]["verdict"] == "near_roofline"
+    assert stored["workload"]["allow_tf32"] is False  # defaults stored with the workload
+    assert datetime.fromisoformat(stored["created_at"]).tzinfo is not None
+
+
+def test_a_restarted_service_finds_every_measurement_with_its_verdict(db_settings, db_client):
+    first = submit(db_client, measured_time_s=0.005)
+    again = create_app(db_settings)
+    with TestClient(again) as client:
+        stored = client.get(f"/measurements/{first['id']}").json()
+    again.state.sessions.kw["bind"].dispose()
+    assert stored["verdict"] == first["verdict"] == "order_of_magnitude_slower"
+    assert stored["expectation"] == first["expectation"]
+
+
+def test_filters_and_pagination(db_client):
+    ids = [
+        submit(db_client, label="a", branch="main")["id"],
+        submit(db_client, label="b", branch="main")["id"],
+        submit(db_client, DECODE, label="a", branch="dev", measured_ms=5)["id"],
+    ]
+    page = db_client.get("/measurements", params={"limit": 2}).json()
+    assert page["total"] == 3
+    assert [m["id"] for m in page["items"]] == [ids[2], ids[1]]  # newest first
+    rest = db_client.get("/measurements", params={"limit": 2, "offset": 2}).json()
+    assert [m["id"] for m in rest["items"]] == [ids[0]]
+
+    def listed(**params):
+        return [m["id"] for m in db_client.get("/measurements", params=params).json()["items"]]
+
+    assert listed(label="a") == [ids[2], ids[0]]
+    assert listed(branch="main") == [ids[1], ids[0]]
+    assert listed(model="llama-3.1-8b") == [ids[2]]
+    assert listed(phase="decode") == [ids[2]]
+    assert listed(chip="a100-sxm4-80gb") == [ids[2], ids[1], ids[0]]
+    assert listed(chip="h100-sxm5-80gb") == []
+    now = datetime.now(UTC)
+    assert len(listed(since=(now - timedelta(hours=1)).isoformat())) == 3
+    assert listed(until=(now - timedelta(hours=1)).isoformat()) == []
+    assert db_client.get("/measurements", params={"limit": 0}).status_code == 422
+
+
+def test_comparison_history_best_latest_and_regression(db_client):
+    # times 1.0, 0.8, 0.9 ms of the same matmul
+    runs = [submit(db_client, measured_ms=t) for t in (1.0, 0.8, 0.9)]
+    latest = runs[-1]
+    # 0.9 / 0.8 - 1 = +12.5% vs the previous run: a regression at the default 10%
+    assert latest["comparison"]["previous_id"] == runs[1]["id"]
+    assert latest["comparison"]["change_vs_previous"] == pytest.approx(0.125)
+    assert latest["comparison"]["regression"] is True
+    key = latest["workload_key"]
+    body = db_client.get(f"/workloads/{key}").json()
+    assert [p["id"] for p in body["history"]] == [r["id"] for r in runs]
+    assert body["best"]["id"] == runs[1]["id"]
+    assert body["latest"]["id"] == runs[2]["id"]
+    # arithmetic mean of times: (1.0 + 0.8 + 0.9) / 3 = 0.9 ms
+    assert body["means"]["time_s"] == pytest.approx(0.9e-3)
+    # geometric mean of efficiencies e / t_i: e / (1.0 * 0.8 * 0.9)^(1/3) ms
+    expected = latest["expected_time_s"]
+    assert body["means"]["efficiency"] == pytest.approx(expected / (0.72e-9) ** (1 / 3))
+    # against the first run as baseline: 0.9 / 1.0 - 1 = -10%: no regression
+    vs_first = db_client.get(f"/workloads/{key}", params={"baseline_id": runs[0]["id"]}).json()
+    assert vs_first["comparison"]["change_vs_baseline"] == pytest.approx(-0.1)
+    assert vs_first["comparison"]["regression"] is False
+    lenient = db_client.get(f"/workloads/{key}", params={"threshold": 0.2}).json()
+    assert lenient["comparison"]["regression"] is False
+
+
+def test_baseline_branch_compares_with_the_latest_run_on_that_branch(db_client):
+    main = submit(db_client, measured_ms=1.0, branch="main")
+    submit(db_client, measured_ms=1.5, branch="dev")
+    pr = submit(db_client, measured_ms=1.05, branch="dev", baseline_branch="main")
+    assert pr["comparison"]["baseline_id"] == main["id"]
+    assert pr["comparison"]["change_vs_baseline"] == pytest.approx(0.05)
+    assert pr["comparison"]["regression"] is False  # 5% < 10%, though +30% vs previous (1.5)
+    other = submit(db_client, DECODE, measured_ms=5)
+    bad = db_client.post(
+        "/measurements",
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": 1, "baseline_id": other["id"]},
+    )
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["loc"][-1] == "baseline_id"
+
+
+def test_transformer_history_reports_measured_tokens_per_second(db_client):
+    a = submit(db_client, {**DECODE, "batch": 8}, measured_ms=10)
+    submit(db_client, {**DECODE, "batch": 8}, measured_ms=20)
+    body = db_client.get(f"/workloads/{a['workload_key']}").json()
+    # batch 8 decode: 8 tokens per step -> 800 and 400 tokens/s; harmonic mean 533.3
+    assert [p["tokens_per_s"] for p in body["history"]] == pytest.approx([800, 400])
+    assert body["means"]["tokens_per_s"] == pytest.approx(1600 / 3)
+
+
+def test_overhead_is_fitted_across_sizes_of_one_workload(db_client):
+    # matmuls of growing n, each measured as 5 ms + expected / 0.5
+    runs = []
+    for n in (1024, 2048, 4096):
+        expected = db_client.post(
+            "/expected-time", json={"chip": "a100", "workload": {**MATMUL, "n": n}}
+        ).json()["expected_time_s"]
+        runs.append(submit(db_client, {**MATMUL, "n": n}, measured_time_s=5e-3 + 2 * expected))
+    body = db_client.get(f"/workloads/{runs[0]['workload_key']}").json()
+    overhead = body["overhead"]
+    assert overhead["points"] == 3
+    assert overhead["overhead_s"] == pytest.approx(5e-3, rel=1e-6)
+    assert overhead["efficiency"] == pytest.approx(0.5, rel=1e-6)
+    # n = 1024: expected 110 us, the work 220 us < 5 ms: overhead-bound
+    assert overhead["overhead_bound"] is True
+    assert "overhead-bound" in overhead["explanation"]
+
+
+def test_unknown_ids_and_keys_are_404(db_client):
+    assert db_client.get("/measurements/999999").status_code == 404
+    assert db_client.get("/workloads/" + "0" * 64).status_code == 404
+    assert db_client.post("/measurements/999999/rejudge").status_code == 404
+    assert db_client.get("/measurements/0").status_code == 422
+
+
+def test_bad_measurements_are_rejected_and_nothing_is_stored(db_client):
+    for body in (
+        {"chip": "a100", "workload": MATMUL},
+        {"chip": "a100", "workload": MATMUL, "measured_ms": [1, -1]},
+        {"chip": "a100", "workload": MATMUL, "measured_ms": []},
+        {"chip": "a100", "workload": MATMUL, "measured_ms": 1, "label": "x" * 201},
+        {"chip": "nope", "workload": MATMUL, "measured_ms": 1},
+    ):
+        assert db_client.post("/measurements", json=body).status_code in (404, 422)
+    assert db_client.get("/measurements").json()["total"] == 0
+
+
+def test_an_edited_catalog_must_bump_its_version(db_settings, db_client, tmp_path):
+    stored = submit(db_client, measured_ms=0.6)
+    data = json.loads(db_settings.chip_catalog.read_text())
+    edited = copy.deepcopy(data)
+    a100 = next(c for c in edited["chips"] if c["id"] == "a100-sxm4-80gb")
+    a100["peak_flops_per_s"]["matrix"]["bf16"]["value"] = 624e12  # someone "fixes" a figure
+    path = tmp_path / "chip_catalog.json"
+    path.write_text(json.dumps(edited))
+    same_version = Settings(database_url=db_settings.database_url, chip_catalog=path)
+    with pytest.raises(CatalogError, match="without bumping its version"):
+        create_app(same_version)
+
+    edited["version"] = data["version"] + "-fixed"
+    path.write_text(json.dumps(edited))
+    bumped = create_app(Settings(database_url=db_settings.database_url, chip_catalog=path))
+    with TestClient(bumped) as client:
+        versions = client.get("/catalog/versions").json()
+        assert [v["version"] for v in versions["versions"]] == [data["version"], edited["version"]]
+        # the stored measurement keeps the expectation it was judged against ...
+        kept = client.get(f"/measurements/{stored['id']}").json()
+        assert kept["catalog_version"] == data["version"]
+        assert kept["expected_time_s"] == stored["expected_time_s"]
+        # ... and can be re-judged on request against the new one: half the compute time
+        again = client.post(f"/measurements/{stored['id']}/rejudge").json()
+        assert again["rejudged"]["catalog_version"] == edited["version"]
+        assert again["rejudged"]["expected_time_s"] == pytest.approx(stored["expected_time_s"] / 2)
+        assert again["stored_expected_time_s"] == stored["expected_time_s"]
+        old = client.post(
+            f"/measurements/{stored['id']}/rejudge", params={"catalog_version": data["version"]}
+        ).json()
+        assert old["rejudged"]["expected_time_s"] == stored["expected_time_s"]
+        assert client.get(f"/measurements/{stored['id']}").json() == kept
+        # the old version still answers calculations
+        answer = client.get("/chips/a100", params={"catalog_version": data["version"]}).json()
+        assert answer["peak_flops_per_s"]["matrix"]["bf16"]["value"] == 312e12
+    bumped.state.sessions.kw["bind"].dispose()
+
+
+def test_a_ci_gate_fails_with_412_and_still_stores(db_client):
+    fine = db_client.post(
+        "/measurements",
+        params={"fail_on": "order_of_magnitude_slower"},
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": 0.5},
+    )
+    assert fine.status_code == 201
+    assert fine.json()["gate"] == {
+        "fail_on": ["order_of_magnitude_slower"],
+        "failed": False,
+        "reasons": [],
+    }
+    slow = db_client.post(
+        "/measurements",
+        params={"fail_on": "order_of_magnitude_slower,regression"},
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": 9},
+    )
+    assert slow.status_code == 412
+    gate = slow.json()["gate"]
+    assert gate["failed"] is True
+    assert gate["reasons"] == ["verdict order_of_magnitude_slower", "regression: +1700.0% slower"]
+    assert db_client.get(f"/measurements/{slow.json()['id']}").status_code == 200
+    bad = db_client.post(
+        "/measurements",
+        params={"fail_on": "slow"},
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": 1},
+    )
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["loc"][-1] == "fail_on"
+    assert db_client.get("/measurements").json()["total"] == 2  # the bad request stored nothing

@@ -1,0 +1,157 @@
+"""The `roofcheck` command against the real service on a loopback port: output and exit codes."""
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from app.cli import ERROR, FAIL, PASS, main, run
+
+# 2 * 4096^3 bf16 FLOPs on an A100: 440.5 us expected
+MATMUL = json.dumps({"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"})
+
+
+@pytest.fixture(scope="module")
+def url(app: FastAPI) -> Iterator[str]:
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_check_passes_near_the_roofline(url, capsys):
+    code = run(
+        ["check", "--url", url, "--chip", "a100", "--workload", MATMUL, "--measured-ms", "0.5"]
+    )
+    out = capsys.readouterr().out
+    assert code == PASS
+    assert out.startswith("roofcheck: PASS near_roofline: measured 500 µs vs roofline 441 µs")
+    assert "compute-bound" in out and "a100-sxm4-80gb" in out
+
+
+def test_check_fails_an_order_of_magnitude_off(url, capsys):
+    code = run(
+        [
+            "check",
+            "--url",
+            url,
+            "--chip",
+            "a100",
+            "--model",
+            "llama-8b",
+            "--batch",
+            "8",
+            "--measured-ms",
+            "90",
+            "--measured-ms",
+            "110",
+        ]
+    )
+    assert code == FAIL
+    assert "FAIL order_of_magnitude_slower" in capsys.readouterr().out
+
+
+def test_check_fails_faster_than_the_hardware_allows(url, capsys):
+    code = run(
+        ["check", "--url", url, "--chip", "a100", "--workload", MATMUL, "--measured-s", "0.0001"]
+    )
+    assert code == FAIL
+    assert "faster_than_roofline" in capsys.readouterr().out
+
+
+def test_submit_stores_and_flags_a_regression(url, capsys):
+    common = [
+        "submit",
+        "--url",
+        url,
+        "--chip",
+        "a100",
+        "--workload",
+        MATMUL,
+        "--label",
+        "cli-test",
+        "--software",
+        "torch=2.5.1",
+        "--branch",
+        "main",
+    ]
+    assert run([*common, "--measured-ms", "0.5"]) == PASS
+    first = capsys.readouterr().out
+    assert "[stored #" in first
+    # 0.6 / 0.5 - 1 = +20% > 10%: a regression fails the job
+    assert run([*common, "--measured-ms", "0.6"]) == FAIL
+    second = capsys.readouterr().out
+    assert "+20.0% vs #" in second and "regression: +20.0% slower" in second
+    # a lenient threshold passes
+    assert run([*common, "--measured-ms", "0.66", "--threshold", "0.5"]) == PASS
+    # only verdicts gate when asked
+    assert run([*common, "--measured-ms", "0.9", "--fail-on", "order_of_magnitude_slower"]) == PASS
+
+
+def test_errors_exit_2_with_the_service_message(url, capsys):
+    code = run(
+        ["check", "--url", url, "--chip", "a1000", "--model", "llama-8b", "--measured-ms", "1"]
+    )
+    assert code == ERROR
+    err = capsys.readouterr().err
+    assert "error 404: unknown chip 'a1000'" in err and "did you mean" in err
+    assert (
+        run(
+            [
+                "check",
+                "--url",
+                url,
+                "--chip",
+                "a100",
+                "--model",
+                "llama-8b",
+                "--batch",
+                "0",
+                "--measured-ms",
+                "1",
+            ]
+        )
+        == ERROR
+    )
+    assert "workload.transformer.batch: Input should be greater than or equal to 1" in (
+        capsys.readouterr().err
+    )
+
+
+def test_an_unreachable_service_is_an_error_not_a_pass(capsys, monkeypatch):
+    monkeypatch.setattr(
+        "sys.argv",
+        [
+            "roofcheck",
+            "check",
+            "--url",
+            "http://127.0.0.1:9",
+            "--chip",
+            "a100",
+            "--model",
+            "llama-8b",
+            "--measured-ms",
+            "1",
+        ],
+    )
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code == ERROR
+    assert "cannot reach" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        run(["check", "--chip", "a100"])
+    assert info.value.code == 2
