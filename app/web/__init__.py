@@ -1,0 +1,1 @@
+"""The HTML front end: forms, result and history pages, and server-side SVG charts."""

@@ -1,0 +1,166 @@
+"""History pages, shared by the web routes and the content-negotiated measurement endpoints:
+the measurement list, one measurement, one workload's history, and the catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.api import measurements
+from app.api.catalogs import Catalogs
+from app.api.measurement_schemas import DEFAULT_THRESHOLD, MeasurementPage, MeasurementQuery
+from app.api.schemas import ExpectedTime
+from app.catalog.names import UnknownName
+from app.db.measurements import Filters
+from app.engine import EngineError, Phase
+from app.web.charts import data_of, roofline_svg
+from app.web.templating import render
+from app.web.trends import history_svg
+from app.web.views import chip_of, workload_params
+
+PHASES = [(str(p), str(p)) for p in Phase]
+FILTERS = ("chip", "model", "phase", "label", "branch", "since", "until")
+
+
+def wants_html(request: Request) -> bool:
+    """True when the Accept header prefers text/html over application/json (a browser).
+
+    Ties (`*/*`, no header) answer JSON, the API's default.
+    """
+    ranks: list[tuple[str, float]] = []
+    for part in request.headers.get("accept", "").split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        ranks.append((media.lower(), q))
+
+    def quality(media: str) -> float:
+        kind = media.split("/", maxsplit=1)[0] + "/*"
+        for candidate in (media, kind, "*/*"):
+            found = [q for m, q in ranks if m == candidate]
+            if found:
+                return max(found)
+        return 0.0
+
+    return quality("text/html") > quality("application/json")
+
+
+def not_found(request: Request, message: str) -> HTMLResponse:
+    """A 404 page."""
+    return render(request, "error.html", {"title": "Not found", "message": message}, 404)
+
+
+def _filter_name(loc: tuple[int | str, ...]) -> str:
+    return str(loc[0]) if loc and loc[0] in FILTERS else "form"
+
+
+def _list_context(
+    values: dict[str, str],
+    errors: dict[str, str],
+    page: MeasurementPage | None = None,
+    more: dict[str, str] | None = None,
+) -> dict[str, object]:
+    return {
+        "values": values,
+        "errors": errors,
+        "page": page,
+        "more": more or {},
+        "phase_options": PHASES,
+    }
+
+
+def measurement_list(
+    request: Request, sessions: sessionmaker[Session], params: Mapping[str, str]
+) -> HTMLResponse:
+    """The table of stored measurements, filtered by the non-empty `params`."""
+    given = {k: v.strip() for k, v in params.items() if v.strip()}
+    values = {name: given.get(name, "") for name in FILTERS}
+    try:
+        query = MeasurementQuery.model_validate(given)
+    except ValidationError as exc:
+        errors = {_filter_name(e["loc"]): e["msg"] for e in exc.errors()}
+        return render(request, "measurements.html", _list_context(values, errors), 422)
+    filters = Filters(
+        chip_id=query.chip,
+        model_id=query.model,
+        phase=query.phase,
+        label=query.label,
+        branch=query.branch,
+        workload_key=query.workload_key,
+        since=query.since,
+        until=query.until,
+    )
+    page = measurements.listing(sessions, filters, limit=query.limit, offset=query.offset)
+    more = {**given, "offset": str(query.offset + query.limit)}
+    return render(request, "measurements.html", _list_context(values, {}, page, more))
+
+
+def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:
+    try:
+        answer = ExpectedTime.model_validate(expectation, strict=False)
+        return roofline_svg(data_of(answer, chip_of(catalogs, answer), measured))
+    except (ValidationError, KeyError, UnknownName, EngineError):
+        return None
+
+
+def measurement_page(
+    request: Request, catalogs: Catalogs, sessions: sessionmaker[Session], measurement_id: int
+) -> HTMLResponse:
+    """One stored measurement: its verdict, comparison, metadata and roofline chart."""
+    try:
+        stored = measurements.read(sessions, measurement_id)
+    except UnknownName:
+        return not_found(request, f"There is no measurement {measurement_id}.")
+    context = {
+        "m": stored,
+        "chart": _chart(catalogs, stored.expectation, stored.measured_time_s),
+        "again": workload_params(stored.workload, stored.chip.id)
+        | {"measured_ms": f"{stored.measured_time_s * 1e3:.6g}"},
+    }
+    return render(request, "measurement.html", context)
+
+
+def workload_page(
+    request: Request,
+    sessions: sessionmaker[Session],
+    workload_key: str,
+    *,
+    baseline_id: int | None = None,
+    baseline_branch: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> HTMLResponse:
+    """One workload's runs: history chart and table, best, latest, baseline, regression."""
+    try:
+        comparison = measurements.compare(
+            sessions,
+            workload_key,
+            baseline_id=baseline_id,
+            baseline_branch=baseline_branch,
+            threshold=threshold,
+        )
+    except UnknownName:
+        return not_found(request, "No measurement of this workload is stored.")
+    except EngineError as exc:
+        return render(request, "error.html", {"title": "Bad request", "message": str(exc)}, 422)
+    context = {
+        "c": comparison,
+        "chart": history_svg(comparison),
+        "baseline_branch": baseline_branch or "",
+        "threshold": threshold,
+    }
+    return render(request, "workload.html", context)
+
+
+def catalog_page(request: Request, catalogs: Catalogs) -> HTMLResponse:
+    """The chips of the current catalog with their figures and sources."""
+    version = catalogs.chips()
+    return render(request, "catalog.html", {"catalog": version.catalog, "version": version})

@@ -1,0 +1,151 @@
+"""The browser's routes: the check form and its result, the charts alone as SVG, the store
+button, the filtered history and the catalog page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field, ValidationError
+
+from app.api import calculations, measurements
+from app.api.deps import CatalogsDep, SessionsDep
+from app.api.measurement_schemas import DEFAULT_THRESHOLD
+from app.catalog.names import UnknownName
+from app.engine import Dtype, EngineError, Phase, Unit
+from app.web import forms, pages
+from app.web.svg import Svg
+from app.web.templating import render
+from app.web.trends import sweep_svg
+from app.web.views import Result, compute, roofline_for
+
+router = APIRouter(include_in_schema=False)
+_ERRORS = (ValidationError, UnknownName, EngineError)
+SVG = "image/svg+xml"
+_UNITS = {Unit.MATRIX: "tensor cores", Unit.VECTOR: "vector ALUs"}
+
+
+def _choices(catalogs: CatalogsDep) -> dict[str, object]:
+    chips = catalogs.chips()
+    return {
+        "chips": [r.entry for r in chips.chips.values()],
+        "models": [r.entry for r in catalogs.models.models.values()],
+        "phase_options": [(str(p), str(p)) for p in Phase],
+        "dtype_options": [(str(d), str(d)) for d in Dtype],
+        "unit_options": [(str(u), f"{u} ({_UNITS[u]})") for u in Unit],
+        "kinds": forms.KINDS,
+    }
+
+
+def _form_page(
+    request: Request,
+    catalogs: CatalogsDep,
+    values: dict[str, str],
+    errors: dict[str, str],
+    result: Result | None = None,
+) -> HTMLResponse:
+    context = {"values": values, "errors": errors, "result": result, **_choices(catalogs)}
+    return render(request, "index.html", context, 422 if errors else 200)
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The check form; with query parameters, the form and its result."""
+    values = forms.form_values(request.query_params, catalogs)
+    if "chip" not in request.query_params:
+        return _form_page(request, catalogs, values, {})
+    try:
+        result = compute(catalogs, forms.calculation(values))
+    except _ERRORS as exc:
+        return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
+    return _form_page(request, catalogs, values, {}, result)
+
+
+def _svg_error(errors: dict[str, str]) -> Response:
+    svg = Svg("Cannot draw the chart", height=120)
+    for line, (name, message) in enumerate(errors.items()):
+        svg.text(16, 30 + 20 * line, f"{name}: {message}", "note")
+    return Response(svg.render(), status_code=422, media_type=SVG)
+
+
+@router.get("/roofline.svg")
+def roofline_chart(request: Request, catalogs: CatalogsDep) -> Response:
+    """The roofline chart alone: GET /expected-time's query parameters, plus `measured_ms`
+    (and `kind` with a kernel's sizes, as the form sends them)."""
+    values = forms.form_values(request.query_params, catalogs)
+    try:
+        svg = roofline_for(catalogs, forms.calculation(values))
+    except _ERRORS as exc:
+        return _svg_error(forms.errors_of(exc, values["kind"]))
+    return Response(svg, media_type=SVG)
+
+
+@router.get("/batch-sweep.svg")
+def batch_sweep_chart(request: Request, catalogs: CatalogsDep) -> Response:
+    """The batch-sweep chart alone of a transformer workload (same parameters as /roofline.svg)."""
+    values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
+    try:
+        svg = sweep_svg(calculations.best_batch(catalogs, forms.calculation(values)))
+    except _ERRORS as exc:
+        return _svg_error(forms.errors_of(exc, values["kind"]))
+    return Response(svg, media_type=SVG)
+
+
+def _result_or_none(catalogs: CatalogsDep, values: dict[str, str]) -> Result | None:
+    """The result of the form's values, or None when they do not make one."""
+    try:
+        return compute(catalogs, forms.calculation(values))
+    except _ERRORS:
+        return None
+
+
+@router.post("/save", response_model=None)
+async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -> Response:
+    """The store button: record the form's measurement (as POST /measurements does), then
+    go to its page."""
+    form = await request.form()
+    values = forms.form_values({k: v for k, v in form.items() if isinstance(v, str)}, catalogs)
+    try:
+        stored = measurements.record(catalogs, sessions, forms.measurement(values))
+    except _ERRORS as exc:
+        errors = forms.errors_of(exc, values["kind"])
+        return _form_page(request, catalogs, values, errors, _result_or_none(catalogs, values))
+    return RedirectResponse(f"/measurements/{stored.id}", status_code=303)
+
+
+@router.get("/history", response_class=HTMLResponse)
+def history(request: Request, sessions: SessionsDep) -> HTMLResponse:
+    """Stored measurements with filters (empty filter fields are ignored)."""
+    return pages.measurement_list(request, sessions, request.query_params)
+
+
+class _Compare(BaseModel):
+    """The workload page's comparison settings (empty fields dropped)."""
+
+    baseline_id: int | None = Field(None, ge=1)
+    baseline_branch: str | None = Field(None, min_length=1, max_length=200)
+    threshold: float = Field(DEFAULT_THRESHOLD, gt=0, le=100)
+
+
+@router.get("/history/{workload_key}", response_class=HTMLResponse)
+def workload_history(
+    request: Request, workload_key: Annotated[str, Path(max_length=64)], sessions: SessionsDep
+) -> HTMLResponse:
+    """One workload's history page (also GET /workloads/{key} from a browser), with an
+    optional baseline (id or branch) and regression threshold."""
+    given = {k: v.strip() for k, v in request.query_params.items() if v.strip()}
+    try:
+        settings = _Compare.model_validate(
+            {k: given[k] for k in _Compare.model_fields if k in given}
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        return render(request, "error.html", {"title": "Bad comparison", "message": problems}, 422)
+    return pages.workload_page(request, sessions, workload_key, **settings.model_dump())
+
+
+@router.get("/catalog", response_class=HTMLResponse)
+def catalog(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The chips with their figures and sources."""
+    return pages.catalog_page(request, catalogs)

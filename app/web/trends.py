@@ -1,0 +1,69 @@
+"""The batch-sweep chart (throughput and latency vs batch) and the history chart (time and
+fraction of roofline over time), both as stacked SVG panels."""
+
+from __future__ import annotations
+
+from app.api.measurement_schemas import WorkloadComparison
+from app.api.schemas import OptimalBatchAnswer
+from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
+
+
+def _batch_markers(answer: OptimalBatchAnswer) -> list[Marker]:
+    markers = []
+    if answer.ridge_batch is not None:
+        markers.append(Marker(f"ridge {answer.ridge_batch}", x=answer.ridge_batch))
+    if answer.max_batch:
+        markers.append(Marker(f"memory limit {answer.max_batch}", x=answer.max_batch, cls="limit"))
+    return markers
+
+
+def sweep_svg(answer: OptimalBatchAnswer) -> str:
+    """Throughput (tokens/s) and latency (ms) against the batch, with the ridge batch and the
+    memory limit marked; batches that do not fit are grey."""
+    rows = sorted(answer.sweep, key=lambda r: r.batch)
+    batches = [r.batch for r in rows] or [1]
+    lo, hi = min(batches), max(*batches, 2)
+    off = [not r.fits for r in rows]
+    markers = _batch_markers(answer)
+    throughput = Series("tokens/s", [(r.batch, r.tokens_per_s) for r in rows], "a", off)
+    latency = Series(
+        "time per step (ms)", [(r.batch, r.expected_time_s * 1e3) for r in rows], "b", off
+    )
+    axis = XAxis(lo, hi, "batch", power_of_two_ticks(lo, hi), log=True)
+    return stacked_svg(
+        "Batch sweep: throughput and latency",
+        axis,
+        [Panel("tokens/s", [throughput], markers), Panel("ms", [latency], markers)],
+    )
+
+
+def history_svg(comparison: WorkloadComparison) -> str:
+    """Measured and expected time (ms), and the fraction of the roofline, over time."""
+    points = comparison.history
+    times = [p.created_at.timestamp() for p in points]
+    lo, hi = min(times), max(times)
+    if hi <= lo:
+        lo, hi = lo - 60, hi + 60
+    measured = Series(
+        "measured ms",
+        [(t, p.measured_time_s * 1e3) for t, p in zip(times, points, strict=True)],
+        "b",
+    )
+    expected = Series(
+        "roofline ms",
+        [(t, p.expected_time_s * 1e3) for t, p in zip(times, points, strict=True)],
+        "c",
+    )
+    fraction = Series(
+        "fraction of roofline", [(t, p.efficiency) for t, p in zip(times, points, strict=True)], "a"
+    )
+    pad = (hi - lo) * 0.06  # keeps the first and last points and tick labels inside
+    axis = XAxis(lo - pad, hi + pad, "time (UTC)", time_ticks(lo, hi))
+    return stacked_svg(
+        "History: time and fraction of roofline",
+        axis,
+        [
+            Panel("ms", [measured, expected]),
+            Panel("fraction of roofline", [fraction], [Marker("roofline", y=1.0, cls="limit")]),
+        ],
+    )

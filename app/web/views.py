@@ -1,0 +1,89 @@
+"""What the result page shows, computed through the same service functions as the JSON API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.api import calculations
+from app.api.catalogs import Catalogs
+from app.api.schemas import (
+    CalculationRequest,
+    Check,
+    CheckRequest,
+    ExpectedTime,
+    MemoryFitAnswer,
+    OptimalBatchAnswer,
+    TransformerWorkload,
+)
+from app.engine import Chip, EngineError
+from app.web.charts import data_of, roofline_svg
+from app.web.forms import FIELDS
+from app.web.trends import sweep_svg
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """Everything the result page shows."""
+
+    answer: ExpectedTime
+    check: Check | None
+    memory: MemoryFitAnswer | None
+    batch: OptimalBatchAnswer | None
+    roofline: str
+    sweep: str | None
+
+
+def chip_of(catalogs: Catalogs, answer: ExpectedTime) -> Chip:
+    """The engine chip an answer was computed on."""
+    return catalogs.chips(answer.catalog_version).chips[answer.chip.id].chip
+
+
+def roofline_for(catalogs: Catalogs, request: CalculationRequest) -> str:
+    """The roofline chart of a request (with its measured point when it is a check)."""
+    measured = None
+    if isinstance(request, CheckRequest):
+        check = calculations.check(catalogs, request)
+        answer: ExpectedTime = check
+        measured = check.measured_time_s
+    else:
+        answer = calculations.expected_time(catalogs, request)
+    return roofline_svg(data_of(answer, chip_of(catalogs, answer), measured))
+
+
+def compute(catalogs: Catalogs, request: CalculationRequest) -> Result:
+    """Expected time (and the check when a time was measured), memory fit and the batch sweep
+    for transformers, and the charts."""
+    check = calculations.check(catalogs, request) if isinstance(request, CheckRequest) else None
+    answer = check if check is not None else calculations.expected_time(catalogs, request)
+    memory = batch = None
+    if isinstance(request.workload, TransformerWorkload):
+        memory = calculations.memory(catalogs, request)
+        try:
+            batch = calculations.best_batch(catalogs, request)
+        except EngineError:  # the sweep is extra; the answer stands without it
+            batch = None
+    measured = check.measured_time_s if check is not None else None
+    return Result(
+        answer=answer,
+        check=check,
+        memory=memory,
+        batch=batch,
+        roofline=roofline_svg(data_of(answer, chip_of(catalogs, answer), measured)),
+        sweep=sweep_svg(batch) if batch is not None else None,
+    )
+
+
+def workload_params(workload: dict[str, Any], chip_id: str) -> dict[str, str]:
+    """Form values that describe a stored workload, to check it again from the form."""
+    kind = str(workload.get("kind", ""))
+    params = {"chip": chip_id, "kind": kind}
+    for schema_name, form_name in FIELDS.get(kind, {}).items():
+        value = workload.get(schema_name)
+        if isinstance(value, bool):
+            params[form_name] = str(value).lower()
+        elif isinstance(value, list):
+            params[form_name] = ",".join(str(v) for v in value)
+        elif value is not None:
+            params[form_name] = str(value)
+    return params

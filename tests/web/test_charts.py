@@ -1,0 +1,216 @@
+"""The SVG charts: log scaling, decade ticks, the ridge's coordinates, points, escaping."""
+
+import math
+import re
+from datetime import UTC, datetime, timedelta
+from xml.etree import ElementTree
+
+import pytest
+
+from app.api.measurement_schemas import Comparison, HistoryPoint, Means, WorkloadComparison
+from app.api.schemas import OptimalBatchAnswer, SweepRow
+from app.engine import Chip, Dtype
+from app.web import charts, svg
+from app.web.charts import BOX, Roof, RooflineData, roofline_svg, roofs_of
+from app.web.trends import history_svg, sweep_svg
+
+NS = {"s": "http://www.w3.org/2000/svg"}
+A100ISH = RooflineData(
+    chip_name="Test <chip> & co",
+    bandwidth=2e12,
+    roofs=(Roof("bf16 matrix", 300e12, used=True), Roof("fp32 vector", 20e12)),
+    flops=1e12,
+    bytes=1e11,  # intensity 10 FLOP/B, memory-bound under a ridge of 150
+    expected_time_s=0.05,
+    measured_time_s=0.1,
+)
+
+
+def parse(document: str) -> ElementTree.Element:
+    return ElementTree.fromstring(document)
+
+
+def circles(document: str) -> dict[str, tuple[float, float]]:
+    return {
+        c.get("class", ""): (float(c.get("cx", 0)), float(c.get("cy", 0)))
+        for c in parse(document).iter(f"{{{NS['s']}}}circle")
+    }
+
+
+def test_log_scale_maps_decades_evenly():
+    scale = svg.Scale(1, 1000, 0, 300, log=True)
+    assert scale(1) == 0 and scale(1000) == 300
+    assert scale(10) == pytest.approx(100) and scale(100) == pytest.approx(200)
+    assert scale(math.sqrt(10)) == pytest.approx(50)
+
+
+def test_inverted_linear_scale():
+    scale = svg.Scale(0, 10, 200, 100)
+    assert scale(0) == 200 and scale(10) == 100 and scale(5) == 150
+
+
+def test_decades_and_ticks():
+    assert svg.decades(0.15, 1500) == (0.1, 10000)
+    assert svg.decades(100, 100) == (100, 1000)
+    assert svg.decade_ticks(0.1, 1000) == pytest.approx([0.1, 1, 10, 100, 1000])
+    assert svg.linear_ticks(0, 10) == pytest.approx([0, 2, 4, 6, 8, 10])
+    assert svg.nice_max(7300) == 8000 and svg.nice_max(0) == 1
+    assert svg.si(2.5e12) == "2.5T" and svg.si(0.01) == "0.01"
+
+
+def test_roofline_is_valid_svg_with_escaped_text():
+    document = roofline_svg(A100ISH)
+    root = parse(document)  # well-formed XML despite the chip's name
+    assert root.get("viewBox") == f"0 0 {svg.WIDTH} {svg.HEIGHT}"
+    assert root.get("width") == str(svg.WIDTH)
+    assert "Test &lt;chip&gt; &amp; co" in document
+    assert "<chip>" not in document
+
+
+def test_escaping_of_labels_in_text_and_titles():
+    chart = svg.Svg('a "quoted" <title>')
+    chart.text(0, 0, "<script>alert(1)</script>", "label")
+    chart.point(1, 1, "ridge", "x < y & z")
+    document = chart.render()
+    assert "<script>" not in document
+    assert "&lt;script&gt;" in document and "x &lt; y &amp; z" in document
+    assert 'aria-label="a &quot;quoted&quot; &lt;title&gt;"' in document
+    parse(document)
+
+
+def test_ridge_point_sits_where_the_slope_meets_the_used_roof():
+    x, y = charts._scales(A100ISH)
+    ridge = circles(roofline_svg(A100ISH))["ridge"]
+    assert ridge == pytest.approx((x(150), y(300e12)), abs=0.01)
+    # on log axes the slope (bandwidth x intensity) is a straight 45-degree-in-decades line
+    # [least of intensity and ridges / 10, greatest * 10], rounded out to decades: 1 .. 1e4
+    assert (x.lo, x.hi) == (1, 10000)
+    decade_x = x(10) - x(1)
+    decade_y = y(1e13) - y(1e12)
+    assert decade_x == pytest.approx((BOX.right - BOX.left) / 4)
+    assert decade_y < 0  # up is smaller y
+
+
+def test_workload_and_measured_points_use_flops_over_time():
+    x, y = charts._scales(A100ISH)
+    points = circles(roofline_svg(A100ISH))
+    assert points["expected"] == pytest.approx((x(10), y(1e12 / 0.05)), abs=0.01)
+    assert points["measured"] == pytest.approx((x(10), y(1e12 / 0.1)), abs=0.01)
+    assert "(50% of roofline)" in roofline_svg(A100ISH)
+
+
+def test_every_roof_is_drawn_and_the_used_one_marked():
+    document = roofline_svg(A100ISH)
+    assert document.count('class="roof-used"') == 1
+    assert document.count('class="roof"') == 1
+    assert "bf16 matrix 300 TFLOP/s" in document and "fp32 vector 20 TFLOP/s" in document
+    assert "memory 2 TB/s" in document
+
+
+def test_no_measured_point_without_a_time_and_none_at_zero_flops():
+    plain = roofline_svg(
+        RooflineData("c", 1e12, (Roof("bf16 matrix", 1e14, True),), 1e9, 1e9, 1e-3)
+    )
+    assert "measured" not in circles(plain) and "expected" in circles(plain)
+    empty = roofline_svg(RooflineData("c", 1e12, (Roof("bf16 matrix", 1e14, True),), 0, 1e9, 1e-3))
+    assert "expected" not in circles(empty) and "no FLOPs" in empty
+
+
+def test_roofs_share_a_line_per_peak_and_add_the_used_fallback():
+    chip = Chip(
+        id="x",
+        name="X",
+        memory_bytes=1e10,
+        memory_bandwidth=1e12,
+        matrix_peaks={Dtype.BF16: 1e14, Dtype.FP16: 1e14, Dtype.FP8: 2e14},
+        vector_peaks={Dtype.FP32: 1e13},
+        sustained_matrix=0.8,
+        sustained_memory=0.9,
+    )
+    roofs = roofs_of(chip, "fp16", "matrix", 1e14)
+    assert [r.label for r in roofs] == ["bf16/fp16 matrix", "fp8 matrix", "fp32 vector"]
+    assert [r.used for r in roofs] == [True, False, False]
+    fallback = roofs_of(chip, "int8", "vector", 1e13)  # narrow vector dtypes run at fp32's peak
+    assert fallback[-1] == Roof("int8 vector", 1e13, True)
+
+
+def _row(batch: int, fits: bool) -> SweepRow:
+    step = 0.01 + batch * 1e-4
+    return SweepRow(
+        batch=batch,
+        compute_time_s=step / 2,
+        memory_time_s=step,
+        expected_time_s=step,
+        memory_required_bytes=1e9 * batch,
+        fits=fits,
+        tokens_per_s=batch / step,
+        bound="memory",
+    )
+
+
+def test_sweep_chart_marks_ridge_and_memory_limit():
+    answer = OptimalBatchAnswer(
+        catalog_version="v",
+        chip={"id": "c", "name": "C"},
+        workload={"kind": "matmul", "m": 1, "n": 1, "k": 1},
+        optimal_batch=64,
+        limited_by="ridge",
+        ridge_batch=64,
+        max_batch=200,
+        throughput_asymptote_tokens_per_s=1e4,
+        near_asymptote_batch=128,
+        asymptotic_intensity=100,
+        ridge_intensity=150,
+        sweep=[_row(b, b <= 200) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)],
+    )
+    document = sweep_svg(answer)
+    parse(document)
+    assert "ridge 64" in document and "memory limit 200" in document
+    assert document.count('class="dot-off"><title>') == 4  # 256 and 512, in both panels
+    assert "tokens/s" in document and "time per step (ms)" in document
+
+
+def test_history_chart_plots_time_and_fraction_of_roofline():
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    points = [
+        HistoryPoint(
+            id=i,
+            created_at=start + timedelta(hours=i),
+            measured_time_s=0.010 + 0.001 * i,
+            expected_time_s=0.008,
+            ratio=(0.010 + 0.001 * i) / 0.008,
+            efficiency=0.008 / (0.010 + 0.001 * i),
+            verdict="near_roofline",
+            tokens_per_s=None,
+            label=None,
+            branch=None,
+            git_commit=None,
+            catalog_version="v",
+        )
+        for i in range(1, 4)
+    ]
+    comparison = WorkloadComparison(
+        workload_key="k" * 64,
+        chip_id="c",
+        workload={},
+        count=3,
+        history=points,
+        best=points[0],
+        latest=points[-1],
+        means=Means(time_s=0.012, tokens_per_s=None, efficiency=0.66, ratio=1.5),
+        comparison=Comparison(
+            previous_id=2,
+            change_vs_previous=0.09,
+            baseline_id=None,
+            change_vs_baseline=None,
+            threshold=0.1,
+            regression=False,
+        ),
+        overhead=None,
+    )
+    document = history_svg(comparison)
+    parse(document)
+    assert document.count('class="dot-b"><title>') == 3
+    assert document.count('class="dot-a"><title>') == 3
+    assert "fraction of roofline" in document and "01:00:00" in document
+    assert re.search(r"measured ms: 11 at", document)

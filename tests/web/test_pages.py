@@ -1,0 +1,255 @@
+"""The HTML pages through the ASGI client: status, key content, validation messages next to
+their field, the form keeping what was typed, storing, history and content negotiation."""
+
+import re
+import uuid
+from html.parser import HTMLParser
+from xml.etree import ElementTree
+
+import pytest
+from starlette.requests import Request
+
+from app.web.pages import wants_html
+
+HTML = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+DECODE = {"chip": "a100", "kind": "transformer", "model": "llama-3.1-8b", "batch": "8"}
+MATMUL = {"chip": "a100", "kind": "matmul", "m": "4096", "n": "4096", "k": "4096"}
+
+
+class Controls(HTMLParser):
+    """Collects form controls (with their id) and the ids that labels point at."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.controls: list[dict[str, str | None]] = []
+        self.labelled: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag in ("input", "select", "textarea") and found.get("type") != "hidden":
+            self.controls.append(found)
+        if tag == "label" and found.get("for"):
+            self.labelled.add(str(found["for"]))
+
+
+def controls(html: str) -> Controls:
+    parser = Controls()
+    parser.feed(html)
+    return parser
+
+
+def value_of(html: str, control_id: str) -> str:
+    match = re.search(rf'id="{control_id}" name="[^"]+" type="text" value="([^"]*)"', html)
+    assert match, control_id
+    return match.group(1)
+
+
+def test_form_has_a_label_on_every_input_and_sensible_defaults(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    parsed = controls(page.text)
+    radios = [c for c in parsed.controls if c.get("type") == "radio"]
+    assert {c["value"] for c in radios} == {"transformer", "matmul", "elementwise", "custom"}
+    for control in parsed.controls:
+        if control.get("type") != "radio":  # radios sit inside their label
+            assert control.get("id") in parsed.labelled, control
+    assert value_of(page.text, "f-batch") == "1" and value_of(page.text, "f-seq_len") == "2048"
+    assert 'id="chip-list"' in page.text and 'id="model-list"' in page.text  # searchable
+    assert "<script" not in page.text and "http://" not in page.text.split("</footer>")[0][:200]
+
+
+def test_stylesheet_is_served_by_the_app(client):
+    page = client.get("/")
+    href = re.search(r'<link rel="stylesheet" href="([^"]+)"', page.text)
+    assert href and not href.group(1).startswith("https://")
+    css = client.get(href.group(1))
+    assert css.status_code == 200 and "@media" in css.text
+
+
+def test_result_of_a_transformer_check(client):
+    page = client.get("/", params={**DECODE, "measured_ms": "30"})
+    assert page.status_code == 200
+    text = page.text
+    assert 'id="verdict"' in text and "room to improve" in text
+    assert re.search(r'id="expected-time">[\d.]+ ms<', text)
+    assert "memory-bound" in text and "FLOP/B" in text and "TFLOP/s" in text
+    assert 'id="memory"' in text and "Weights" in text and " GB" in text
+    assert text.count("<svg") == 2  # roofline and batch sweep
+    assert 'class="measured"' in text and 'id="sweep"' in text and "memory limit" in text
+    assert value_of(text, "f-batch") == "8" and value_of(text, "f-measured_ms") == "30"
+    assert 'id="store"' in text
+
+
+def test_result_of_a_matmul_without_a_measurement(client):
+    page = client.get("/", params=MATMUL | {"dtype": "bf16"})
+    assert page.status_code == 200
+    assert "compute-bound" in page.text and "441 µs" in page.text
+    assert 'id="verdict"' not in page.text and 'id="sweep"' not in page.text
+    assert 'class="measured"' not in page.text and 'class="expected"' in page.text
+
+
+@pytest.mark.parametrize(
+    ("params", "bound"),
+    [
+        ({"kind": "elementwise", "elements": "1e8", "ops": "cos,exp", "dtype": "fp32"}, "memory"),
+        ({"kind": "elementwise", "elements": "100000000", "ops": "2", "fused": "false"}, "memory"),
+        ({"kind": "custom", "flops": "1e12", "bytes": "1e9", "unit": "vector"}, "compute"),
+        ({"model": "llama-3.1-70b", "phase": "training", "batch": "8", "tp": "8"}, "compute"),
+    ],
+)
+def test_every_workload_kind_of_the_form(client, params, bound):
+    page = client.get("/", params={"chip": "a100", **params})
+    assert page.status_code == 200, page.text[:2000]
+    assert f'id="bound">{bound}-bound<' in page.text
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        (DECODE | {"batch": "0"}, "batch", "greater than or equal to 1"),
+        (DECODE | {"batch": "eight"}, "batch", "valid integer"),
+        (DECODE | {"chip": "a1000"}, "chip", "unknown chip 'a1000'; did you mean"),
+        (DECODE | {"model": "lama-8b"}, "model", "unknown model 'lama-8b'"),
+        (DECODE | {"measured_ms": "-3"}, "measured_ms", "greater than 0"),
+        (MATMUL | {"k": "1.5"}, "k", "valid integer"),
+        ({"chip": "a100", "kind": "custom", "flops": "lots", "bytes": "1e9"}, "flops", "number"),
+        (
+            {"chip": "a100", "kind": "custom", "flops": "1", "bytes": "1", "dtype": "fp8"},
+            "dtype",
+            "fp8",
+        ),
+    ],
+)
+def test_bad_values_show_their_message_next_to_the_field(client, params, field, message):
+    page = client.get("/", params=params)
+    assert page.status_code == 422
+    error = re.search(rf'<p class="error" id="f-{field}-error" role="alert">([^<]*)</p>', page.text)
+    assert error, page.text[:3000]
+    assert message in error.group(1).replace("&#39;", "'")
+    assert f'aria-describedby="f-{field}-error"' in page.text
+    assert "Traceback" not in page.text and 'id="verdict"' not in page.text
+    if field not in ("dtype", "kind"):  # the form keeps what the user typed
+        assert value_of(page.text, f"f-{field}") == params[field].replace("'", "&#39;")
+
+
+def test_roofline_svg_alone(client):
+    chart = client.get("/roofline.svg", params={**DECODE, "measured_ms": "30"})
+    assert chart.status_code == 200 and chart.headers["content-type"] == "image/svg+xml"
+    root = ElementTree.fromstring(chart.text)
+    classes = {c.get("class") for c in root.iter("{http://www.w3.org/2000/svg}circle")}
+    assert classes == {"ridge", "expected", "measured"}
+    # the /expected-time query parameters alone are enough (kind defaults to transformer)
+    plain = client.get("/roofline.svg", params={"chip": "h100", "model": "llama-3.1-8b"})
+    assert plain.status_code == 200 and "NVIDIA H100" in plain.text
+    bad = client.get("/roofline.svg", params={**DECODE, "batch": "0"})
+    assert bad.status_code == 422 and bad.headers["content-type"] == "image/svg+xml"
+    assert "batch: Input should be greater than or equal to 1" in bad.text
+
+
+def test_batch_sweep_svg_alone(client):
+    chart = client.get("/batch-sweep.svg", params=DECODE)
+    assert chart.status_code == 200 and chart.headers["content-type"] == "image/svg+xml"
+    assert "memory limit" in chart.text
+    kernel = client.get("/batch-sweep.svg", params=MATMUL)
+    assert kernel.status_code == 422 and "transformer" in kernel.text
+
+
+def store(client, label: str, measured_ms: str = "30"):
+    form = {**DECODE, "measured_ms": measured_ms, "label": label, "branch": "main"}
+    return client.post("/save", data=form, follow_redirects=False)
+
+
+def test_store_button_saves_through_the_measurement_api(client):
+    label = f"web-{uuid.uuid4().hex[:8]}"
+    saved = store(client, label)
+    assert saved.status_code == 303
+    location = saved.headers["location"]
+    assert re.fullmatch(r"/measurements/\d+", location)
+    as_json = client.get(location)  # JSON stays the default
+    assert as_json.headers["content-type"] == "application/json"
+    body = as_json.json()
+    assert body["label"] == label and body["measured_time_s"] == pytest.approx(0.03)
+    assert body["verdict"] == "room_to_improve" and body["branch"] == "main"
+    page = client.get(location, headers=HTML)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert label in page.text and "30 ms" in page.text and 'id="roofline"' in page.text
+    assert f'href="/history/{body["workload_key"]}"' in page.text
+
+
+def test_store_needs_a_measured_time(client):
+    page = client.post("/save", data={**DECODE, "measured_ms": ""})
+    assert page.status_code == 422
+    assert re.search(r'id="s-measured_ms-error" role="alert">[^<]*measured', page.text)
+
+
+def test_history_lists_and_filters_stored_measurements(client):
+    label = f"hist-{uuid.uuid4().hex[:8]}"
+    store(client, label, "30")
+    store(client, label, "40")
+    listed = client.get("/measurements", params={"label": label}, headers=HTML)
+    assert listed.status_code == 200 and listed.text.count("room to improve") == 2
+    assert "2 measurements" in listed.text
+    tolerant = client.get("/history", params={"chip": "", "label": label, "phase": ""})
+    assert tolerant.status_code == 200 and "2 measurements" in tolerant.text
+    assert value_of(tolerant.text, "f-label") == label
+    bad = client.get("/history", params={"since": "yesterday"})
+    assert bad.status_code == 422 and 'id="f-since-error"' in bad.text
+    as_json = client.get("/measurements", params={"label": label})
+    assert set(as_json.json()) == {"total", "limit", "offset", "items"}
+
+
+def test_workload_page_shows_history_chart_and_regression(client):
+    label = f"wl-{uuid.uuid4().hex[:8]}"
+    first = client.get(store(client, label, "30").headers["location"]).json()
+    store(client, label, "45")  # +50%: a regression against the previous run
+    key = first["workload_key"]
+    page = client.get(f"/workloads/{key}", headers=HTML)
+    assert page.status_code == 200 and 'id="history"' in page.text
+    assert "fraction of roofline" in page.text and "<svg" in page.text
+    assert re.search(r'id="regression"><strong class="bad">yes', page.text)
+    assert "Best" in page.text and "Latest" in page.text and "Baseline" in page.text
+    same = client.get(f"/history/{key}", params={"baseline_branch": "", "threshold": "0.6"})
+    assert same.status_code == 200 and 'id="regression">no' in same.text
+    assert client.get(f"/workloads/{key}").json()["workload_key"] == key
+
+
+def test_unknown_pages_are_html_404s_without_traces(client):
+    missing = client.get("/measurements/999999", headers=HTML)
+    assert missing.status_code == 404 and "There is no measurement 999999" in missing.text
+    assert client.get("/measurements/999999").json()["detail"]["message"]
+    unknown = client.get(f"/history/{'0' * 64}")
+    assert unknown.status_code == 404 and "Traceback" not in unknown.text
+
+
+def test_catalog_page_lists_chips_with_figures_and_sources(client, app):
+    page = client.get("/catalog")
+    assert page.status_code == 200
+    catalog = app.state.catalogs.chips()
+    for record in catalog.chips.values():
+        assert record.entry.name in page.text
+    for source in catalog.catalog.sources.values():
+        assert source.url in page.text
+    assert "TB/s" in page.text and "TFLOP/s" in page.text and " GB" in page.text
+
+
+def _request(accept: str | None) -> Request:
+    headers = [] if accept is None else [(b"accept", accept.encode())]
+    return Request({"type": "http", "method": "GET", "path": "/", "headers": headers})
+
+
+@pytest.mark.parametrize(
+    ("accept", "html"),
+    [
+        (HTML["accept"], True),
+        ("text/html", True),
+        ("*/*", False),
+        (None, False),
+        ("application/json", False),
+        ("application/json, text/html;q=0.5", False),
+        ("text/html;q=0.9, application/json", False),
+        ("text/*, application/json;q=0.5", True),
+        ("text/html;q=bogus", False),
+    ],
+)
+def test_content_negotiation_prefers_json_on_ties(accept, html):
+    assert wants_html(_request(accept)) is html
