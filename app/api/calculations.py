@@ -14,6 +14,7 @@ from app.api.schemas import (
     Check,
     CheckRequest,
     ChipRef,
+    CommunicationOut,
     CustomWorkload,
     ElementwiseWorkload,
     ExpectedTime,
@@ -27,7 +28,12 @@ from app.api.schemas import (
     RepeatsOut,
     RowwiseWorkload,
     SaxpyWorkload,
+    ScalingAnswer,
+    ScalingRequest,
+    ScalingRow,
     SweepRow,
+    TrainingFields,
+    TrainingOut,
     TransformerWorkload,
 )
 from app.catalog.loader import ChipCatalogVersion, ChipRecord
@@ -59,6 +65,8 @@ from app.engine import (
     saxpy,
 )
 from app.engine.compare import summarise_times
+from app.engine.scaling import scaling
+from app.engine.training import Lora, Parallelism, Training, TrainingStep
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,31 @@ def _model(catalogs: Catalogs, workload: TransformerWorkload) -> _Model:
     return _Model(ref, arch, filled)
 
 
+def _training(workload: TransformerWorkload) -> Training:
+    lora = None
+    if workload.lora_rank is not None:
+        lora = Lora(workload.lora_rank, tuple(workload.lora_targets), workload.qlora)
+    elif workload.qlora:
+        raise InvalidInput("qlora", "QLoRA needs lora_rank (the adapters' rank)")
+    return Training(
+        optimizer=workload.optimizer,
+        parallel=Parallelism(
+            dp=workload.dp,
+            pp=workload.pp,
+            ep=workload.ep,
+            micro_batch=workload.micro_batch,
+            zero=workload.zero,
+            chips_per_node=workload.chips_per_node,
+            network_bandwidth=workload.network_bandwidth,
+            overlap=workload.overlap,
+            dp_algorithm=workload.dp_algorithm,
+        ),
+        lora=lora,
+        mfu=workload.mfu,
+        tokens=workload.train_tokens,
+    )
+
+
 def _spec(workload: TransformerWorkload) -> TransformerSpec:
     return TransformerSpec(
         phase=workload.phase,
@@ -114,6 +147,7 @@ def _spec(workload: TransformerWorkload) -> TransformerSpec:
         reserve_fraction=workload.reserve_fraction,
         flash_attention=workload.flash_attention,
         recompute=workload.recompute,
+        training=_training(workload),
     )
 
 
@@ -181,7 +215,7 @@ def _roofline_lines(roof: Roofline) -> list[str]:
     ]
     if roof.communication_time:
         lines.append(
-            f"Tensor-parallel all-reduces add {fmt.seconds(roof.communication_time)} "
+            f"Communication (and any pipeline idle) adds {fmt.seconds(roof.communication_time)} "
             "on the critical path."
         )
     lines.append(
@@ -221,6 +255,15 @@ def _warnings(model: _Model) -> list[str]:
             f"{held} tokens exceed {model.ref.id}'s max_position_embeddings "
             f"({arch.max_positions}); the model was not trained for that length."
         )
+    if workload.phase != "training":
+        defaults = TrainingFields()
+        ignored = [
+            name
+            for name in TrainingFields.model_fields
+            if getattr(workload, name) != getattr(defaults, name)
+        ]
+        if ignored:
+            warnings.append(f"Ignored, as they only apply to phase=training: {', '.join(ignored)}.")
     if arch.attention.heads % workload.tp:
         warnings.append(
             f"tp={workload.tp} does not divide the {arch.attention.heads} attention heads; "
@@ -251,8 +294,67 @@ def _roofline_fields(roof: Roofline) -> dict[str, object]:
     }
 
 
+def _training_out(step: TrainingStep) -> TrainingOut:
+    roof, lay, comm = step.roofline, step.layout, step.communication
+    realistic_train = step.time_to_train(roof.realistic_time)
+    return TrainingOut(
+        chips=lay.chips,
+        layout={"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "ep": lay.ep},
+        micro_batch=lay.micro_batch,
+        micro_batches=lay.micro_batches,
+        bubble_fraction=lay.bubble_fraction,
+        tokens_per_step=step.tokens_per_step,
+        trained_params=step.trained_params,
+        model_flops=step.model_flops,
+        step_time_s=roof.expected_time,
+        realistic_step_time_s=roof.realistic_time,
+        mfu=step.mfu(roof.expected_time),
+        realistic_mfu=step.mfu(roof.realistic_time),
+        time_to_train_s=step.time_to_train(roof.expected_time),
+        realistic_time_to_train_s=realistic_train,
+        realistic_time_to_train_days=None if realistic_train is None else realistic_train / 86400,
+        communication=CommunicationOut(
+            tensor_parallel_s=comm.tensor_parallel,
+            pipeline_s=comm.pipeline,
+            expert_s=comm.expert,
+            data_parallel_s=comm.data_parallel,
+            data_parallel_exposed_s=comm.data_parallel_exposed,
+            data_parallel_bytes=comm.data_parallel_bytes,
+            data_parallel_over_network=comm.data_parallel_over_network,
+        ),
+    )
+
+
+def _training_lines(step: TrainingStep) -> list[str]:
+    roof, lay, comm = step.roofline, step.layout, step.communication
+    lines = [
+        f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}); "
+        f"{lay.micro_batches} micro-batch(es) of {lay.micro_batch:g} sequences per replica.",
+        f"Model FLOPs per step {fmt.flops(step.model_flops)} (6 N T + attention); "
+        f"MFU {step.mfu(roof.expected_time):.0%} at the ideal step time "
+        f"{fmt.seconds(roof.expected_time)}, {step.mfu(roof.realistic_time):.0%} at the "
+        f"realistic {fmt.seconds(roof.realistic_time)}.",
+    ]
+    if lay.pp > 1:
+        lines.append(f"Pipeline bubble: {lay.bubble_fraction:.0%} of the step is idle.")
+    if comm.data_parallel:
+        where = "the scale-out network" if comm.data_parallel_over_network else "the scale-up link"
+        lines.append(
+            f"Gradient reduction: {fmt.bytes_(comm.data_parallel_bytes)} per chip over {where}, "
+            f"{fmt.seconds(comm.data_parallel)}, of which "
+            f"{fmt.seconds(comm.data_parallel_exposed)} is not hidden behind the backward pass."
+        )
+    days = step.time_to_train(roof.realistic_time)
+    if days is not None:
+        lines.append(
+            f"Training on {step.tokens:.3g} tokens takes {days / 86400:.3g} days (realistic)."
+        )
+    return lines
+
+
 def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
     return {
+        "training": None if result.training is None else _training_out(result.training),
         "memory_required_bytes": result.memory.total,
         "memory_available_bytes": result.capacity,
         "fits": result.fits,
@@ -278,7 +380,11 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[ExpectedTim
             **common,
             workload=model.workload,
             model=model.ref,
-            explanation=[*_roofline_lines(roof), _memory_line(result.memory, result.capacity)],
+            explanation=[
+                *_roofline_lines(roof),
+                *([] if result.training is None else _training_lines(result.training)),
+                _memory_line(result.memory, result.capacity),
+            ],
             warnings=_warnings(model),
             **_roofline_fields(roof),
             **_transformer_fields(result),
@@ -343,16 +449,22 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
     fit = memory_fit(model.arch, chip, _spec(model.workload))
     explanation = [_memory_line(fit.breakdown, fit.capacity)]
     explanation.append(
-        f"Largest batch that fits at tp={model.workload.tp}: {fit.max_batch}."
+        f"Largest batch that fits at this layout: {fit.max_batch}."
         if fit.max_batch
-        else f"Not even batch 1 fits at tp={model.workload.tp}."
+        else "Not even batch 1 fits at this layout."
     )
     explanation.append(
-        f"Fewest tensor-parallel chips for batch {model.workload.batch}: {fit.min_chips}."
+        f"Fewest chips for batch {model.workload.batch}: {fit.min_chips} "
+        f"({', '.join(f'{k}={v}' for k, v in (fit.min_chips_layout or {}).items())})."
         if fit.min_chips
-        else f"No tensor-parallel degree up to the {model.arch.attention.heads} heads fits "
-        f"batch {model.workload.batch}."
+        else f"No layout up to tp={model.arch.attention.heads} (the heads) "
+        f"fits batch {model.workload.batch}."
     )
+    if fit.max_trainable_params is not None:
+        explanation.append(
+            f"The largest model whose weights and training state fit at this layout, before "
+            f"activations: {fit.max_trainable_params / 1e9:.3g}B parameters."
+        )
     return MemoryFitAnswer(
         **_header(resolved, model),
         explanation=explanation,
@@ -362,6 +474,51 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
         breakdown=MemoryBreakdownOut(**dataclasses.asdict(fit.breakdown)),
         max_batch=fit.max_batch,
         min_chips=fit.min_chips,
+        min_chips_layout=fit.min_chips_layout,
+        max_trainable_params=fit.max_trainable_params,
+    )
+
+
+def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
+    """Speedup and efficiency of a training step over the request's chip counts."""
+    resolved, model = _transformer(catalogs, request, "scaling")
+    points = scaling(
+        model.arch,
+        resolved.chip.chip,
+        _spec(model.workload),
+        request.chip_counts,
+        mode=request.mode,
+        serial_fraction=request.serial_fraction,
+    )
+    f = request.serial_fraction
+    last = points[-1]
+    explanation = [
+        f"{request.mode} scaling from {points[0].chips} to {last.chips} chips: speedup "
+        f"{last.speedup:.3g}x at {last.efficiency:.0%} efficiency (from the realistic step "
+        "time: sustained fractions plus exposed communication).",
+        "Amdahl's law limits strong scaling to 1/f" + (f" = {1 / f:.3g}x." if f else " (f = 0)."),
+    ]
+    return ScalingAnswer(
+        **_header(resolved, model),
+        explanation=explanation,
+        mode=request.mode,
+        serial_fraction=f,
+        amdahl_limit=1 / f if f else None,
+        points=[
+            ScalingRow(
+                chips=p.chips,
+                dp=p.dp,
+                batch=p.batch,
+                step_time_s=p.step_time,
+                tokens_per_s=p.tokens_per_s,
+                speedup=p.speedup,
+                efficiency=p.efficiency,
+                law_speedup=p.law_speedup,
+                communication_time_s=p.communication_time,
+                fits=p.fits,
+            )
+            for p in points
+        ],
     )
 
 

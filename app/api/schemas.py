@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.engine import Bound, Dtype, LimitedBy, Phase, Unit, Verdict
 from app.engine.compare import Repeats
+from app.engine.scaling import MAX_COUNTS, ScalingMode
+from app.engine.training import (
+    ALL_LINEAR,
+    DEFAULT_CHIPS_PER_NODE,
+    DEFAULT_NETWORK_BANDWIDTH,
+    MAX_CHIPS,
+    DataParallelAlgorithm,
+    LoraTarget,
+    Optimizer,
+)
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
 _NAME = Field(min_length=1, max_length=200)
@@ -17,7 +27,53 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())
 
 
-class TransformerWorkload(_Request):
+class TrainingFields(_Request):
+    """How a training step runs (phase=training only; docs/formulas.md, "Training")."""
+
+    optimizer: Optimizer = Field(
+        Optimizer.ADAMW,
+        description="adamw/adam (8 B of state per parameter), sgd_momentum (4), adam_8bit (2), "
+        "adafactor (factored, ~0); plus 4 B of fp32 master weights in 16-bit training.",
+    )
+    zero: int = Field(0, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
+    dp: int = Field(1, ge=1, le=MAX_CHIPS, description="Data-parallel replicas.")
+    pp: int = Field(1, ge=1, le=MAX_CHIPS, description="Pipeline stages (divide the layers).")
+    ep: int = Field(1, ge=1, le=MAX_CHIPS, description="Expert-parallel degree (MoE).")
+    micro_batch: int | None = Field(
+        None, ge=1, le=10**9, description="Sequences per micro-batch; default each replica's batch."
+    )
+    lora_rank: int | None = Field(
+        None, ge=1, le=65536, description="Fine-tune with LoRA adapters of this rank."
+    )
+    lora_targets: list[LoraTarget] = Field(
+        default_factory=lambda: list(ALL_LINEAR),
+        min_length=1,
+        max_length=len(ALL_LINEAR),
+        description="Linear layers LoRA adapts (q, k, v, o, gate, up, down).",
+    )
+    qlora: bool = Field(False, description="With lora_rank: the frozen base in 4-bit NF4.")
+    mfu: float | None = Field(
+        None, gt=0, le=1, description="Assumed model FLOPs utilisation for the realistic time."
+    )
+    train_tokens: float | None = Field(
+        None, gt=0, le=1e16, description="Tokens to train on, for the time to train."
+    )
+    chips_per_node: int = Field(
+        DEFAULT_CHIPS_PER_NODE, ge=1, le=MAX_CHIPS, description="Chips on one scale-up link."
+    )
+    network_bandwidth: float = Field(
+        DEFAULT_NETWORK_BANDWIDTH,
+        gt=0,
+        le=1e15,
+        description="Scale-out bytes/s per chip and direction (default: 400 Gb/s InfiniBand).",
+    )
+    overlap: bool = Field(True, description="Overlap the gradient reduction with the backward.")
+    dp_algorithm: DataParallelAlgorithm = Field(
+        DataParallelAlgorithm.RING, description="ring all-reduce or a parameter server."
+    )
+
+
+class TransformerWorkload(TrainingFields):
     """A transformer model running one phase. Give `model` (a catalog name) or `config`."""
 
     kind: Literal["transformer"] = "transformer"
@@ -206,7 +262,7 @@ class CheckRequest(CalculationRequest, _Measured):
     """A workload on a chip and the time it took. Give measured_time_s or measured_ms."""
 
 
-class TransformerQuery(_Request):
+class TransformerQuery(TrainingFields):
     """GET query parameters for transformer workloads (the POST body's fields, flat)."""
 
     chip: Annotated[str, _NAME] = Field(description="Catalog id or alias, e.g. a100.")
@@ -291,6 +347,39 @@ class MemoryBreakdownOut(BaseModel):
     reserve: float
 
 
+class CommunicationOut(BaseModel):
+    """Seconds per step of each collective on one chip."""
+
+    tensor_parallel_s: float
+    pipeline_s: float
+    expert_s: float
+    data_parallel_s: float
+    data_parallel_exposed_s: float = Field(description="What the overlap leaves exposed.")
+    data_parallel_bytes: float = Field(description="Bytes each chip sends per step.")
+    data_parallel_over_network: bool
+
+
+class TrainingOut(BaseModel):
+    """A training step over all chips, and the run it belongs to."""
+
+    chips: int
+    layout: dict[str, int] = Field(description="tp, dp, pp, ep")
+    micro_batch: float
+    micro_batches: int = Field(description="Per replica and step.")
+    bubble_fraction: float = Field(description="(p-1)/(m+p-1) of the step is pipeline idle.")
+    tokens_per_step: float
+    trained_params: float
+    model_flops: float = Field(description="Per step, all chips: 6 N T + attention.")
+    step_time_s: float
+    realistic_step_time_s: float
+    mfu: float = Field(description="Model FLOPs utilisation at the ideal step time.")
+    realistic_mfu: float
+    time_to_train_s: float | None
+    realistic_time_to_train_s: float | None
+    realistic_time_to_train_days: float | None
+    communication: CommunicationOut
+
+
 class _Answer(BaseModel):
     catalog_version: str
     chip: ChipRef
@@ -325,6 +414,7 @@ class ExpectedTime(_Answer):
     realistic_tokens_per_s: float | None = None
     time_to_first_token_s: float | None = None
     time_per_output_token_s: float | None = None
+    training: TrainingOut | None = None
 
 
 class RepeatsOut(BaseModel):
@@ -368,6 +458,14 @@ class MemoryFitAnswer(_Answer):
     breakdown: MemoryBreakdownOut
     max_batch: int
     min_chips: int | None
+    min_chips_layout: dict[str, int] | None = Field(
+        None, description="The parallel degrees (tp, and in training pp, dp, ep) of min_chips."
+    )
+    max_trainable_params: float | None = Field(
+        None,
+        description="Training: the largest model whose weights and training state fit at this "
+        "layout, before activations.",
+    )
 
 
 class SweepRow(BaseModel):
@@ -395,3 +493,82 @@ class OptimalBatchAnswer(_Answer):
     asymptotic_intensity: float = Field(description="FLOP/B as the batch grows without bound.")
     ridge_intensity: float = Field(description="FLOP/B where compute and memory roofs meet.")
     sweep: list[SweepRow]
+
+
+class ScalingRequest(CalculationRequest):
+    """A training workload and the chip counts to scale it over."""
+
+    chip_counts: list[Annotated[int, Field(ge=1, le=MAX_CHIPS)]] = Field(
+        min_length=1,
+        max_length=MAX_COUNTS,
+        description="Ascending chip counts, e.g. [8, 16, 32, 64].",
+    )
+    mode: ScalingMode = Field(ScalingMode.STRONG, description="strong: fixed global batch.")
+    serial_fraction: float = Field(
+        0.0, ge=0, le=1, description="Serial fraction f for Amdahl's (strong) or Gustafson's law."
+    )
+
+
+_COUNTS = r"^\s*\d{1,7}(\s*,\s*\d{1,7})*\s*$"
+
+
+def _counts(value: str) -> list[int]:
+    return [int(n) for n in value.split(",")]
+
+
+class ScalingQuery(TransformerQuery):
+    """GET query parameters of /scaling (phase defaults to training)."""
+
+    phase: Phase = Phase.TRAINING
+    chip_counts: str = Field(
+        "8,16,32,64,128",
+        max_length=1000,
+        pattern=_COUNTS,
+        description="Comma-separated ascending chip counts.",
+    )
+    mode: ScalingMode = ScalingMode.STRONG
+    serial_fraction: float = Field(0.0, ge=0, le=1)
+
+    @field_validator("chip_counts")
+    @classmethod
+    def _counts_in_range(cls, value: str) -> str:
+        counts = _counts(value)
+        if len(counts) > MAX_COUNTS or not all(1 <= n <= MAX_CHIPS for n in counts):
+            raise ValueError(f"give 1 to {MAX_COUNTS} counts, each between 1 and {MAX_CHIPS}")
+        return value
+
+    def to_scaling(self) -> ScalingRequest:
+        """The equivalent POST body."""
+        base = self.to_request()
+        return ScalingRequest(
+            chip=base.chip,
+            catalog_version=base.catalog_version,
+            workload=base.workload,
+            chip_counts=_counts(self.chip_counts),
+            mode=self.mode,
+            serial_fraction=self.serial_fraction,
+        )
+
+
+class ScalingRow(BaseModel):
+    """One chip count of the scaling curve."""
+
+    chips: int
+    dp: int
+    batch: int
+    step_time_s: float
+    tokens_per_s: float
+    speedup: float
+    efficiency: float
+    law_speedup: float = Field(description="Amdahl (strong) or Gustafson (weak) at f.")
+    communication_time_s: float
+    fits: bool
+
+
+class ScalingAnswer(_Answer):
+    """Speedup and efficiency of a training step over chip counts."""
+
+    mode: ScalingMode
+    serial_fraction: float
+    amdahl_limit: float | None = Field(description="1/f: no chip count goes beyond it.")
+    points: list[ScalingRow]

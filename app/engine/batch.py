@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.architecture import Architecture
+from app.engine.errors import InvalidInput
 from app.engine.fit import memory_fit
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound
+from app.engine.transformer import Phase
 from app.engine.workload import (
     MAX_BATCH,
     TransformerEstimate,
@@ -94,6 +96,12 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
         return estimate(arch, chip, spec.with_batch(batch))
 
     estimate(arch, chip, spec)  # validates the spec once, with its own batch
+    parallel = spec.training.parallel
+    if spec.phase is Phase.TRAINING and (parallel.dp * parallel.ep > 1 or parallel.micro_batch):
+        raise InvalidInput(
+            "dp",
+            "the optimal batch is searched for one replica: leave dp, ep and micro_batch unset",
+        )
     ridge = smallest_batch(lambda b: at(b).roofline.bound is Bound.COMPUTE)
     max_batch = memory_fit(arch, chip, spec).max_batch
     unbounded = at(MAX_BATCH)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, largest_batch
+from app.engine.training import layout, max_trainable_params
+from app.engine.transformer import Phase
 from app.engine.workload import MAX_BATCH, TransformerSpec, estimate, memory_needed
 
 
@@ -16,8 +19,10 @@ class MemoryFit:
 
     breakdown: MemoryBreakdown
     capacity: float
-    max_batch: int  # at this tp; 0 when not even batch 1 fits
-    min_chips: int | None  # fewest tensor-parallel chips at this batch; None if none fits
+    max_batch: int  # at this layout; 0 when not even batch 1 fits
+    min_chips: int | None  # fewest chips at this batch; None if none fits
+    min_chips_layout: dict[str, int] | None  # the degrees that achieve min_chips
+    max_trainable_params: float | None = None  # training: most parameters whose state fits
 
     @property
     def fits(self) -> bool:
@@ -25,28 +30,73 @@ class MemoryFit:
         return self.breakdown.total <= self.capacity
 
 
+def _divisors(n: int) -> list[int]:
+    return [p for p in range(1, n + 1) if n % p == 0]
+
+
 def tensor_parallel_degrees(arch: Architecture) -> list[int]:
     """Tensor-parallel degrees Megatron-style sharding allows: the divisors of the head count."""
-    heads = arch.attention.heads
-    return [p for p in range(1, heads + 1) if heads % p == 0]
+    return _divisors(arch.attention.heads)
+
+
+def _fits(arch: Architecture, chip: Chip, spec: TransformerSpec) -> bool:
+    return memory_needed(arch, chip, spec, spec.batch).total <= chip.memory_bytes
+
+
+def _fewest_chips(
+    arch: Architecture, chip: Chip, spec: TransformerSpec
+) -> tuple[int, dict[str, int]] | None:
+    """The fewest chips that hold `spec`, and how: inference grows tp; training grows tp and
+    pp (its dp, ep and ZeRO stage stay as given), preferring tp within one node.
+
+    Memory per chip only falls as tp and pp grow, so the first fitting layout in order of chip
+    count is the answer.
+    """
+    if spec.phase is not Phase.TRAINING:
+        tp = next(
+            (p for p in tensor_parallel_degrees(arch) if _fits(arch, chip, replace(spec, tp=p))),
+            None,
+        )
+        return None if tp is None else (tp, {"tp": tp})
+    parallel = spec.training.parallel
+    others = parallel.dp * parallel.ep
+    candidates = sorted(
+        itertools.product(tensor_parallel_degrees(arch), _divisors(arch.layers)),
+        key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0] > parallel.chips_per_node, tp_pp[1]),
+    )
+    for tp, pp in candidates:
+        trial = replace(
+            spec, tp=tp, training=replace(spec.training, parallel=replace(parallel, pp=pp))
+        )
+        if _fits(arch, chip, trial):
+            layout_ = {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep}
+            return tp * pp * others, layout_
+    return None
 
 
 def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryFit:
-    """Memory needed per chip, the largest batch that fits, and the fewest chips that hold it.
-
-    Memory per chip only falls as tp grows, so the fewest chips is the first degree that fits.
-    """
+    """Memory needed per chip, the largest batch that fits, the fewest chips that hold it and,
+    for training, the most parameters whose training state fits at this layout."""
     estimate(arch, chip, spec)  # validates the spec
     breakdown = memory_needed(arch, chip, spec, spec.batch)
     max_batch = min(
         largest_batch(lambda b: memory_needed(arch, chip, spec, b), chip.memory_bytes), MAX_BATCH
     )
-    min_chips = next(
-        (
-            p
-            for p in tensor_parallel_degrees(arch)
-            if memory_needed(arch, chip, replace(spec, tp=p), spec.batch).total <= chip.memory_bytes
-        ),
-        None,
+    fewest = _fewest_chips(arch, chip, spec)
+    max_params = None
+    if spec.phase is Phase.TRAINING:
+        lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
+        max_params = max_trainable_params(
+            chip.memory_bytes - breakdown.reserve,
+            lay,
+            spec.training,
+            spec.precision.compute,
+        )
+    return MemoryFit(
+        breakdown,
+        chip.memory_bytes,
+        max_batch,
+        None if fewest is None else fewest[0],
+        None if fewest is None else fewest[1],
+        max_params,
     )
-    return MemoryFit(breakdown, chip.memory_bytes, max_batch, min_chips)

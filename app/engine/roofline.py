@@ -82,11 +82,14 @@ def roofline_time(compute_time: float, memory_time: float) -> float:
     return max(compute_time, memory_time)
 
 
-def place(work: Work, chip: Chip, communication_time: float = 0.0) -> Roofline:
+def place(
+    work: Work, chip: Chip, communication_time: float = 0.0, stretch: float = 1.0
+) -> Roofline:
     """Place `work` on `chip`'s roofline.
 
     `communication_time` (tensor-parallel collectives) sits on the critical path between
-    layers, so it adds to the roofline time rather than overlapping it.
+    layers, so it adds to the roofline time rather than overlapping it. `stretch` >= 1 scales
+    the busy time for idle slots the schedule imposes (a pipeline's bubble).
     """
     if not work.bytes > 0:
         raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
@@ -107,8 +110,8 @@ def place(work: Work, chip: Chip, communication_time: float = 0.0) -> Roofline:
         compute_time=compute_time,
         memory_time=memory_time,
         communication_time=communication_time,
-        expected_time=roofline_time(compute_time, memory_time) + communication_time,
-        realistic_time=realistic + communication_time,
+        expected_time=stretch * roofline_time(compute_time, memory_time) + communication_time,
+        realistic_time=stretch * realistic + communication_time,
         sustained_compute=sustained_compute,
         sustained_memory=chip.sustained_memory,
     )

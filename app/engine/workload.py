@@ -8,26 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from app.engine.architecture import Architecture, param_counts
+from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.memory import (
-    MemoryBreakdown,
-    inference_memory,
-    optimizer_traffic_per_param,
-    training_activation_bytes,
-    training_memory,
-)
+from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.roofline import Roofline, Work, combine, place, place_steps
-from app.engine.transformer import (
-    Phase,
-    Precision,
-    decode,
-    prefill,
-    residual_bytes,
-    weight_bytes,
-)
+from app.engine.training import Training, TrainingStep, layout, training_memory, training_step
+from app.engine.transformer import Phase, Precision, decode, prefill
 
 MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
 MAX_TOKENS = 2**40
@@ -52,6 +40,7 @@ class TransformerSpec:
     reserve_fraction: float = 0.1
     flash_attention: bool = True
     recompute: bool = False
+    training: Training = field(default_factory=Training)
 
     def with_batch(self, batch: int) -> TransformerSpec:
         """The same workload at another batch size."""
@@ -68,6 +57,7 @@ class TransformerEstimate:
     tokens: float  # tokens produced (decode, generate) or processed (prefill, training)
     time_to_first_token: float | None
     time_per_output_token: float | None
+    training: TrainingStep | None = None
 
     @property
     def fits(self) -> bool:
@@ -131,41 +121,18 @@ def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roof
     )
 
 
-def _training(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roofline:
-    """One optimizer step over B x S tokens.
-
-    FLOPs: forward (the prefill count) x 3 for forward + backward, x 4 with recomputation.
-    Bytes: weights read in the forward and backward passes, gradients written and read,
-    AdamW state (and master weights) read and written, the new weights written, and the saved
-    activations written and read back, plus the residual stream of each pass.
-    """
-    forward = prefill(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
-    passes = 4 if spec.recompute else 3
-    params = param_counts(arch).total / spec.tp
-    weight_reads = 2 * weight_bytes(arch, spec.precision, None) / spec.tp
-    state = params * optimizer_traffic_per_param(spec.precision.compute)
-    tokens = spec.batch * spec.seq_len
-    saved = training_activation_bytes(
-        arch,
-        batch=spec.batch,
-        seq_len=spec.seq_len,
-        dtype=spec.precision.compute,
-        tp=spec.tp,
-        flash_attention=spec.flash_attention,
-        recompute=spec.recompute,
-    )
-    traffic = weight_reads + state + 2 * saved
-    traffic += passes * residual_bytes(arch, tokens, spec.precision.compute)
-    work = Work(forward.flops * passes, traffic, forward.dtype, forward.unit)
-    comm = tensor_parallel_time(
+def _training(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TrainingStep:
+    return training_step(
         arch,
         chip,
-        tokens=tokens,
-        dtype=spec.precision.compute,
+        batch=spec.batch,
+        seq_len=spec.seq_len,
+        precision=spec.precision,
         tp=spec.tp,
-        allreduces_per_layer=2 * passes,
+        training=spec.training,
+        flash=spec.flash_attention,
+        recompute=spec.recompute,
     )
-    return place(work, chip, comm)
 
 
 def memory_needed(
@@ -174,13 +141,16 @@ def memory_needed(
     """Memory per chip of `spec` at `batch` (a float, so that it can be probed at 0)."""
     reserve = spec.reserve_fraction * chip.memory_bytes
     if spec.phase is Phase.TRAINING:
+        # at the spec's micro-batches per replica, each micro-batch grows with the batch
+        lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
+        micro = batch / (lay.replicas * lay.micro_batches)
         return training_memory(
             arch,
-            batch=batch,
+            replace(lay, batch=batch, micro_batch=micro),
             seq_len=spec.seq_len,
             dtype=spec.precision.compute,
-            tp=spec.tp,
-            flash_attention=spec.flash_attention,
+            training=spec.training,
+            flash=spec.flash_attention,
             recompute=spec.recompute,
             reserve=reserve,
         )
@@ -204,7 +174,7 @@ def memory_needed(
 def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`."""
     _validate(arch, spec)
-    ttft = tpot = None
+    ttft = tpot = step = None
     if spec.phase is Phase.PREFILL:
         roof = _prefill(arch, chip, spec, spec.batch)
         tokens = spec.batch * spec.seq_len
@@ -225,7 +195,8 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         ttft = first.expected_time
         tpot = steps.expected_time / spec.gen_len
     else:
-        roof = _training(arch, chip, spec)
+        step = _training(arch, chip, spec)
+        roof = step.roofline
         tokens = spec.batch * spec.seq_len
     return TransformerEstimate(
         roofline=roof,
@@ -234,4 +205,5 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         tokens=tokens,
         time_to_first_token=ttft,
         time_per_output_token=tpot,
+        training=step,
     )

@@ -16,6 +16,9 @@ from app.api.schemas import (
     ExpectedTime,
     MemoryFitAnswer,
     OptimalBatchAnswer,
+    ScalingAnswer,
+    ScalingQuery,
+    ScalingRequest,
     TransformerQuery,
 )
 
@@ -79,3 +82,17 @@ async def check_get(query: Annotated[CheckQuery, Query()], catalogs: CatalogsDep
 async def check_post(body: CheckRequest, catalogs: CatalogsDep) -> Check:
     """A measured time of any workload against its roofline."""
     return calculations.check(catalogs, body)
+
+
+@router.get("/scaling", response_model=ScalingAnswer, responses=_ERRORS)
+async def scaling_get(
+    query: Annotated[ScalingQuery, Query()], catalogs: CatalogsDep
+) -> ScalingAnswer:
+    """Speedup and efficiency of a training step over chip counts (strong or weak scaling)."""
+    return calculations.scale(catalogs, query.to_scaling())
+
+
+@router.post("/scaling", response_model=ScalingAnswer, responses=_ERRORS)
+async def scaling_post(body: ScalingRequest, catalogs: CatalogsDep) -> ScalingAnswer:
+    """The scaling curve of a training workload (body form)."""
+    return calculations.scale(catalogs, body)

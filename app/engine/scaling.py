@@ -1,0 +1,103 @@
+"""Scaling a training job over chip counts: speedup and efficiency, beside Amdahl and Gustafson.
+
+Data parallelism grows with the count (dp = chips / (tp x pp x ep)); the other degrees stay.
+Strong scaling keeps the global batch; weak scaling keeps each replica's batch, so the global
+batch grows with the chips. Speedup is throughput (tokens/s) over the first count's, from the
+realistic step time (sustained fractions plus exposed communication; a given MFU is ignored
+here, since it would hide the communication that makes scaling sub-linear).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from app.engine.architecture import Architecture
+from app.engine.errors import InvalidInput
+from app.engine.hardware import Chip
+from app.engine.training import scaling_laws
+from app.engine.transformer import Phase
+from app.engine.workload import TransformerSpec, estimate
+
+MAX_COUNTS = 64
+
+
+class ScalingMode(StrEnum):
+    """Which batch stays fixed as chips are added."""
+
+    STRONG = "strong"
+    WEAK = "weak"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPoint:
+    """One chip count of a scaling curve."""
+
+    chips: int
+    dp: int
+    batch: int
+    step_time: float  # realistic, seconds
+    tokens_per_s: float
+    speedup: float  # over the first count
+    efficiency: float  # speedup / (chips / first chips)
+    law_speedup: float  # Amdahl (strong) or Gustafson (weak) at the serial fraction
+    communication_time: float  # exposed, per step
+    fits: bool
+
+
+def scaling(
+    arch: Architecture,
+    chip: Chip,
+    spec: TransformerSpec,
+    counts: Sequence[int],
+    *,
+    mode: ScalingMode,
+    serial_fraction: float,
+) -> list[ScalingPoint]:
+    """The scaling curve of the training step `spec` over `counts` chips (ascending)."""
+    if spec.phase is not Phase.TRAINING:
+        raise InvalidInput("phase", "scaling is computed for training; use phase=training")
+    if not 1 <= len(counts) <= MAX_COUNTS:
+        raise InvalidInput("chip_counts", f"give between 1 and {MAX_COUNTS} chip counts")
+    if list(counts) != sorted(set(counts)):
+        raise InvalidInput("chip_counts", "chip counts must be distinct and ascending")
+    parallel = spec.training.parallel
+    group = spec.tp * parallel.pp * parallel.ep
+    if any(n % group for n in counts):
+        raise InvalidInput(
+            "chip_counts",
+            f"every count must be a multiple of tp x pp x ep = {group}, got {list(counts)}",
+        )
+    first_dp = counts[0] // group
+    if mode is ScalingMode.WEAK and spec.batch % (first_dp * parallel.ep):
+        raise InvalidInput(
+            "batch",
+            f"must be a multiple of dp x ep = {first_dp * parallel.ep} at {counts[0]} chips",
+        )
+    laws = scaling_laws(counts, serial_fraction)
+    points: list[ScalingPoint] = []
+    for n, (amdahl, gustafson) in zip(counts, laws, strict=True):
+        dp = n // group
+        batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
+        training = replace(spec.training, mfu=None, parallel=replace(parallel, dp=dp))
+        result = estimate(arch, chip, replace(spec, batch=batch, training=training))
+        step = result.roofline.realistic_time
+        rate = result.tokens / step
+        speedup = rate / points[0].tokens_per_s if points else 1.0
+        ratio = n / counts[0]
+        points.append(
+            ScalingPoint(
+                chips=n,
+                dp=dp,
+                batch=batch,
+                step_time=step,
+                tokens_per_s=rate,
+                speedup=speedup,
+                efficiency=speedup / ratio,
+                law_speedup=amdahl if mode is ScalingMode.STRONG else gustafson,
+                communication_time=result.roofline.communication_time,
+                fits=result.fits,
+            )
+        )
+    return points
