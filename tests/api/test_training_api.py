@@ -1,0 +1,156 @@
+"""Training, fine-tuning and scaling through the ASGI app (real catalogs)."""
+
+import pytest
+
+TRAIN = {"chip": "h100", "model": "llama-8b", "phase": "training", "seq_len": 2048}
+LLAMA_8B_PARAMS = 8_030_261_248
+
+
+def test_expected_time_of_a_data_parallel_training_run(client):
+    # 64 H100s, 512 sequences of 2048 per step, ZeRO-1, 1e12 tokens at 40% MFU:
+    # 6 N_mm + 6 L S H dh = 46,638,563,328 FLOPs per token (engine test); 1e12 tokens at
+    # 64 * peak * 0.4 take 4.6639e22 / (64 * peak * 0.4) seconds
+    params = {**TRAIN, "batch": 512, "dp": 64, "zero": 1, "train_tokens": 1e12, "mfu": 0.4}
+    body = client.get("/expected-time", params=params).json()
+    training = body["training"]
+    peak = body["peak_flops"]
+    assert training["chips"] == 64
+    assert training["layout"] == {"tp": 1, "dp": 64, "pp": 1, "ep": 1}
+    assert training["tokens_per_step"] == 512 * 2048
+    assert training["model_flops"] == pytest.approx(46_638_563_328 * 512 * 2048)
+    assert training["realistic_mfu"] == pytest.approx(0.4)
+    days = 46_638_563_328 * 1e12 / (64 * peak * 0.4) / 86400
+    assert training["realistic_time_to_train_days"] == pytest.approx(days)
+    assert training["communication"]["data_parallel_over_network"] is True  # 64 > 8 per node
+    assert 0 < training["mfu"] <= 1
+    assert any("MFU" in line for line in body["explanation"])
+    assert any("days" in line for line in body["explanation"])
+
+
+def test_post_takes_the_same_training_fields(client):
+    params = {k: v for k, v in TRAIN.items() if k != "chip"}
+    workload = {"kind": "transformer", **params, "batch": 64, "dp": 8, "zero": 3}
+    posted = client.post("/expected-time", json={"chip": "h100", "workload": workload}).json()
+    got = client.get("/expected-time", params={**TRAIN, "batch": 64, "dp": 8, "zero": 3}).json()
+    assert posted == got
+
+
+def test_memory_fit_of_zero3_and_of_qlora(client):
+    # Llama 3.1 70B, ZeRO-3 over 8: AdamW's 12 bytes of 70,553,706,496 parameters / 8
+    body = client.get(
+        "/memory-fit", params={**TRAIN, "model": "llama-70b", "batch": 8, "dp": 8, "zero": 3}
+    ).json()
+    assert body["breakdown"]["optimizer"] == pytest.approx(12 * 70_553_706_496 / 8)
+    assert body["breakdown"]["weights"] == pytest.approx(2 * 70_553_706_496 / 8)
+    assert body["min_chips_layout"]["dp"] == 8
+    assert body["min_chips"] == 8 * body["min_chips_layout"]["tp"] * body["min_chips_layout"]["pp"]
+    # QLoRA of Llama 8B with recomputation fits one A100 at batch 1
+    qlora = client.get(
+        "/memory-fit",
+        params={
+            **TRAIN,
+            "chip": "a100",
+            "batch": 1,
+            "lora_rank": 16,
+            "qlora": True,
+            "recompute": True,
+        },
+    ).json()
+    assert qlora["fits"] is True
+    assert qlora["breakdown"]["weights"] < 6e9  # NF4 blocks + bf16 embeddings
+    # the largest model whose state fits: usable memory / 0.515875 bytes per parameter
+    usable = qlora["available_bytes"] - qlora["breakdown"]["reserve"]
+    assert qlora["max_trainable_params"] == pytest.approx(usable / 0.515875)
+
+
+def test_largest_trainable_model_on_one_80gb_chip(client):
+    body = client.get("/memory-fit", params={**TRAIN, "batch": 1, "reserve_fraction": 0}).json()
+    # 16 bytes per parameter: the catalog's 81,559 MiB (85,520,809,984 bytes) / 16 = 5.345e9
+    assert body["available_bytes"] == 81_559 * 2**20
+    assert body["max_trainable_params"] == pytest.approx(81_559 * 2**20 / 16)
+    assert any("largest model" in line for line in body["explanation"])
+
+
+def test_check_judges_a_training_step(client):
+    expected = client.get("/expected-time", params={**TRAIN, "batch": 8}).json()
+    measured = expected["expected_time_s"] * 2
+    body = client.get("/check", params={**TRAIN, "batch": 8, "measured_time_s": measured}).json()
+    assert body["ratio"] == pytest.approx(2)
+    assert body["verdict"] == "room_to_improve"
+    assert body["training"]["layout"]["dp"] == 1
+
+
+def test_scaling_curve_get_and_post(client):
+    params = {
+        "chip": "h100",
+        "model": "llama-8b",
+        "batch": 512,
+        "zero": 1,
+        "chip_counts": "8, 16,64,256",
+        "serial_fraction": 0.01,
+    }
+    body = client.get("/scaling", params=params).json()
+    points = body["points"]
+    assert [p["chips"] for p in points] == [8, 16, 64, 256]
+    assert points[0]["speedup"] == 1
+    assert points[-1]["efficiency"] < 1
+    assert body["amdahl_limit"] == pytest.approx(100)
+    # Amdahl at 256 / 8 = 32x the chips: 1 / (0.01 + 0.99 / 32)
+    assert points[-1]["law_speedup"] == pytest.approx(1 / (0.01 + 0.99 / 32))
+    assert body["workload"]["phase"] == "training"
+    workload = {
+        "kind": "transformer",
+        "model": "llama-8b",
+        "phase": "training",
+        "batch": 512,
+        "zero": 1,
+    }
+    posted = client.post(
+        "/scaling",
+        json={
+            "chip": "h100",
+            "workload": workload,
+            "chip_counts": [8, 16, 64, 256],
+            "serial_fraction": 0.01,
+        },
+    ).json()
+    assert posted["points"] == points
+    weak = client.get("/scaling", params={**params, "mode": "weak"}).json()
+    assert [p["batch"] for p in weak["points"]] == [512, 1024, 4096, 16384]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/scaling", {"chip_counts": "16,8"}, "chip_counts"),
+        ("/scaling", {"chip_counts": "0,8"}, "chip_counts"),
+        ("/scaling", {"chip_counts": "eight"}, "chip_counts"),
+        ("/scaling", {"chip_counts": "8,16", "batch": 7}, "batch"),
+        ("/scaling", {"phase": "decode"}, "phase"),
+        ("/scaling", {"serial_fraction": 2}, "serial_fraction"),
+        ("/expected-time", {"phase": "training", "pp": 3}, "pp"),
+        ("/expected-time", {"phase": "training", "ep": 2}, "ep"),
+        ("/expected-time", {"phase": "training", "zero": 4}, "zero"),
+        ("/expected-time", {"phase": "training", "mfu": 0}, "mfu"),
+        ("/expected-time", {"phase": "training", "optimizer": "lion"}, "optimizer"),
+        ("/expected-time", {"phase": "training", "lora_targets": "qkv"}, "lora_targets"),
+        ("/expected-time", {"phase": "training", "qlora": True}, "qlora"),
+        (
+            "/memory-fit",
+            {"phase": "training", "batch": 8, "dp": 2, "micro_batch": 3},
+            "micro_batch",
+        ),
+        ("/optimal-batch", {"phase": "training", "batch": 8, "dp": 8}, "dp"),
+    ],
+)
+def test_bad_training_input_is_a_422_naming_the_field(client, path, params, field):
+    response = client.get(path, params={"chip": "h100", "model": "llama-8b", **params})
+    assert response.status_code == 422, response.text
+    locations = [error["loc"] for error in response.json()["detail"]]
+    assert any(field in loc for loc in locations), locations
+
+
+def test_training_fields_on_an_inference_phase_are_flagged(client):
+    body = client.get("/expected-time", params={"chip": "h100", "model": "llama-8b", "dp": 4})
+    assert body.status_code == 200
+    assert any("dp" in warning for warning in body.json()["warnings"])
