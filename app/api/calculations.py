@@ -335,6 +335,11 @@ def _training_lines(step: TrainingStep) -> list[str]:
         f"{fmt.seconds(roof.expected_time)}, {step.mfu(roof.realistic_time):.0%} at the "
         f"realistic {fmt.seconds(roof.realistic_time)}.",
     ]
+    if step.given_mfu is not None:
+        lines.append(
+            f"The realistic time assumes the given MFU of {step.given_mfu:.0%}, instead of the "
+            "chip's sustained fractions."
+        )
     if lay.pp > 1:
         lines.append(f"Pipeline bubble: {lay.bubble_fraction:.0%} of the step is idle.")
     if comm.data_parallel:

@@ -26,7 +26,15 @@ from app.api.measurement_schemas import (
     Rejudged,
     WorkloadComparison,
 )
-from app.api.schemas import Check, CheckRequest, ChipRef, RepeatsOut
+from app.api.schemas import (
+    Check,
+    CheckRequest,
+    ChipRef,
+    KernelWorkload,
+    RepeatsOut,
+    TrainingFields,
+    TransformerWorkload,
+)
 from app.catalog.names import UnknownName
 from app.db import measurements as store
 from app.db.models import MeasurementRow
@@ -54,6 +62,15 @@ SIZE_FIELDS: dict[str, tuple[str, ...]] = {
     "custom": ("flops", "bytes"),
 }
 HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
+
+
+def identity(workload: TransformerWorkload | KernelWorkload) -> dict[str, Any]:
+    """The fields that identify a workload: those not at their defaults (so a field added
+    later with a default leaves stored keys alone), without training fields outside training."""
+    fields = workload.model_dump(mode="json", exclude_defaults=True) | {"kind": workload.kind}
+    if isinstance(workload, TransformerWorkload) and workload.phase != "training":
+        fields = {k: v for k, v in fields.items() if k not in TrainingFields.model_fields}
+    return fields
 
 
 def _key(chip_id: str, workload: dict[str, Any], drop: Sequence[str] = ()) -> str:
@@ -148,8 +165,8 @@ def record(
         model_id=judged.model.id if judged.model else None,
         phase=workload.get("phase"),
         workload=workload,
-        workload_key=_key(judged.chip.id, workload),
-        family_key=_key(judged.chip.id, workload, SIZE_FIELDS[kind]),
+        workload_key=_key(judged.chip.id, identity(judged.workload)),
+        family_key=_key(judged.chip.id, identity(judged.workload), SIZE_FIELDS[kind]),
         measured_values=body.measured_values,
         measured_unit=body.measured_unit,
         measured_time_s=judged.measured_time_s,

@@ -537,6 +537,7 @@ class TrainingStep:
     trained_params: float  # whole model
     tokens_per_step: float
     tokens: float | None  # to train on
+    given_mfu: float | None = None  # the MFU the realistic time assumes, when one was given
 
     def mfu(self, time: float) -> float:
         """Model FLOPs utilisation of a step taking `time`: model FLOPs / (chips x peak x time)."""
@@ -616,5 +617,5 @@ def training_step(
         if not 0 < training.mfu <= 1:
             raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
         at_mfu = model_flops / (lay.chips * roof.peak.flops_per_s * training.mfu)
-        step = replace(step, roofline=replace(roof, realistic_time=at_mfu))
+        step = replace(step, roofline=replace(roof, realistic_time=at_mfu), given_mfu=training.mfu)
     return step

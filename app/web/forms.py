@@ -20,6 +20,12 @@ from app.catalog.names import UnknownName
 from app.engine import EngineError
 
 KINDS = ("transformer", "matmul", "elementwise", "custom")
+# phase=training only; the form shows the ones engineers change most
+TRAINING_FIELDS = (
+    *("optimizer", "zero", "dp", "pp", "ep", "micro_batch"),
+    *("lora_rank", "qlora", "recompute", "mfu", "train_tokens"),
+)
+SCALING_FIELDS = ("chip_counts", "serial_fraction")
 # schema field -> form field, per workload kind
 FIELDS: dict[str, dict[str, str]] = {
     "transformer": {
@@ -27,6 +33,7 @@ FIELDS: dict[str, dict[str, str]] = {
         for name in (
             *("model", "phase", "batch", "seq_len", "gen_len"),
             *("dtype", "weight_dtype", "kv_dtype", "tp"),
+            *TRAINING_FIELDS,
         )
     },
     "matmul": {"m": "m", "n": "n", "k": "k", "dtype": "dtype"},
@@ -52,6 +59,19 @@ DEFAULTS: dict[str, str] = {
     "weight_dtype": "",
     "kv_dtype": "",
     "tp": "1",
+    "optimizer": "adamw",
+    "zero": "0",
+    "dp": "1",
+    "pp": "1",
+    "ep": "1",
+    "micro_batch": "",
+    "lora_rank": "",
+    "qlora": "false",
+    "recompute": "false",
+    "mfu": "",
+    "train_tokens": "",
+    "chip_counts": "8,16,32,64,128",
+    "serial_fraction": "0",
     "m": "4096",
     "n": "4096",
     "k": "4096",
@@ -121,6 +141,15 @@ def _workload(values: Mapping[str, str]) -> dict[str, Any]:
         if text:
             workload[schema_name] = _ops(text) if schema_name == "ops" else _number(text)
     return workload
+
+
+def scaling_of(values: Mapping[str, str]) -> tuple[list[int], float] | None:
+    """The chip counts and serial fraction of the scaling chart, or None if they don't parse."""
+    try:
+        counts = [int(n) for n in values.get("chip_counts", "").split(",")]
+        return counts, float(values.get("serial_fraction", "") or 0)
+    except ValueError:
+        return None
 
 
 def measured_ms(values: Mapping[str, str]) -> list[str] | None:

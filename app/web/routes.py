@@ -14,11 +14,12 @@ from app.api.deps import CatalogsDep, SessionsDep
 from app.api.measurement_schemas import DEFAULT_THRESHOLD
 from app.catalog.names import UnknownName
 from app.engine import Dtype, EngineError, Phase, Unit
+from app.engine.training import Optimizer
 from app.web import forms, pages
 from app.web.svg import Svg
 from app.web.templating import render
-from app.web.trends import sweep_svg
-from app.web.views import Result, compute, roofline_for
+from app.web.trends import scaling_svg, sweep_svg
+from app.web.views import Result, compute, roofline_for, scaling_for
 
 router = APIRouter(include_in_schema=False)
 _ERRORS = (ValidationError, UnknownName, EngineError)
@@ -34,6 +35,7 @@ def _choices(catalogs: CatalogsDep) -> dict[str, object]:
         "phase_options": [(str(p), str(p)) for p in Phase],
         "dtype_options": [(str(d), str(d)) for d in Dtype],
         "unit_options": [(str(u), f"{u} ({_UNITS[u]})") for u in Unit],
+        "optimizer_options": [(str(o), str(o)) for o in Optimizer],
         "kinds": forms.KINDS,
     }
 
@@ -56,7 +58,7 @@ def index(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     if "chip" not in request.query_params:
         return _form_page(request, catalogs, values, {})
     try:
-        result = compute(catalogs, forms.calculation(values))
+        result = compute(catalogs, forms.calculation(values), forms.scaling_of(values))
     except _ERRORS as exc:
         return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
     return _form_page(request, catalogs, values, {}, result)
@@ -87,6 +89,21 @@ def batch_sweep_chart(request: Request, catalogs: CatalogsDep) -> Response:
     values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
     try:
         svg = sweep_svg(calculations.best_batch(catalogs, forms.calculation(values)))
+    except _ERRORS as exc:
+        return _svg_error(forms.errors_of(exc, values["kind"]))
+    return Response(svg, media_type=SVG)
+
+
+@router.get("/scaling.svg")
+def scaling_chart(request: Request, catalogs: CatalogsDep) -> Response:
+    """The scaling chart alone of a training workload: the form's parameters plus
+    `chip_counts` (comma-separated) and `serial_fraction`."""
+    values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
+    scaling = forms.scaling_of(values)
+    if scaling is None:
+        return _svg_error({"chip_counts": "give comma-separated whole numbers, e.g. 8,16,32"})
+    try:
+        svg = scaling_svg(scaling_for(catalogs, forms.calculation(values), *scaling))
     except _ERRORS as exc:
         return _svg_error(forms.errors_of(exc, values["kind"]))
     return Response(svg, media_type=SVG)

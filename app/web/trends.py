@@ -4,7 +4,7 @@ fraction of roofline over time), both as stacked SVG panels."""
 from __future__ import annotations
 
 from app.api.measurement_schemas import WorkloadComparison
-from app.api.schemas import OptimalBatchAnswer
+from app.api.schemas import OptimalBatchAnswer, ScalingAnswer
 from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
 
 
@@ -34,6 +34,31 @@ def sweep_svg(answer: OptimalBatchAnswer) -> str:
         "Batch sweep: throughput and latency",
         axis,
         [Panel("tokens/s", [throughput], markers), Panel("ms", [latency], markers)],
+    )
+
+
+def scaling_svg(answer: ScalingAnswer) -> str:
+    """Speedup against chips, beside linear and Amdahl's (or Gustafson's) law, and the
+    efficiency; counts that do not fit in memory are grey."""
+    rows = answer.points
+    chips = [p.chips for p in rows]
+    lo, hi = min(chips), max(*chips, 2 * chips[0])
+    off = [not p.fits for p in rows]
+    first = chips[0]
+    law = "Amdahl" if answer.mode == "strong" else "Gustafson"
+    f = f"{answer.serial_fraction:g}"
+    speedup = Series("speedup", [(p.chips, p.speedup) for p in rows], "a", off)
+    linear = Series("linear", [(p.chips, p.chips / first) for p in rows], "c")
+    limit = Series(f"{law} (f={f})", [(p.chips, p.law_speedup) for p in rows], "b")
+    efficiency = Series("efficiency", [(p.chips, p.efficiency) for p in rows], "a", off)
+    axis = XAxis(lo, hi, "chips", power_of_two_ticks(lo, hi), log=True)
+    return stacked_svg(
+        f"{answer.mode.capitalize()} scaling: speedup and efficiency",
+        axis,
+        [
+            Panel("speedup", [speedup, linear, limit]),
+            Panel("efficiency", [efficiency], [Marker("linear", y=1.0, cls="limit")]),
+        ],
     )
 
 

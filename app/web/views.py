@@ -14,12 +14,14 @@ from app.api.schemas import (
     ExpectedTime,
     MemoryFitAnswer,
     OptimalBatchAnswer,
+    ScalingAnswer,
+    ScalingRequest,
     TransformerWorkload,
 )
 from app.engine import Chip, EngineError
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import FIELDS
-from app.web.trends import sweep_svg
+from app.web.trends import scaling_svg, sweep_svg
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,8 @@ class Result:
     batch: OptimalBatchAnswer | None
     roofline: str
     sweep: str | None
+    scaling: ScalingAnswer | None = None
+    scaling_chart: str | None = None
 
 
 def chip_of(catalogs: Catalogs, answer: ExpectedTime) -> Chip:
@@ -51,9 +55,30 @@ def roofline_for(catalogs: Catalogs, request: CalculationRequest) -> str:
     return roofline_svg(data_of(answer, chip_of(catalogs, answer), measured))
 
 
-def compute(catalogs: Catalogs, request: CalculationRequest) -> Result:
+def scaling_for(
+    catalogs: Catalogs, request: CalculationRequest, counts: list[int], serial_fraction: float
+) -> ScalingAnswer:
+    """The scaling curve of a training request over `counts` chips."""
+    return calculations.scale(
+        catalogs,
+        ScalingRequest(
+            chip=request.chip,
+            catalog_version=request.catalog_version,
+            workload=request.workload,
+            chip_counts=counts,
+            serial_fraction=serial_fraction,
+        ),
+    )
+
+
+def compute(
+    catalogs: Catalogs,
+    request: CalculationRequest,
+    scaling: tuple[list[int], float] | None = None,
+) -> Result:
     """Expected time (and the check when a time was measured), memory fit and the batch sweep
-    for transformers, and the charts."""
+    for transformers, the scaling curve for training (over `scaling`'s chip counts and serial
+    fraction), and the charts."""
     check = calculations.check(catalogs, request) if isinstance(request, CheckRequest) else None
     answer = check if check is not None else calculations.expected_time(catalogs, request)
     memory = batch = None
@@ -63,6 +88,12 @@ def compute(catalogs: Catalogs, request: CalculationRequest) -> Result:
             batch = calculations.best_batch(catalogs, request)
         except EngineError:  # the sweep is extra; the answer stands without it
             batch = None
+    curve = None
+    if answer.training is not None and scaling is not None:
+        try:
+            curve = scaling_for(catalogs, request, *scaling)
+        except (EngineError, ValueError):  # the curve is extra, as the sweep is
+            curve = None
     measured = check.measured_time_s if check is not None else None
     return Result(
         answer=answer,
@@ -71,6 +102,8 @@ def compute(catalogs: Catalogs, request: CalculationRequest) -> Result:
         batch=batch,
         roofline=roofline_svg(data_of(answer, chip_of(catalogs, answer), measured)),
         sweep=sweep_svg(batch) if batch is not None else None,
+        scaling=curve,
+        scaling_chart=scaling_svg(curve) if curve is not None else None,
     )
 
 

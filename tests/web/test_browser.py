@@ -99,3 +99,21 @@ def test_catalog_and_chart_alone(page, url, shot):
     page.goto(f"{url}/roofline.svg?chip=a100&model=llama-3.1-8b&batch=8&measured_ms=30")
     expect(page.locator("circle.measured")).to_have_count(1)
     shot(page, "10-roofline-svg", full_page=False)
+
+
+def test_training_run_with_scaling_chart(page, url, shot):
+    page.goto(f"{url}/")
+    page.get_by_label("Chip (id or alias; type to search)").fill("h100")
+    page.get_by_label("Model (type to search)").fill("llama-3.1-8b")
+    page.get_by_label("Phase").select_option("training")
+    page.get_by_label("Batch (sequences)").fill("512")
+    page.get_by_label("Data-parallel replicas").fill("64")
+    page.get_by_label("ZeRO stage").select_option("1")
+    page.get_by_label("Tokens to train on (optional)").fill("1e12")
+    page.get_by_label("Scaling: chip counts").fill("8,16,32,64,128,256")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#training")).to_contain_text("64 chips")
+    expect(page.locator("#mfu")).to_have_text(re.compile(r"\d+% / \d+%"))
+    expect(page.locator("#time-to-train")).to_have_text(re.compile(r"[\d.]+ days"))
+    expect(page.locator("#scaling svg")).to_be_visible()
+    shot(page, "11-training")

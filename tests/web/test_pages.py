@@ -253,3 +253,57 @@ def _request(accept: str | None) -> Request:
 )
 def test_content_negotiation_prefers_json_on_ties(accept, html):
     assert wants_html(_request(accept)) is html
+
+
+TRAINING = {
+    "chip": "h100",
+    "kind": "transformer",
+    "model": "llama-3.1-8b",
+    "phase": "training",
+    "batch": "512",
+    "dp": "64",
+    "zero": "1",
+    "mfu": "0.4",
+    "train_tokens": "1e12",
+    "chip_counts": "8,16,64,256",
+    "serial_fraction": "0.02",
+}
+
+
+def test_result_of_a_training_run_with_its_scaling_chart(client):
+    page = client.get("/", params=TRAINING)
+    assert page.status_code == 200
+    html = page.text
+    assert 'id="training"' in html and "64 chips" in html
+    assert re.search(r'id="mfu">\d+% / 40%<', html)  # realistic MFU is the one given
+    assert re.search(r'id="time-to-train">[\d.]+ days<', html)
+    assert 'id="scaling"' in html and "Strong scaling: speedup and efficiency" in html
+    assert "Amdahl (f=0.02)" in html
+    assert value_of(html, "f-dp") == "64"  # the form keeps what was typed
+    # the fewest-chips sentence names the layout
+    assert re.search(r"Fewest chips for this batch: \d+\s+\(tp=\d+, pp=\d+, dp=64, ep=1\)", html)
+
+
+def test_scaling_svg_alone(client):
+    chart = client.get("/scaling.svg", params=TRAINING)
+    assert chart.status_code == 200 and chart.headers["content-type"] == "image/svg+xml"
+    root = ElementTree.fromstring(chart.text)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "efficiency" in chart.text and "linear" in chart.text
+    weak = client.get("/scaling.svg", params={**TRAINING, "chip_counts": "64,128"})
+    assert weak.status_code == 200
+    for bad, message in (
+        ({"chip_counts": "8,x"}, "comma-separated"),
+        ({"chip_counts": "16,8"}, "distinct and ascending"),
+        ({"phase": "decode"}, "training"),
+        ({"dp": "0"}, "greater than or equal to 1"),
+    ):
+        response = client.get("/scaling.svg", params={**TRAINING, **bad})
+        assert response.status_code == 422, bad
+        assert message in response.text, (bad, response.text)
+
+
+def test_bad_training_values_show_their_message_next_to_the_field(client):
+    page = client.get("/", params={**TRAINING, "pp": "3"})
+    assert page.status_code == 422
+    assert 'id="f-pp-error"' in page.text and "must divide the model&#39;s 32 layers" in page.text
