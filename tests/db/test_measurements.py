@@ -247,3 +247,18 @@ def test_a_ci_gate_fails_with_412_and_still_stores(db_client):
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["loc"][-1] == "fail_on"
     assert db_client.get("/measurements").json()["total"] == 2  # the bad request stored nothing
+
+
+def test_a_workload_key_ignores_defaults_and_training_fields_outside_training(db_client):
+    # the same decode written three ways: omitted defaults, explicit defaults, and a training
+    # field that has no effect in decode; all three are one workload with one history
+    plain = submit(db_client, DECODE)
+    explicit = submit(db_client, DECODE | {"gen_len": 256, "tp": 1, "optimizer": "adamw"})
+    inert = submit(db_client, DECODE | {"dp": 4})
+    assert plain["workload_key"] == explicit["workload_key"] == inert["workload_key"]
+    history = db_client.get(f"/workloads/{plain['workload_key']}").json()["history"]
+    assert [run["id"] for run in history][-3:] == [plain["id"], explicit["id"], inert["id"]]
+    # in training the parallel layout is part of the workload
+    one = submit(db_client, DECODE | {"phase": "training", "batch": 8})
+    four = submit(db_client, DECODE | {"phase": "training", "batch": 8, "dp": 4})
+    assert one["workload_key"] != four["workload_key"]
