@@ -134,3 +134,45 @@ kernel = st.one_of(
 def test_odd_bodies_never_break_the_service(client, path, workload, chip, measured):
     body = {"chip": chip, "workload": workload, "measured_ms": measured}
     assert_clean(client.post(path, json=body))
+
+
+degrees = st.sampled_from(["1", "2", "3", "4", "8", "64", "1024", "1048576", "0", "-1", "x"])
+training_query = st.fixed_dictionaries(
+    {"chip": names, "model": models, "phase": st.just("training")},
+    optional={
+        "batch": st.one_of(numbers, degrees),
+        "seq_len": st.one_of(numbers, degrees),
+        "dtype": dtypes,
+        "tp": degrees,
+        "dp": degrees,
+        "pp": degrees,
+        "ep": degrees,
+        "micro_batch": degrees,
+        "zero": st.sampled_from(["0", "1", "2", "3", "4", "-1"]),
+        "optimizer": st.sampled_from(["adamw", "adam_8bit", "adafactor", "sgd_momentum", "x"]),
+        "lora_rank": degrees,
+        "qlora": st.sampled_from(["true", "false", "x"]),
+        "recompute": st.sampled_from(["true", "false"]),
+        "mfu": st.sampled_from(["0", "0.4", "1", "1.5", "nan", "1e-300"]),
+        "train_tokens": st.sampled_from(["1e12", "1", "0", "1e30", "inf"]),
+        "chips_per_node": degrees,
+        "network_bandwidth": st.sampled_from(["1", "5e10", "0", "1e300", "nan"]),
+        "overlap": st.booleans(),
+        "dp_algorithm": st.sampled_from(["ring", "parameter_server", "x"]),
+        "chip_counts": st.sampled_from(["8,16,64", "1,2,3", "0", "64,8", "1048576", "x", ""]),
+        "mode": st.sampled_from(["strong", "weak", "x"]),
+        "serial_fraction": st.sampled_from(["0", "0.05", "1", "2", "nan"]),
+        "measured_ms": numbers,
+    },
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    path=st.sampled_from(["/expected-time", "/memory-fit", "/optimal-batch", "/check", "/scaling"]),
+    params=training_query,
+)
+def test_odd_training_queries_never_break_the_service(client, path, params):
+    assert_clean(client.get(path, params=params))
