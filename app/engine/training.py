@@ -131,7 +131,6 @@ class Layout:
     dp: int
     pp: int
     ep: int
-    batch: float  # global batch, sequences per optimizer step
     micro_batch: float  # sequences per micro-batch (a float so that memory can be probed at 0)
     micro_batches: int  # per replica and step
 
@@ -186,7 +185,7 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, p.dp, p.pp, p.ep, batch, micro, per_replica // micro)
+    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro)
 
 
 @dataclass(frozen=True, slots=True)

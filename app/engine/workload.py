@@ -146,7 +146,7 @@ def memory_needed(
         micro = batch / (lay.replicas * lay.micro_batches)
         return training_memory(
             arch,
-            replace(lay, batch=batch, micro_batch=micro),
+            replace(lay, micro_batch=micro),
             seq_len=spec.seq_len,
             dtype=spec.precision.compute,
             training=spec.training,
