@@ -90,8 +90,12 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
     the throughput asymptote and the batch reaching 90% of it.
     """
 
+    seen: dict[int, TransformerEstimate] = {}  # the searches and the sweep share batches
+
     def at(batch: int) -> TransformerEstimate:
-        return estimate(arch, chip, spec.with_batch(batch))
+        if batch not in seen:
+            seen[batch] = estimate(arch, chip, spec.with_batch(batch))
+        return seen[batch]
 
     estimate(arch, chip, spec)  # validates the spec once, with its own batch
     ridge = smallest_batch(lambda b: at(b).roofline.bound is Bound.COMPUTE)
