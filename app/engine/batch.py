@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.fit import memory_fit
@@ -82,6 +83,7 @@ def smallest_batch(predicate: Callable[[int], bool], upper: int = MAX_BATCH) -> 
     return lo
 
 
+@lru_cache(maxsize=1024)  # pure, and asked again with the same inputs by every CI job
 def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
     """The smallest batch whose compute time >= memory time that fits in memory.
 

@@ -1,0 +1,227 @@
+"""HTTP benchmark: the real service under uvicorn on loopback, driven by concurrent httpx clients.
+
+    .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL]
+
+Each endpoint is measured right after the trivial GET /health of the same server, so that the
+ratio of their throughputs holds on a noisy machine. Then the engine alone, in-process, and
+its share of a request's server time (engine time per call x the endpoint's requests/s, with
+one worker: the fraction of the server's time spent in the engine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import timeit
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from bench.server import free_port, uvicorn_server
+
+TRIVIAL = "/health"
+MEASUREMENT = {
+    "chip": "a100",
+    "workload": {"kind": "transformer", "model": "llama-8b", "batch": 8},
+    "measured_ms": [9.8, 10.1, 10.0],
+    "label": "bench",
+    "branch": "main",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One request to drive: its row name, method, path and JSON body."""
+
+    name: str
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    calculation: bool = True  # held to >= 0.8x of /health
+
+
+BATCH = "/optimal-batch?model=llama-8b"
+TARGETS = (
+    Target("GET /optimal-batch", "GET", "/optimal-batch?chip=a100&model=llama-8b"),
+    Target("GET /optimal-batch batch=1e7", "GET", f"{BATCH}&chip=a100&batch=10000000"),
+    Target("GET /optimal-batch seq_len=1e7", "GET", f"{BATCH}&chip=h100&seq_len=10000000"),
+    Target("GET /expected-time", "GET", "/expected-time?chip=h100&model=llama-70b&tp=4&batch=16"),
+    Target("GET /check", "GET", "/check?chip=a100&model=llama-8b&batch=8&measured_ms=5"),
+    Target("POST /check (matmul)", "POST", "/check", {
+        "chip": "a100", "measured_ms": 0.6,
+        "workload": {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"},
+    }),
+    Target("POST /measurements", "POST", "/measurements", MEASUREMENT, calculation=False),
+    Target("GET / (home page)", "GET", "/", calculation=False),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Requests/s and latency percentiles of one target."""
+
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+async def drive(client: httpx.AsyncClient, target: Target, seconds: float, users: int) -> Load:
+    """`users` concurrent clients send `target` back to back for `seconds`."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def user() -> None:
+        while (start := time.perf_counter()) < deadline:
+            response = await client.request(target.method, target.path, json=target.body)
+            if response.status_code >= 400:
+                raise RuntimeError(f"{target.name}: HTTP {response.status_code} {response.text}")
+            latencies.append(time.perf_counter() - start)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(user() for _ in range(users)))
+    elapsed = time.perf_counter() - began
+    cuts = statistics.quantiles(latencies, n=100)
+    return Load(len(latencies) / elapsed, cuts[49] * 1e3, cuts[98] * 1e3)
+
+
+async def http_table(base: str, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+    """(target, its load, the trivial load just before) for every target."""
+    limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
+    rows = []
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        trivial = Target("GET /health", "GET", TRIVIAL)
+        for target in (trivial, *TARGETS):  # warm every path once
+            await drive(client, target, 0.3, users)
+        for target in TARGETS:
+            base_load = await drive(client, trivial, seconds, users)
+            rows.append((target, await drive(client, target, seconds, users), base_load))
+    return rows
+
+
+def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
+    """Seconds per call of `function`, best of three runs of about `seconds` each."""
+    timer = timeit.Timer(function)
+    number, _ = timer.autorange()
+    repeats = max(1, int(seconds / max(timer.timeit(number) / number, 1e-9) / number))
+    return min(timer.repeat(3, number * repeats)) / (number * repeats)
+
+
+def engine_calls() -> dict[str, Callable[[], object]]:
+    """The engine's calculations behind each endpoint, on the catalogs' real records."""
+    from app.catalog.loader import load_chip_catalog, load_model_catalog  # noqa: PLC0415
+    from app.engine import (  # noqa: PLC0415
+        Dtype,
+        Phase,
+        Precision,
+        TransformerSpec,
+        estimate,
+        judge,
+        matmul,
+        memory_fit,
+        optimal_batch,
+        place,
+    )
+    from app.settings import Settings  # noqa: PLC0415
+
+    settings = Settings()
+    chips, models = (
+        load_chip_catalog(settings.chip_catalog),
+        load_model_catalog(settings.model_catalog),
+    )
+    a100, h100 = chips.resolve("a100").chip, chips.resolve("h100").chip
+    llama8, llama70 = models.resolve("llama-8b").arch, models.resolve("llama-70b").arch
+
+    bf16 = Precision(Dtype.BF16, Dtype.BF16, Dtype.BF16)
+
+    def spec(**fields: Any) -> TransformerSpec:
+        return TransformerSpec(
+            phase=Phase.DECODE, batch=fields.get("batch", 1), seq_len=fields.get("seq_len", 2048),
+            gen_len=256, precision=bf16, tp=fields.get("tp", 1),
+            reserve_fraction=0.1, flash_attention=True, recompute=False,
+        )  # fmt: skip
+
+    search = optimal_batch.__wrapped__  # uncached: its cache would time a dictionary look-up
+    return {
+        "GET /optimal-batch": lambda: search(llama8, a100, spec()),
+        "GET /optimal-batch batch=1e7": lambda: search(llama8, a100, spec(batch=10**7)),
+        "GET /optimal-batch seq_len=1e7": lambda: search(llama8, h100, spec(seq_len=10**7)),
+        "optimal batch, cached": lambda: optimal_batch(llama8, a100, spec()),
+        "GET /expected-time": lambda: estimate(llama70, h100, spec(batch=16, tp=4)),
+        "GET /check": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 5e-3),
+        "POST /check (matmul)": lambda: judge(
+            place(matmul(4096, 4096, 4096, Dtype.BF16), a100), 0.6e-3
+        ),
+        "POST /measurements": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 1e-2),
+        "memory-fit (in /optimal-batch)": lambda: memory_fit(llama8, a100, spec()),
+    }
+
+
+def machine() -> str:
+    """CPU model, cores and Python: where the numbers came from."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, nproc {os.cpu_count()}, Python {platform.python_version()}"
+
+
+@contextmanager
+def database(url: str | None) -> Iterator[str]:
+    """`url`, or a fresh SQLite file in a temporary folder."""
+    if url:
+        yield url
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        yield f"sqlite:///{folder}/bench.db"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the HTTP table, then the engine table, and print both as Markdown."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients")
+    parser.add_argument("--database-url", help="default: a temporary SQLite file")
+    args = parser.parse_args(argv)
+    print(f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent httpx clients")
+    port = free_port()
+    with database(args.database_url) as url, uvicorn_server(url, port, workers=1):
+        rows = asyncio.run(http_table(f"http://127.0.0.1:{port}", args.seconds, args.concurrency))
+    print()
+    print("| endpoint | req/s | p50 ms | p99 ms | /health req/s | p50 ms | p99 ms | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    failed = []
+    for target, load, trivial in rows:
+        ratio = load.requests_per_s / trivial.requests_per_s
+        if ratio < 0.8 and target.calculation:
+            failed.append(target.name)
+        print(
+            f"| {target.name} | {load.requests_per_s:.0f} | {load.p50_ms:.1f} | {load.p99_ms:.1f} "
+            f"| {trivial.requests_per_s:.0f} | {trivial.p50_ms:.1f} | {trivial.p99_ms:.1f} "
+            f"| {ratio:.2f}x |"
+        )
+    throughput = {target.name: load.requests_per_s for target, load, _ in rows}
+    print()
+    print("| engine call | calls/s | µs/call | share of the endpoint's server time |")
+    print("|---|---:|---:|---:|")
+    for name, call in engine_calls().items():
+        seconds = per_call(call)
+        share = f"{seconds * throughput[name]:.1%}" if name in throughput else "-"
+        print(f"| {name} | {1 / seconds:,.0f} | {seconds * 1e6:.1f} | {share} |")
+    if failed:
+        print(f"\nbelow 0.8x of /health: {', '.join(failed)}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
