@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -25,20 +26,24 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True, slots=True)
+class Server:
+    """A running uvicorn: its base URL and the supervisor's process id."""
+
+    base: str
+    pid: int
+
+
 @contextmanager
 def uvicorn_server(
     database_url: str, port: int, *, workers: int = 1, startup_s: float = 60
-) -> Iterator[str]:
-    """Run `uvicorn app.main:app --workers N` against `database_url`; yields its base URL.
+) -> Iterator[Server]:
+    """Run `uvicorn app.main:app --workers N` against `database_url`.
 
-    Start-up migrates the database, so the workers are started after one migration here
-    (several processes running Alembic at once would race on a fresh database).
+    The database is prepared first by `python -m app.prestart`, so workers never race on it.
     """
     env = {**os.environ, "DATABASE_URL": database_url}
-    subprocess.run(
-        [sys.executable, "-c", "from app.main import create_app; create_app()"],
-        cwd=ROOT, env=env, check=True,
-    )  # fmt: skip
+    subprocess.run([sys.executable, "-m", "app.prestart"], cwd=ROOT, env=env, check=True)
     command = [
         sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
         "--port", str(port), "--workers", str(workers), "--no-access-log", "--log-level", "warning",
@@ -47,7 +52,7 @@ def uvicorn_server(
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(process, base, startup_s)
-        yield base
+        yield Server(base, process.pid)
     finally:
         process.send_signal(signal.SIGINT)
         try:

@@ -134,14 +134,12 @@ def _out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
     )
 
 
-def record(
-    catalogs: Catalogs, sessions: sessionmaker[Session], body: MeasurementIn
-) -> MeasurementOut:
-    """Judge `body` against the roofline and store it with its verdict and expectation."""
+def judged_row(catalogs: Catalogs, body: MeasurementIn) -> MeasurementRow:
+    """`body` judged against the roofline, as the row that stores it with its verdict."""
     judged = calculations.check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
     kind = workload["kind"]
-    row = MeasurementRow(
+    return MeasurementRow(
         catalog_version=judged.catalog_version,
         chip_id=judged.chip.id,
         kind=kind,
@@ -164,6 +162,13 @@ def record(
         software=body.software,
         notes=body.notes,
     )
+
+
+def record(
+    catalogs: Catalogs, sessions: sessionmaker[Session], body: MeasurementIn
+) -> MeasurementOut:
+    """Judge `body` against the roofline and store it with its verdict and expectation."""
+    row = judged_row(catalogs, body)
     with transaction(sessions) as session:
         store.add(session, row)
         baseline = _baseline(session, row, body.baseline_id, body.baseline_branch)
