@@ -90,6 +90,10 @@ def seed(database_url: str, rows: int, *, rng_seed: int = 0) -> int:
             ]
             with engine.begin() as connection:
                 connection.execute(insert(MeasurementRow), chunk)
+        # fresh statistics for the planner; VACUUM also lets PostgreSQL scan indexes alone
+        analyse = "ANALYZE" if engine.dialect.name == "sqlite" else "VACUUM ANALYZE measurements"
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql(analyse)
     finally:
         engine.dispose()
     return len(templates)

@@ -229,15 +229,14 @@ def listing(
         )
 
 
-def _tokens_per_s(row: MeasurementRow) -> float | None:
+def _tokens_per_s(row: MeasurementRow, expected_rate: float | None) -> float | None:
     """Measured tokens/s: the expectation's tokens (rate x time) over the measured time."""
-    rate = row.expectation.get("tokens_per_s")
-    if rate is None:
+    if expected_rate is None:
         return None
-    return float(rate) * row.expected_time_s / row.measured_time_s
+    return expected_rate * row.expected_time_s / row.measured_time_s
 
 
-def _point(row: MeasurementRow) -> HistoryPoint:
+def _point(row: MeasurementRow, expected_rate: float | None) -> HistoryPoint:
     return HistoryPoint(
         id=row.id,
         created_at=row.created_at,
@@ -246,7 +245,7 @@ def _point(row: MeasurementRow) -> HistoryPoint:
         ratio=row.ratio,
         efficiency=1 / row.ratio,
         verdict=row.verdict,
-        tokens_per_s=_tokens_per_s(row),
+        tokens_per_s=_tokens_per_s(row, expected_rate),
         label=row.label,
         branch=row.branch,
         git_commit=row.git_commit,
@@ -297,12 +296,13 @@ def compare(
 ) -> WorkloadComparison:
     """Every run of one workload: history, best, latest, means, change, regression, overhead."""
     with transaction(sessions) as session:
-        rows = store.history(session, workload_key, limit=HISTORY_LIMIT)
-        if not rows:
+        runs = store.history(session, workload_key, limit=HISTORY_LIMIT)
+        if not runs:
             raise UnknownName("workload", workload_key, [])
+        rows = [row for row, _ in runs]
         latest = rows[-1]
         baseline = _baseline(session, latest, baseline_id, baseline_branch)
-        points = [_point(r) for r in rows]
+        points = [_point(row, rate) for row, rate in runs]
         rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
         return WorkloadComparison(
             workload_key=workload_key,

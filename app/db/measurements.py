@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from app.db.models import MeasurementRow
 
@@ -26,8 +27,26 @@ class Filters:
     until: datetime | None = None
 
 
-def _filtered(filters: Filters) -> Select[MeasurementRow]:
-    query = select(MeasurementRow)
+# The wide JSON columns: left out of lists and histories, loaded on access (one row at a time).
+_WIDE = tuple(
+    defer(column)
+    for column in (
+        MeasurementRow.workload,
+        MeasurementRow.expectation,
+        MeasurementRow.measured_values,
+        MeasurementRow.software,
+        MeasurementRow.notes,
+    )
+)
+# Tokens/s the roofline expected (transformers only), read in the database, not from the JSON.
+EXPECTED_TOKENS_PER_S = MeasurementRow.expectation["tokens_per_s"].as_float()
+
+
+_Q = TypeVar("_Q", bound=Select[Any])
+
+
+def _filtered(query: _Q, filters: Filters) -> _Q:
+    """`query` restricted to the measurements `filters` select."""
     for column, value in (
         (MeasurementRow.chip_id, filters.chip_id),
         (MeasurementRow.model_id, filters.model_id),
@@ -60,32 +79,37 @@ def get(session: Session, measurement_id: int) -> MeasurementRow | None:
 def page(
     session: Session, filters: Filters, *, limit: int, offset: int
 ) -> tuple[int, Sequence[MeasurementRow]]:
-    """(total matching, newest first page of them)."""
-    query = _filtered(filters)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    """(total matching, newest first page of them, without their wide columns)."""
+    total = session.scalar(_filtered(select(func.count(MeasurementRow.id)), filters)) or 0
     rows = session.scalars(
-        query.order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
+        _filtered(select(MeasurementRow).options(*_WIDE), filters)
+        .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
         .offset(offset)
     ).all()
     return total, rows
 
 
-def history(session: Session, workload_key: str, *, limit: int) -> Sequence[MeasurementRow]:
-    """The latest `limit` measurements of one workload, oldest first."""
-    newest = session.scalars(
-        select(MeasurementRow)
+def history(
+    session: Session, workload_key: str, *, limit: int
+) -> list[tuple[MeasurementRow, float | None]]:
+    """The latest `limit` measurements of one workload, oldest first, without their wide
+    columns, each with the tokens/s its expectation holds."""
+    newest = session.execute(
+        select(MeasurementRow, EXPECTED_TOKENS_PER_S)
+        .options(*_WIDE)
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
     ).all()
-    return list(reversed(newest))
+    return [(row, tokens) for row, tokens in reversed(newest)]
 
 
 def previous(session: Session, row: MeasurementRow) -> MeasurementRow | None:
     """The measurement of the same workload stored just before `row`."""
     return session.scalars(
         select(MeasurementRow)
+        .options(*_WIDE)
         .where(MeasurementRow.workload_key == row.workload_key, MeasurementRow.id < row.id)
         .order_by(MeasurementRow.id.desc())
         .limit(1)
@@ -98,6 +122,7 @@ def latest_on_branch(
     """The newest measurement of a workload on `branch` stored before `before_id`."""
     return session.scalars(
         select(MeasurementRow)
+        .options(*_WIDE)
         .where(
             MeasurementRow.workload_key == workload_key,
             MeasurementRow.branch == branch,
@@ -109,9 +134,11 @@ def latest_on_branch(
 
 
 def family(session: Session, family_key: str, *, limit: int) -> Sequence[MeasurementRow]:
-    """The latest measurements of one workload at any size (batch, lengths, shapes)."""
+    """The latest measurements of one workload at any size (batch, lengths, shapes), without
+    their wide columns."""
     return session.scalars(
         select(MeasurementRow)
+        .options(*_WIDE)
         .where(MeasurementRow.family_key == family_key)
         .order_by(MeasurementRow.id.desc())
         .limit(limit)
