@@ -38,8 +38,6 @@ _WIDE = tuple(
         MeasurementRow.notes,
     )
 )
-# Tokens/s the roofline expected (transformers only), read in the database, not from the JSON.
-EXPECTED_TOKENS_PER_S = MeasurementRow.expectation["tokens_per_s"].as_float()
 
 
 _Q = TypeVar("_Q", bound=Select[Any])
@@ -90,19 +88,44 @@ def page(
     return total, rows
 
 
-def history(
-    session: Session, workload_key: str, *, limit: int
-) -> list[tuple[MeasurementRow, float | None]]:
-    """The latest `limit` measurements of one workload, oldest first, without their wide
-    columns, each with the tokens/s its expectation holds."""
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run in a workload's history: what its chart and table show."""
+
+    id: int
+    created_at: datetime
+    measured_time_s: float
+    expected_time_s: float
+    ratio: float
+    verdict: str
+    label: str | None
+    branch: str | None
+    git_commit: str | None
+    catalog_version: str
+    expected_tokens_per_s: float | None  # transformers only
+
+
+def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
+    """The latest `limit` runs of one workload, oldest first (columns, not whole rows)."""
     newest = session.execute(
-        select(MeasurementRow, EXPECTED_TOKENS_PER_S)
-        .options(*_WIDE)
+        select(
+            MeasurementRow.id,
+            MeasurementRow.created_at,
+            MeasurementRow.measured_time_s,
+            MeasurementRow.expected_time_s,
+            MeasurementRow.ratio,
+            MeasurementRow.verdict,
+            MeasurementRow.label,
+            MeasurementRow.branch,
+            MeasurementRow.git_commit,
+            MeasurementRow.catalog_version,
+            MeasurementRow.expectation["tokens_per_s"].as_float(),
+        )
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
     ).all()
-    return [(row, tokens) for row, tokens in reversed(newest)]
+    return [Run(*row) for row in reversed(newest)]
 
 
 def previous(session: Session, row: MeasurementRow) -> MeasurementRow | None:
@@ -133,13 +156,13 @@ def latest_on_branch(
     ).first()
 
 
-def family(session: Session, family_key: str, *, limit: int) -> Sequence[MeasurementRow]:
-    """The latest measurements of one workload at any size (batch, lengths, shapes), without
-    their wide columns."""
-    return session.scalars(
-        select(MeasurementRow)
-        .options(*_WIDE)
+def family(session: Session, family_key: str, *, limit: int) -> list[tuple[float, float]]:
+    """(expected, measured) seconds of the latest runs of one workload at any size (batch,
+    lengths, shapes)."""
+    rows = session.execute(
+        select(MeasurementRow.expected_time_s, MeasurementRow.measured_time_s)
         .where(MeasurementRow.family_key == family_key)
         .order_by(MeasurementRow.id.desc())
         .limit(limit)
     ).all()
+    return [(expected, measured) for expected, measured in rows]
