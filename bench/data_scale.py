@@ -73,15 +73,21 @@ def recording(engine: Engine) -> Iterator[list[tuple[str, Any]]]:
         event.remove(engine, "before_cursor_execute", listener)
 
 
-def explain(engine: Engine, statement: str, parameters: Any) -> str:
-    """The plan `engine`'s database chooses for `statement`."""
-    prefix = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
-    with engine.connect() as connection:
+def explain(engine: Engine, statement: str, parameters: Any, *, avoid_scans: bool) -> str:
+    """The plan `engine`'s database chooses for `statement`; with `avoid_scans`, PostgreSQL
+    is told to shun table scans (a small table is scanned whatever its indexes)."""
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.begin() as connection:
+        if avoid_scans and not sqlite:
+            connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        prefix = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
         rows = connection.exec_driver_sql(prefix + statement, parameters).all()
     return "\n".join(" ".join(str(v) for v in row[-1:]) for row in rows)
 
 
-def query_plans(database_url: str, workload_key: str) -> list[tuple[str, str]]:
+def query_plans(
+    database_url: str, workload_key: str, *, avoid_scans: bool = False
+) -> list[tuple[str, str]]:
     """(SQL, plan) of each query the list and comparison run, captured from the real code."""
     engine = make_engine(Settings(database_url=database_url).database_url)
     sessions = session_factory(engine)
@@ -100,7 +106,9 @@ def query_plans(database_url: str, workload_key: str) -> list[tuple[str, str]]:
                 call()
             for statement, parameters in sent:
                 if statement.lstrip().upper().startswith("SELECT"):
-                    plans.append((statement, explain(engine, statement, parameters)))
+                    plans.append(
+                        (statement, explain(engine, statement, parameters, avoid_scans=avoid_scans))
+                    )
     finally:
         engine.dispose()
     return plans
