@@ -155,6 +155,7 @@ def judged_row(catalogs: Catalogs, body: MeasurementIn) -> MeasurementRow:
         ratio=judged.ratio,
         verdict=judged.verdict,
         expectation=judged.model_dump(mode="json"),
+        expected_tokens_per_s=judged.tokens_per_s,
         label=body.label,
         git_commit=body.git_commit,
         branch=body.branch,

@@ -119,7 +119,7 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
             MeasurementRow.branch,
             MeasurementRow.git_commit,
             MeasurementRow.catalog_version,
-            MeasurementRow.expectation["tokens_per_s"].as_float(),
+            MeasurementRow.expected_tokens_per_s,
         )
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())

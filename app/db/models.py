@@ -56,6 +56,9 @@ class MeasurementRow(Base):
     ratio: Mapped[float] = mapped_column(Float)
     verdict: Mapped[str] = mapped_column(String(40))
     expectation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # expectation["tokens_per_s"] (transformers), a column so that histories need not parse
+    # every row's expectation
+    expected_tokens_per_s: Mapped[float | None] = mapped_column(Float)
     # context
     label: Mapped[str | None] = mapped_column(String(LABEL_LENGTH))
     git_commit: Mapped[str | None] = mapped_column(String(COMMIT_LENGTH))

@@ -1,4 +1,5 @@
-"""Indexes for the list filters, a workload's history and its family, at a million rows.
+"""Indexes for the list filters, a workload's history and its family, at a million rows;
+expected tokens/s as a column (from each row's expectation), so histories need not parse it.
 
 Revision ID: 0002
 Revises: 0001
@@ -7,6 +8,7 @@ Create Date: 2026-11-23
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002"
@@ -41,6 +43,14 @@ NEW = (
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("measurements") as batch:
+        batch.add_column(sa.Column("expected_tokens_per_s", sa.Float(), nullable=True))
+    rows = sa.table(
+        "measurements", sa.column("expectation", sa.JSON()), sa.column("expected_tokens_per_s")
+    )
+    op.execute(
+        rows.update().values(expected_tokens_per_s=rows.c.expectation["tokens_per_s"].as_float())
+    )
     for name, _ in OLD:
         op.drop_index(name, table_name="measurements")
     for name, columns in NEW:
@@ -52,3 +62,5 @@ def downgrade() -> None:
         op.drop_index(name, table_name="measurements")
     for name, columns in OLD:
         op.create_index(name, "measurements", columns)
+    with op.batch_alter_table("measurements") as batch:
+        batch.drop_column("expected_tokens_per_s")
