@@ -3,9 +3,9 @@
     .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL]
 
 Each endpoint is measured right after the trivial GET /health of the same server, so that the
-ratio of their throughputs holds on a noisy machine. Then the engine alone, in-process, and
-its share of a request's server time (engine time per call x the endpoint's requests/s, with
-one worker: the fraction of the server's time spent in the engine).
+ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
+/proc) gives the same ratio where the clients, not the server, are the bottleneck. Then the
+engine alone, in-process, and its share of the request's server CPU time.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from bench.server import free_port, uvicorn_server
+from bench.server import Server, free_port, uvicorn_server
 
 TRIVIAL = "/health"
 MEASUREMENT = {
@@ -72,9 +72,19 @@ class Load:
     requests_per_s: float
     p50_ms: float
     p99_ms: float
+    server_cpu_us: float  # the server process's CPU time per request
 
 
-async def drive(client: httpx.AsyncClient, target: Target, seconds: float, users: int) -> Load:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def drive(
+    client: httpx.AsyncClient, target: Target, seconds: float, users: int, server_pid: int
+) -> Load:
     """`users` concurrent clients send `target` back to back for `seconds`."""
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
@@ -86,24 +96,26 @@ async def drive(client: httpx.AsyncClient, target: Target, seconds: float, users
                 raise RuntimeError(f"{target.name}: HTTP {response.status_code} {response.text}")
             latencies.append(time.perf_counter() - start)
 
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), cpu_seconds(server_pid)
     await asyncio.gather(*(user() for _ in range(users)))
-    elapsed = time.perf_counter() - began
+    elapsed, cpu = time.perf_counter() - began, cpu_seconds(server_pid) - cpu
     cuts = statistics.quantiles(latencies, n=100)
-    return Load(len(latencies) / elapsed, cuts[49] * 1e3, cuts[98] * 1e3)
+    count = len(latencies)
+    return Load(count / elapsed, cuts[49] * 1e3, cuts[98] * 1e3, cpu / count * 1e6)
 
 
-async def http_table(base: str, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+async def http_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
     """(target, its load, the trivial load just before) for every target."""
     limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
     rows = []
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30) as client:
         trivial = Target("GET /health", "GET", TRIVIAL)
         for target in (trivial, *TARGETS):  # warm every path once
-            await drive(client, target, 0.3, users)
+            await drive(client, target, 0.3, users, server.pid)
         for target in TARGETS:
-            base_load = await drive(client, trivial, seconds, users)
-            rows.append((target, await drive(client, target, seconds, users), base_load))
+            base_load = await drive(client, trivial, seconds, users, server.pid)
+            load = await drive(client, target, seconds, users, server.pid)
+            rows.append((target, load, base_load))
     return rows
 
 
@@ -194,12 +206,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--database-url", help="default: a temporary SQLite file")
     args = parser.parse_args(argv)
     print(f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent httpx clients")
-    port = free_port()
-    with database(args.database_url) as url, uvicorn_server(url, port, workers=1):
-        rows = asyncio.run(http_table(f"http://127.0.0.1:{port}", args.seconds, args.concurrency))
-    print()
-    print("| endpoint | req/s | p50 ms | p99 ms | /health req/s | p50 ms | p99 ms | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    with (
+        database(args.database_url) as url,
+        uvicorn_server(url, free_port(), workers=1) as server,
+    ):
+        rows = asyncio.run(http_table(server, args.seconds, args.concurrency))
+    print(
+        "\n| endpoint | req/s | p50 ms | p99 ms | server CPU µs/req "
+        "| /health req/s | p50 ms | p99 ms | server CPU µs/req | ratio | CPU ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     failed = []
     for target, load, trivial in rows:
         ratio = load.requests_per_s / trivial.requests_per_s
@@ -207,16 +223,16 @@ def main(argv: list[str] | None = None) -> None:
             failed.append(target.name)
         print(
             f"| {target.name} | {load.requests_per_s:.0f} | {load.p50_ms:.1f} | {load.p99_ms:.1f} "
-            f"| {trivial.requests_per_s:.0f} | {trivial.p50_ms:.1f} | {trivial.p99_ms:.1f} "
-            f"| {ratio:.2f}x |"
+            f"| {load.server_cpu_us:.0f} | {trivial.requests_per_s:.0f} | {trivial.p50_ms:.1f} "
+            f"| {trivial.p99_ms:.1f} | {trivial.server_cpu_us:.0f} | {ratio:.2f}x "
+            f"| {trivial.server_cpu_us / load.server_cpu_us:.2f}x |"
         )
-    throughput = {target.name: load.requests_per_s for target, load, _ in rows}
-    print()
-    print("| engine call | calls/s | µs/call | share of the endpoint's server time |")
+    cpu = {target.name: load.server_cpu_us * 1e-6 for target, load, _ in rows}
+    print("\n| engine call | calls/s | µs/call | share of the request's server CPU time |")
     print("|---|---:|---:|---:|")
     for name, call in engine_calls().items():
         seconds = per_call(call)
-        share = f"{seconds * throughput[name]:.1%}" if name in throughput else "-"
+        share = f"{seconds / cpu[name]:.1%}" if name in cpu else "-"
         print(f"| {name} | {1 / seconds:,.0f} | {seconds * 1e6:.1f} | {share} |")
     if failed:
         print(f"\nbelow 0.8x of /health: {', '.join(failed)}")
