@@ -1,6 +1,6 @@
 """HTTP benchmark: the real service under uvicorn on loopback, driven by concurrent httpx clients.
 
-    .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL]
+    .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL] [--wrk]
 
 Each endpoint is measured right after the trivial GET /health of the same server, so that the
 ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -119,6 +122,50 @@ async def http_table(server: Server, seconds: float, users: int) -> list[tuple[T
     return rows
 
 
+_WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _wrk_ms(output: str, percent: int) -> float:
+    match = re.search(rf"^\s*{percent}%\s+([\d.]+)(us|ms|s)\s*$", output, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no {percent}% latency in wrk's output:\n{output}")
+    return float(match[1]) * _WRK_UNITS[match[2]]
+
+
+def wrk_drive(server: Server, target: Target, seconds: float, users: int) -> Load:
+    """`target` under wrk (Debian's `wrk`, one thread): a C load generator that the server,
+    not the client, keeps waiting."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(f'wrk.method = "{target.method}"\n')
+        if target.body is not None:  # a JSON string literal is a Lua one for ASCII text
+            script.write(f"wrk.body = {json.dumps(json.dumps(target.body))}\n")
+            script.write('wrk.headers["Content-Type"] = "application/json"\n')
+        script.flush()
+        command = ["wrk", "-t1", f"-c{users}", f"-d{seconds:g}s", "--latency", "-s", script.name]
+        cpu = cpu_seconds(server.pid)
+        output = subprocess.run(
+            [*command, server.base + target.path], capture_output=True, text=True, check=True
+        ).stdout
+        cpu = cpu_seconds(server.pid) - cpu
+    if "Non-2xx" in output:
+        raise RuntimeError(f"{target.name}: errors under wrk:\n{output}")
+    count = int(re.search(r"(\d+) requests in", output)[1])  # type: ignore[index]
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output)[1])  # type: ignore[index]
+    return Load(rate, _wrk_ms(output, 50), _wrk_ms(output, 99), cpu / count * 1e6)
+
+
+def wrk_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+    """As `http_table`, with wrk as the clients."""
+    trivial = Target("GET /health", "GET", TRIVIAL)
+    for target in (trivial, *TARGETS):  # warm every path once
+        wrk_drive(server, target, 1, users)
+    return [
+        (target, wrk_drive(server, target, seconds, users), base_load)
+        for target in TARGETS
+        for base_load in [wrk_drive(server, trivial, seconds, users)]
+    ]
+
+
 def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
     """Seconds per call of `function`, best of three runs of about `seconds` each."""
     timer = timeit.Timer(function)
@@ -208,13 +255,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients")
     parser.add_argument("--database-url", help="default: a temporary SQLite file")
+    parser.add_argument("--wrk", action="store_true", help="wrk as the clients, not httpx")
     args = parser.parse_args(argv)
-    print(f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent httpx clients")
+    clients = "wrk" if args.wrk else "httpx"
+    print(
+        f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent {clients} clients"
+    )
     with (
         database(args.database_url) as url,
         uvicorn_server(url, free_port(), workers=1) as server,
     ):
-        rows = asyncio.run(http_table(server, args.seconds, args.concurrency))
+        if args.wrk:
+            rows = wrk_table(server, args.seconds, args.concurrency)
+        else:
+            rows = asyncio.run(http_table(server, args.seconds, args.concurrency))
     print(
         "\n| endpoint | req/s | p50 ms | p99 ms | server CPU µs/req "
         "| /health req/s | p50 ms | p99 ms | server CPU µs/req | ratio | CPU ratio |"
