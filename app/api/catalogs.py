@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,13 +24,18 @@ class Catalogs:
     chip_versions: dict[str, ChipCatalogVersion]
     current: str
     models: ModelCatalogVersion
+    _versions: NameIndex = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # built once, so that resolving a version per request is a dictionary look-up
+        names = NameIndex("catalog version", [(v, v) for v in self.chip_versions])
+        object.__setattr__(self, "_versions", names)
 
     def chips(self, version: str | None = None) -> ChipCatalogVersion:
         """The chip catalog of `version` (default: the current one)."""
         if version is None:
             return self.chip_versions[self.current]
-        index = NameIndex("catalog version", [(v, v) for v in self.chip_versions])
-        return self.chip_versions[index.resolve(version)]
+        return self.chip_versions[self._versions.resolve(version)]
 
 
 def load_catalog_files(settings: Settings) -> tuple[ChipCatalogVersion, ModelCatalogVersion]:

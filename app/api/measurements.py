@@ -151,14 +151,12 @@ def _out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
     )
 
 
-def record(
-    catalogs: Catalogs, sessions: sessionmaker[Session], body: MeasurementIn
-) -> MeasurementOut:
-    """Judge `body` against the roofline and store it with its verdict and expectation."""
+def judged_row(catalogs: Catalogs, body: MeasurementIn) -> MeasurementRow:
+    """`body` judged against the roofline, as the row that stores it with its verdict."""
     judged = calculations.check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
     kind = workload["kind"]
-    row = MeasurementRow(
+    return MeasurementRow(
         catalog_version=judged.catalog_version,
         chip_id=judged.chip.id,
         kind=kind,
@@ -174,6 +172,7 @@ def record(
         ratio=judged.ratio,
         verdict=judged.verdict,
         expectation=judged.model_dump(mode="json"),
+        expected_tokens_per_s=judged.tokens_per_s,
         label=body.label,
         git_commit=body.git_commit,
         branch=body.branch,
@@ -181,6 +180,13 @@ def record(
         software=body.software,
         notes=body.notes,
     )
+
+
+def record(
+    catalogs: Catalogs, sessions: sessionmaker[Session], body: MeasurementIn
+) -> MeasurementOut:
+    """Judge `body` against the roofline and store it with its verdict and expectation."""
+    row = judged_row(catalogs, body)
     with transaction(sessions) as session:
         store.add(session, row)
         baseline = _baseline(session, row, body.baseline_id, body.baseline_branch)
@@ -241,33 +247,27 @@ def listing(
         )
 
 
-def _tokens_per_s(row: MeasurementRow) -> float | None:
-    """Measured tokens/s: the expectation's tokens (rate x time) over the measured time."""
-    rate = row.expectation.get("tokens_per_s")
-    if rate is None:
-        return None
-    return float(rate) * row.expected_time_s / row.measured_time_s
-
-
-def _point(row: MeasurementRow) -> HistoryPoint:
+def _point(run: store.Run) -> HistoryPoint:
+    # measured tokens/s: the expectation's tokens (rate x time) over the measured time
+    rate = run.expected_tokens_per_s
     return HistoryPoint(
-        id=row.id,
-        created_at=row.created_at,
-        measured_time_s=row.measured_time_s,
-        expected_time_s=row.expected_time_s,
-        ratio=row.ratio,
-        efficiency=1 / row.ratio,
-        verdict=row.verdict,
-        tokens_per_s=_tokens_per_s(row),
-        label=row.label,
-        branch=row.branch,
-        git_commit=row.git_commit,
-        catalog_version=row.catalog_version,
+        id=run.id,
+        created_at=run.created_at,
+        measured_time_s=run.measured_time_s,
+        expected_time_s=run.expected_time_s,
+        ratio=run.ratio,
+        efficiency=1 / run.ratio,
+        verdict=run.verdict,
+        tokens_per_s=None if rate is None else rate * run.expected_time_s / run.measured_time_s,
+        label=run.label,
+        branch=run.branch,
+        git_commit=run.git_commit,
+        catalog_version=run.catalog_version,
     )
 
 
-def _overhead(rows: Sequence[MeasurementRow], latest: MeasurementRow) -> Overhead | None:
-    fit = fit_overhead([(r.expected_time_s, r.measured_time_s) for r in rows])
+def _overhead(times: list[tuple[float, float]], latest: MeasurementRow) -> Overhead | None:
+    fit = fit_overhead(times)
     if fit is None:
         return None
     bound = fit.overhead_bound(latest.expected_time_s)
@@ -309,26 +309,26 @@ def compare(
 ) -> WorkloadComparison:
     """Every run of one workload: history, best, latest, means, change, regression, overhead."""
     with transaction(sessions) as session:
-        rows = store.history(session, workload_key, limit=HISTORY_LIMIT)
-        if not rows:
+        runs = store.history(session, workload_key, limit=HISTORY_LIMIT)
+        latest = store.get(session, runs[-1].id) if runs else None
+        if latest is None:
             raise UnknownName("workload", workload_key, [])
-        latest = rows[-1]
         baseline = _baseline(session, latest, baseline_id, baseline_branch)
-        points = [_point(r) for r in rows]
+        points = [_point(run) for run in runs]
         rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
         return WorkloadComparison(
             workload_key=workload_key,
             chip_id=latest.chip_id,
             workload=latest.workload,
-            count=len(rows),
+            count=len(runs),
             history=points,
             best=min(points, key=lambda p: p.measured_time_s),
             latest=points[-1],
             means=Means(
-                time_s=summarise_times([r.measured_time_s for r in rows]).mean,
+                time_s=summarise_times([r.measured_time_s for r in runs]).mean,
                 tokens_per_s=mean_rate(rates) if rates else None,
                 efficiency=mean_ratio([p.efficiency for p in points]),
-                ratio=mean_ratio([r.ratio for r in rows]),
+                ratio=mean_ratio([r.ratio for r in runs]),
             ),
             comparison=_compare(session, latest, baseline, threshold),
             overhead=_overhead(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from app.db.models import MeasurementRow
 
@@ -26,8 +27,24 @@ class Filters:
     until: datetime | None = None
 
 
-def _filtered(filters: Filters) -> Select[MeasurementRow]:
-    query = select(MeasurementRow)
+# The wide JSON columns: left out of lists and histories, loaded on access (one row at a time).
+_WIDE = tuple(
+    defer(column)
+    for column in (
+        MeasurementRow.workload,
+        MeasurementRow.expectation,
+        MeasurementRow.measured_values,
+        MeasurementRow.software,
+        MeasurementRow.notes,
+    )
+)
+
+
+_Q = TypeVar("_Q", bound=Select[Any])
+
+
+def _filtered(query: _Q, filters: Filters) -> _Q:
+    """`query` restricted to the measurements `filters` select."""
     for column, value in (
         (MeasurementRow.chip_id, filters.chip_id),
         (MeasurementRow.model_id, filters.model_id),
@@ -60,32 +77,62 @@ def get(session: Session, measurement_id: int) -> MeasurementRow | None:
 def page(
     session: Session, filters: Filters, *, limit: int, offset: int
 ) -> tuple[int, Sequence[MeasurementRow]]:
-    """(total matching, newest first page of them)."""
-    query = _filtered(filters)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    """(total matching, newest first page of them, without their wide columns)."""
+    total = session.scalar(_filtered(select(func.count(MeasurementRow.id)), filters)) or 0
     rows = session.scalars(
-        query.order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
+        _filtered(select(MeasurementRow).options(*_WIDE), filters)
+        .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
         .offset(offset)
     ).all()
     return total, rows
 
 
-def history(session: Session, workload_key: str, *, limit: int) -> Sequence[MeasurementRow]:
-    """The latest `limit` measurements of one workload, oldest first."""
-    newest = session.scalars(
-        select(MeasurementRow)
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run in a workload's history: what its chart and table show."""
+
+    id: int
+    created_at: datetime
+    measured_time_s: float
+    expected_time_s: float
+    ratio: float
+    verdict: str
+    label: str | None
+    branch: str | None
+    git_commit: str | None
+    catalog_version: str
+    expected_tokens_per_s: float | None  # transformers only
+
+
+def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
+    """The latest `limit` runs of one workload, oldest first (columns, not whole rows)."""
+    newest = session.execute(
+        select(
+            MeasurementRow.id,
+            MeasurementRow.created_at,
+            MeasurementRow.measured_time_s,
+            MeasurementRow.expected_time_s,
+            MeasurementRow.ratio,
+            MeasurementRow.verdict,
+            MeasurementRow.label,
+            MeasurementRow.branch,
+            MeasurementRow.git_commit,
+            MeasurementRow.catalog_version,
+            MeasurementRow.expected_tokens_per_s,
+        )
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
     ).all()
-    return list(reversed(newest))
+    return [Run(*row) for row in reversed(newest)]
 
 
 def previous(session: Session, row: MeasurementRow) -> MeasurementRow | None:
     """The measurement of the same workload stored just before `row`."""
     return session.scalars(
         select(MeasurementRow)
+        .options(*_WIDE)
         .where(MeasurementRow.workload_key == row.workload_key, MeasurementRow.id < row.id)
         .order_by(MeasurementRow.id.desc())
         .limit(1)
@@ -98,6 +145,7 @@ def latest_on_branch(
     """The newest measurement of a workload on `branch` stored before `before_id`."""
     return session.scalars(
         select(MeasurementRow)
+        .options(*_WIDE)
         .where(
             MeasurementRow.workload_key == workload_key,
             MeasurementRow.branch == branch,
@@ -108,11 +156,13 @@ def latest_on_branch(
     ).first()
 
 
-def family(session: Session, family_key: str, *, limit: int) -> Sequence[MeasurementRow]:
-    """The latest measurements of one workload at any size (batch, lengths, shapes)."""
-    return session.scalars(
-        select(MeasurementRow)
+def family(session: Session, family_key: str, *, limit: int) -> list[tuple[float, float]]:
+    """(expected, measured) seconds of the latest runs of one workload at any size (batch,
+    lengths, shapes)."""
+    rows = session.execute(
+        select(MeasurementRow.expected_time_s, MeasurementRow.measured_time_s)
         .where(MeasurementRow.family_key == family_key)
         .order_by(MeasurementRow.id.desc())
         .limit(limit)
     ).all()
+    return [(expected, measured) for expected, measured in rows]

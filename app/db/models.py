@@ -15,6 +15,8 @@ ID_LENGTH = 100
 LABEL_LENGTH = 200
 COMMIT_LENGTH = 64
 HOST_LENGTH = 255
+# the columns a list of measurements may be filtered on (besides workload_key and dates)
+FILTERS = ("chip_id", "model_id", "phase", "label", "branch")
 
 
 class CatalogVersionRow(Base):
@@ -54,6 +56,9 @@ class MeasurementRow(Base):
     ratio: Mapped[float] = mapped_column(Float)
     verdict: Mapped[str] = mapped_column(String(40))
     expectation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # expectation["tokens_per_s"] (transformers), a column so that histories need not parse
+    # every row's expectation
+    expected_tokens_per_s: Mapped[float | None] = mapped_column(Float)
     # context
     label: Mapped[str | None] = mapped_column(String(LABEL_LENGTH))
     git_commit: Mapped[str | None] = mapped_column(String(COMMIT_LENGTH))
@@ -62,12 +67,21 @@ class MeasurementRow(Base):
     software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     notes: Mapped[str | None] = mapped_column(Text)
 
+    # For the real queries (their plans: docs/performance.md). Lists order by (created_at, id):
+    # each filter that narrows a list leads an index in that order which carries the other
+    # filters, so counting and filtering read the index alone; a workload's history, previous
+    # run, baseline on a branch and family each have theirs.
     __table_args__ = (
-        Index("ix_measurements_workload_key_created_at", "workload_key", "created_at"),
-        Index("ix_measurements_family_key", "family_key"),
-        Index("ix_measurements_created_at", "created_at"),
-        Index("ix_measurements_chip_id_created_at", "chip_id", "created_at"),
-        Index("ix_measurements_model_id_created_at", "model_id", "created_at"),
-        Index("ix_measurements_branch_created_at", "branch", "created_at"),
-        Index("ix_measurements_label", "label"),
+        Index("ix_measurements_created_at_id", "created_at", "id", *FILTERS),
+        *(
+            Index(f"ix_measurements_{lead}_list", lead, "created_at", "id", *others)
+            for lead, others in (
+                (lead, [c for c in FILTERS if c != lead])
+                for lead in ("chip_id", "model_id", "label", "branch")
+            )
+        ),
+        Index("ix_measurements_workload_key_created_at_id", "workload_key", "created_at", "id"),
+        Index("ix_measurements_workload_key_id", "workload_key", "id"),
+        Index("ix_measurements_workload_key_branch_id", "workload_key", "branch", "id"),
+        Index("ix_measurements_family_key_id", "family_key", "id"),
     )

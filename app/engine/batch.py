@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
@@ -84,6 +85,7 @@ def smallest_batch(predicate: Callable[[int], bool], upper: int = MAX_BATCH) -> 
     return lo
 
 
+@lru_cache(maxsize=1024)  # pure, and asked again with the same inputs by every CI job
 def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
     """The smallest batch whose compute time >= memory time that fits in memory.
 
@@ -92,8 +94,12 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
     the throughput asymptote and the batch reaching 90% of it.
     """
 
+    seen: dict[int, TransformerEstimate] = {}  # the searches and the sweep share batches
+
     def at(batch: int) -> TransformerEstimate:
-        return estimate(arch, chip, spec.with_batch(batch))
+        if batch not in seen:
+            seen[batch] = estimate(arch, chip, spec.with_batch(batch))
+        return seen[batch]
 
     estimate(arch, chip, spec)  # validates the spec once, with its own batch
     parallel = spec.training.parallel

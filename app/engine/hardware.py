@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.engine.errors import Unsupported
 from app.engine.units import Dtype, Unit
@@ -36,8 +36,9 @@ class Chip:
     name: str
     memory_bytes: float
     memory_bandwidth: float
-    matrix_peaks: Mapping[Dtype, float]
-    vector_peaks: Mapping[Dtype, float]
+    # compared, not hashed (mappings are unhashable): a Chip can key a cache
+    matrix_peaks: Mapping[Dtype, float] = field(hash=False)
+    vector_peaks: Mapping[Dtype, float] = field(hash=False)
     sustained_matrix: float
     sustained_memory: float
     scale_up_bandwidth: float | None = None

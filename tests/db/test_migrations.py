@@ -32,16 +32,24 @@ def _seed_0001(connection: sa.Connection) -> None:
             "measured_time_s, expected_time_s, ratio, verdict, expectation, label, git_commit, "
             "branch, hostname, software, notes) VALUES (:at, 'v-old', 'a100-sxm4-80gb', "
             "'matmul', NULL, NULL, :workload, :key, :key, '[1.5, 2.5]', 'ms', 0.002, 0.0004, "
-            "5.0, 'room_to_improve', '{}', 'label ü', 'abc123', 'main', 'host', "
+            "5.0, 'room_to_improve', :expectation, 'label ü', 'abc123', 'main', 'host', "
             "'{\"torch\": \"2.5\"}', 'notes')"
         ),
-        {"at": "2026-01-02 03:04:06+00:00", "workload": '{"kind": "matmul"}', "key": "k" * 64},
+        {
+            "at": "2026-01-02 03:04:06+00:00",
+            "workload": '{"kind": "matmul"}',
+            "key": "k" * 64,
+            "expectation": '{"tokens_per_s": 1234.5}',  # a transformer's, for 0002's column
+        },
     )
 
 
 # One seeder per revision, writing rows in that revision's schema. A new migration must add
 # its own, so that every upgrade path is tested with data in it.
-SEEDERS: dict[str, Callable[[sa.Connection], None]] = {"0001": _seed_0001}
+SEEDERS: dict[str, Callable[[sa.Connection], None]] = {
+    "0001": _seed_0001,
+    "0002": _seed_0001,  # 0002 changes indexes only: the same columns take the same rows
+}
 
 
 def _snapshot(connection: sa.Connection) -> dict[str, list[tuple[object, ...]]]:
@@ -53,7 +61,7 @@ def _snapshot(connection: sa.Connection) -> dict[str, list[tuple[object, ...]]]:
                 if table == "catalog_versions"
                 else sa.text(
                     f"SELECT chip_id, measured_values, measured_unit, measured_time_s, "
-                    f"label, software, notes FROM {table} ORDER BY id"
+                    f"label, software, notes, expectation FROM {table} ORDER BY id"
                 )
             )
         ]
@@ -86,5 +94,8 @@ def test_upgrading_from_each_revision_with_data_keeps_every_row(empty_database):
         migrate(engine)
         with engine.connect() as connection:
             assert _snapshot(connection) == before
+            if revision == "0001":  # 0002 copies expectation["tokens_per_s"] into its column
+                tokens = sa.text("SELECT expected_tokens_per_s FROM measurements")
+                assert connection.execute(tokens).scalars().all() == [1234.5]
     command.downgrade(config, "base")
     engine.dispose()

@@ -1,0 +1,19 @@
+"""Prepare the database once before the workers start: `python -m app.prestart`.
+
+Applies the migrations and records the chip-catalog version (what every worker's start-up
+would do), so that several workers starting together never race on a fresh database.
+DATABASE_URL comes from the environment, as for the service.
+"""
+
+from __future__ import annotations
+
+from app.main import create_app
+
+
+def main() -> None:
+    """Migrate and record the catalogs, then release the connections."""
+    create_app().state.sessions.kw["bind"].dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""HTTP benchmark: the real service under uvicorn on loopback, driven by concurrent httpx clients.
+
+    .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL] [--wrk]
+
+Each endpoint is measured right after the trivial GET /health of the same server, so that the
+ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
+/proc) gives the same ratio where the clients, not the server, are the bottleneck. Then the
+engine alone, in-process, and its share of the request's server CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from bench.server import Server, free_port, uvicorn_server
+
+TRIVIAL = "/health"
+MEASUREMENT = {
+    "chip": "a100",
+    "workload": {"kind": "transformer", "model": "llama-8b", "batch": 8},
+    "measured_ms": [9.8, 10.1, 10.0],
+    "label": "bench",
+    "branch": "main",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One request to drive: its row name, method, path and JSON body."""
+
+    name: str
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    calculation: bool = True  # held to >= 0.8x of /health
+
+
+BATCH = "/optimal-batch?model=llama-8b"
+TARGETS = (
+    Target("GET /optimal-batch", "GET", "/optimal-batch?chip=a100&model=llama-8b"),
+    Target("GET /optimal-batch batch=1e7", "GET", f"{BATCH}&chip=a100&batch=10000000"),
+    Target("GET /optimal-batch seq_len=1e7", "GET", f"{BATCH}&chip=h100&seq_len=10000000"),
+    Target("GET /expected-time", "GET", "/expected-time?chip=h100&model=llama-70b&tp=4&batch=16"),
+    Target("GET /check", "GET", "/check?chip=a100&model=llama-8b&batch=8&measured_ms=5"),
+    Target("POST /check (matmul)", "POST", "/check", {
+        "chip": "a100", "measured_ms": 0.6,
+        "workload": {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"},
+    }),
+    Target("POST /measurements", "POST", "/measurements", MEASUREMENT, calculation=False),
+    Target("GET / (home page)", "GET", "/", calculation=False),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Requests/s and latency percentiles of one target."""
+
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+    server_cpu_us: float  # the server process's CPU time per request
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def drive(
+    client: httpx.AsyncClient, target: Target, seconds: float, users: int, server_pid: int
+) -> Load:
+    """`users` concurrent clients send `target` back to back for `seconds`."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def user() -> None:
+        while (start := time.perf_counter()) < deadline:
+            response = await client.request(target.method, target.path, json=target.body)
+            if response.status_code >= 400:
+                raise RuntimeError(f"{target.name}: HTTP {response.status_code} {response.text}")
+            latencies.append(time.perf_counter() - start)
+
+    began, cpu = time.perf_counter(), cpu_seconds(server_pid)
+    await asyncio.gather(*(user() for _ in range(users)))
+    elapsed, cpu = time.perf_counter() - began, cpu_seconds(server_pid) - cpu
+    cuts = statistics.quantiles(latencies, n=100)
+    count = len(latencies)
+    return Load(count / elapsed, cuts[49] * 1e3, cuts[98] * 1e3, cpu / count * 1e6)
+
+
+async def http_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+    """(target, its load, the trivial load just before) for every target."""
+    limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
+    rows = []
+    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30) as client:
+        trivial = Target("GET /health", "GET", TRIVIAL)
+        for target in (trivial, *TARGETS):  # warm every path once
+            await drive(client, target, 0.3, users, server.pid)
+        for target in TARGETS:
+            base_load = await drive(client, trivial, seconds, users, server.pid)
+            load = await drive(client, target, seconds, users, server.pid)
+            rows.append((target, load, base_load))
+    return rows
+
+
+_WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _wrk_ms(output: str, percent: int) -> float:
+    match = re.search(rf"^\s*{percent}%\s+([\d.]+)(us|ms|s)\s*$", output, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no {percent}% latency in wrk's output:\n{output}")
+    return float(match[1]) * _WRK_UNITS[match[2]]
+
+
+def wrk_drive(server: Server, target: Target, seconds: float, users: int) -> Load:
+    """`target` under wrk (Debian's `wrk`, one thread): a C load generator that the server,
+    not the client, keeps waiting."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(f'wrk.method = "{target.method}"\n')
+        if target.body is not None:  # a JSON string literal is a Lua one for ASCII text
+            script.write(f"wrk.body = {json.dumps(json.dumps(target.body))}\n")
+            script.write('wrk.headers["Content-Type"] = "application/json"\n')
+        script.flush()
+        command = ["wrk", "-t1", f"-c{users}", f"-d{seconds:g}s", "--latency", "-s", script.name]
+        cpu = cpu_seconds(server.pid)
+        output = subprocess.run(
+            [*command, server.base + target.path], capture_output=True, text=True, check=True
+        ).stdout
+        cpu = cpu_seconds(server.pid) - cpu
+    if "Non-2xx" in output:
+        raise RuntimeError(f"{target.name}: errors under wrk:\n{output}")
+    count = int(re.search(r"(\d+) requests in", output)[1])  # type: ignore[index]
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output)[1])  # type: ignore[index]
+    return Load(rate, _wrk_ms(output, 50), _wrk_ms(output, 99), cpu / count * 1e6)
+
+
+def wrk_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+    """As `http_table`, with wrk as the clients."""
+    trivial = Target("GET /health", "GET", TRIVIAL)
+    for target in (trivial, *TARGETS):  # warm every path once
+        wrk_drive(server, target, 1, users)
+    return [
+        (target, wrk_drive(server, target, seconds, users), base_load)
+        for target in TARGETS
+        for base_load in [wrk_drive(server, trivial, seconds, users)]
+    ]
+
+
+def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
+    """Seconds per call of `function`, best of three runs of about `seconds` each."""
+    timer = timeit.Timer(function)
+    number, _ = timer.autorange()
+    repeats = max(1, int(seconds / max(timer.timeit(number) / number, 1e-9) / number))
+    return min(timer.repeat(3, number * repeats)) / (number * repeats)
+
+
+def engine_calls() -> dict[str, Callable[[], object]]:
+    """The engine's calculations behind each endpoint, on the catalogs' real records.
+
+    The optimal batch is cached (as the repeated requests of the HTTP table find it); its
+    first call, uncached, is timed apart."""
+    from app.catalog.loader import load_chip_catalog, load_model_catalog  # noqa: PLC0415
+    from app.engine import (  # noqa: PLC0415
+        Dtype,
+        Phase,
+        Precision,
+        TransformerSpec,
+        estimate,
+        judge,
+        matmul,
+        memory_fit,
+        optimal_batch,
+        place,
+    )
+    from app.settings import Settings  # noqa: PLC0415
+
+    settings = Settings()
+    chips, models = (
+        load_chip_catalog(settings.chip_catalog),
+        load_model_catalog(settings.model_catalog),
+    )
+    a100, h100 = chips.resolve("a100").chip, chips.resolve("h100").chip
+    llama8, llama70 = models.resolve("llama-8b").arch, models.resolve("llama-70b").arch
+
+    bf16 = Precision(Dtype.BF16, Dtype.BF16, Dtype.BF16)
+
+    def spec(**fields: Any) -> TransformerSpec:
+        return TransformerSpec(
+            phase=Phase.DECODE, batch=fields.get("batch", 1), seq_len=fields.get("seq_len", 2048),
+            gen_len=256, precision=bf16, tp=fields.get("tp", 1),
+            reserve_fraction=0.1, flash_attention=True, recompute=False,
+        )  # fmt: skip
+
+    search = optimal_batch.__wrapped__
+    return {
+        "GET /optimal-batch": lambda: optimal_batch(llama8, a100, spec()),
+        "GET /optimal-batch batch=1e7": lambda: optimal_batch(llama8, a100, spec(batch=10**7)),
+        "GET /optimal-batch seq_len=1e7": lambda: optimal_batch(llama8, h100, spec(seq_len=10**7)),
+        "optimal batch, first call (uncached)": lambda: search(llama8, a100, spec()),
+        "optimal batch 1e7, first call (uncached)": lambda: search(llama8, a100, spec(batch=10**7)),
+        "GET /expected-time": lambda: estimate(llama70, h100, spec(batch=16, tp=4)),
+        "GET /check": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 5e-3),
+        "POST /check (matmul)": lambda: judge(
+            place(matmul(4096, 4096, 4096, Dtype.BF16), a100), 0.6e-3
+        ),
+        "POST /measurements": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 1e-2),
+        "memory-fit (in /optimal-batch)": lambda: memory_fit(llama8, a100, spec()),
+    }
+
+
+def machine() -> str:
+    """CPU model, cores and Python: where the numbers came from."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, nproc {os.cpu_count()}, Python {platform.python_version()}"
+
+
+@contextmanager
+def database(url: str | None) -> Iterator[str]:
+    """`url`, or a fresh SQLite file in a temporary folder."""
+    if url:
+        yield url
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        yield f"sqlite:///{folder}/bench.db"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the HTTP table, then the engine table, and print both as Markdown."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients")
+    parser.add_argument("--database-url", help="default: a temporary SQLite file")
+    parser.add_argument("--wrk", action="store_true", help="wrk as the clients, not httpx")
+    args = parser.parse_args(argv)
+    clients = "wrk" if args.wrk else "httpx"
+    print(
+        f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent {clients} clients"
+    )
+    with (
+        database(args.database_url) as url,
+        uvicorn_server(url, free_port(), workers=1) as server,
+    ):
+        if args.wrk:
+            rows = wrk_table(server, args.seconds, args.concurrency)
+        else:
+            rows = asyncio.run(http_table(server, args.seconds, args.concurrency))
+    print(
+        "\n| endpoint | req/s | p50 ms | p99 ms | server CPU µs/req "
+        "| /health req/s | p50 ms | p99 ms | server CPU µs/req | ratio | CPU ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    failed = []
+    for target, load, trivial in rows:
+        ratio = load.requests_per_s / trivial.requests_per_s
+        if ratio < 0.8 and target.calculation:
+            failed.append(target.name)
+        print(
+            f"| {target.name} | {load.requests_per_s:.0f} | {load.p50_ms:.1f} | {load.p99_ms:.1f} "
+            f"| {load.server_cpu_us:.0f} | {trivial.requests_per_s:.0f} | {trivial.p50_ms:.1f} "
+            f"| {trivial.p99_ms:.1f} | {trivial.server_cpu_us:.0f} | {ratio:.2f}x "
+            f"| {trivial.server_cpu_us / load.server_cpu_us:.2f}x |"
+        )
+    cpu = {target.name: load.server_cpu_us * 1e-6 for target, load, _ in rows}
+    print("\n| engine call | calls/s | µs/call | share of the request's server CPU time |")
+    print("|---|---:|---:|---:|")
+    for name, call in engine_calls().items():
+        seconds = per_call(call)
+        share = f"{seconds / cpu[name]:.1%}" if name in cpu else "-"
+        print(f"| {name} | {1 / seconds:,.0f} | {seconds * 1e6:.1f} | {share} |")
+    if failed:
+        print(f"\nbelow 0.8x of /health: {', '.join(failed)}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
