@@ -12,6 +12,7 @@ from app.api.catalogs import load_catalog_files, record_catalogs
 from app.api.routes import calculations, catalog, measurements
 from app.catalog.loader import CatalogError
 from app.db.session import make_engine, migrate, session_factory
+from app.security import Hardening, WriteTokens
 from app.settings import Settings, get_settings
 from app.web import routes as web
 from app.web.templating import STATIC
@@ -28,6 +29,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or get_settings()
     current, models = load_catalog_files(settings)
+    write_tokens = WriteTokens.parse(settings.write_tokens)
     engine = make_engine(settings.database_url)
     migrate(engine)
     sessions = session_factory(engine)
@@ -44,6 +46,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.sessions = sessions
     app.state.catalogs = catalogs
+    app.state.write_tokens = write_tokens
+    app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     errors.install(app)
     app.include_router(catalog.router)
     app.include_router(calculations.router)

@@ -22,11 +22,15 @@ from app.api.measurement_schemas import (
 )
 from app.db.measurements import Filters
 from app.engine import InvalidInput
+from app.security import WriterDep
 from app.web import pages
 
 router = APIRouter(tags=["measurements"])
 
 _NOT_FOUND: dict[int | str, dict[str, str]] = {404: {"description": "No such measurement."}}
+_UNAUTHORIZED: dict[int | str, dict[str, str]] = {
+    401: {"description": "Writes are restricted and no valid bearer token was given."}
+}
 _Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 _Text = Annotated[str | None, Query(min_length=1, max_length=200)]
 _Threshold = Annotated[
@@ -38,10 +42,14 @@ _Threshold = Annotated[
     "/measurements",
     status_code=201,
     response_model=MeasurementOut,
-    responses={412: {"model": MeasurementOut, "description": "Stored, but the gate failed."}},
+    responses={
+        412: {"model": MeasurementOut, "description": "Stored, but the gate failed."},
+        **_UNAUTHORIZED,
+    },
 )
 def create(
     body: MeasurementIn,
+    _writer: WriterDep,
     catalogs: CatalogsDep,
     sessions: SessionsDep,
     fail_on: Annotated[
@@ -109,10 +117,13 @@ def read(
 
 
 @router.post(
-    "/measurements/{measurement_id}/rejudge", response_model=Rejudged, responses=_NOT_FOUND
+    "/measurements/{measurement_id}/rejudge",
+    response_model=Rejudged,
+    responses=_NOT_FOUND | _UNAUTHORIZED,
 )
 def rejudge(
     measurement_id: _Id,
+    _writer: WriterDep,
     catalogs: CatalogsDep,
     sessions: SessionsDep,
     catalog_version: _Text = None,
