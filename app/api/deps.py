@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.catalogs import Catalogs
+from app.db.availability import Database
 
 
 def get_catalogs(request: Request) -> Catalogs:
@@ -17,9 +18,9 @@ def get_catalogs(request: Request) -> Catalogs:
 
 
 def get_sessions(request: Request) -> sessionmaker[Session]:
-    """The session factory of the app's database."""
-    sessions: sessionmaker[Session] = request.app.state.sessions
-    return sessions
+    """The session factory of the app's database (DatabaseUnavailable: 503)."""
+    database: Database = request.app.state.database
+    return database.sessions()
 
 
 CatalogsDep = Annotated[Catalogs, Depends(get_catalogs)]
