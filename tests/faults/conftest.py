@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.db.conftest import POSTGRES_URL, drop_our_tables
+from tests.db.conftest import POSTGRES_URL, drop_our_tables, empty_database
 from tests.faults.proxy import Proxy
 
 
@@ -44,3 +44,6 @@ def switchable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Switc
     url = target.set(port=proxy.port).render_as_string(hide_password=False)
     yield Switchable(url, proxy, folder)
     proxy.down()
+
+
+__all__ = ["empty_database"]  # the two-backend fixture of tests/db, shared with this folder

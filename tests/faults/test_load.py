@@ -1,0 +1,91 @@
+"""Thousands of concurrent posts at a real service: every accepted one stored exactly once.
+
+Also a graceful stop: SIGTERM while posts are in flight loses none that got its 201.
+"""
+
+import asyncio
+import signal
+
+import httpx
+import sqlalchemy as sa
+
+from app.db.session import make_engine
+from app.settings import Settings
+from tests.faults.server import serve
+
+POSTS = 2000
+CONCURRENCY = 50
+
+
+def body(label: str) -> dict[str, object]:
+    return {
+        "chip": "a100",
+        "workload": {"kind": "transformer", "model": "llama-8b", "batch": 8},
+        "measured_ms": 10.0,
+        "label": label,
+    }
+
+
+async def fire(base: str, labels: list[str], on_stored=None) -> dict[str, int]:
+    """POST one measurement per label, CONCURRENCY at a time; label -> status (0: no answer)."""
+    gate = asyncio.Semaphore(CONCURRENCY)
+    limits = httpx.Limits(max_connections=CONCURRENCY)
+    statuses: dict[str, int] = {}
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+
+        async def one(label: str) -> None:
+            async with gate:
+                try:
+                    response = await client.post("/measurements", json=body(label))
+                except httpx.TransportError:
+                    statuses[label] = 0
+                    return
+                statuses[label] = response.status_code
+                if on_stored is not None and response.status_code == 201:
+                    on_stored(len([s for s in statuses.values() if s == 201]))
+
+        await asyncio.gather(*(one(label) for label in labels))
+    return statuses
+
+
+def stored_labels(url: str, prefix: str) -> dict[str, int]:
+    engine = make_engine(Settings(database_url=url).database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT label, COUNT(*) FROM measurements WHERE label LIKE :prefix "
+                    "GROUP BY label"
+                ),
+                {"prefix": prefix + "%"},
+            )
+            return {str(label): int(count) for label, count in rows.tuples()}
+    finally:
+        engine.dispose()
+
+
+def test_thousands_of_concurrent_posts_are_each_stored_once(empty_database):
+    labels = [f"load-{i}" for i in range(POSTS)]
+    with serve(empty_database) as (base, _):
+        statuses = asyncio.run(fire(base, labels))
+    assert sorted(set(statuses.values())) == [201]
+    assert stored_labels(empty_database, "load-") == dict.fromkeys(labels, 1)
+
+
+def test_graceful_stop_keeps_every_accepted_write(empty_database):
+    labels = [f"stop-{i}" for i in range(400)]
+    with serve(empty_database) as (base, process):
+
+        def stop_after_some(stored: int) -> None:
+            if stored == 100:
+                process.send_signal(signal.SIGTERM)
+
+        statuses = asyncio.run(fire(base, labels, stop_after_some))
+        # uvicorn finishes the requests in flight, then re-raises the signal it stopped on
+        assert process.wait(timeout=30) == -signal.SIGTERM
+    accepted = {label for label, status in statuses.items() if status == 201}
+    assert len(accepted) >= 100
+    assert set(statuses.values()) <= {0, 201, 503}
+    stored = stored_labels(empty_database, "stop-")
+    assert set(stored.values()) == {1}
+    assert accepted <= set(stored)  # a 201 always means stored
