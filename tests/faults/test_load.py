@@ -26,26 +26,29 @@ def body(label: str) -> dict[str, object]:
     }
 
 
-async def fire(base: str, labels: list[str], on_stored=None) -> dict[str, int]:
-    """POST one measurement per label, CONCURRENCY at a time; label -> status (0: no answer)."""
+async def fire(base: str, labels: list[str], on_stored=None) -> tuple[dict[str, int], list[str]]:
+    """POST one measurement per label, CONCURRENCY at a time; label -> status
+    (0: no answer) and the transport errors."""
     gate = asyncio.Semaphore(CONCURRENCY)
     limits = httpx.Limits(max_connections=CONCURRENCY)
     statuses: dict[str, int] = {}
+    errors: list[str] = []
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
 
         async def one(label: str) -> None:
             async with gate:
                 try:
                     response = await client.post("/measurements", json=body(label))
-                except httpx.TransportError:
+                except httpx.TransportError as exc:
                     statuses[label] = 0
+                    errors.append(f"{label}: {type(exc).__name__} {exc}")
                     return
                 statuses[label] = response.status_code
                 if on_stored is not None and response.status_code == 201:
                     on_stored(len([s for s in statuses.values() if s == 201]))
 
         await asyncio.gather(*(one(label) for label in labels))
-    return statuses
+    return statuses, errors
 
 
 def stored_labels(url: str, prefix: str) -> dict[str, int]:
@@ -59,7 +62,7 @@ def stored_labels(url: str, prefix: str) -> dict[str, int]:
                 ),
                 {"prefix": prefix + "%"},
             )
-            return {str(label): int(count) for label, count in rows.tuples()}
+            return {str(label): int(count) for label, count in rows}
     finally:
         engine.dispose()
 
@@ -67,7 +70,8 @@ def stored_labels(url: str, prefix: str) -> dict[str, int]:
 def test_thousands_of_concurrent_posts_are_each_stored_once(empty_database):
     labels = [f"load-{i}" for i in range(POSTS)]
     with serve(empty_database) as (base, _):
-        statuses = asyncio.run(fire(base, labels))
+        statuses, errors = asyncio.run(fire(base, labels))
+    assert errors == []
     assert sorted(set(statuses.values())) == [201]
     assert stored_labels(empty_database, "load-") == dict.fromkeys(labels, 1)
 
@@ -80,7 +84,7 @@ def test_graceful_stop_keeps_every_accepted_write(empty_database):
             if stored == 100:
                 process.send_signal(signal.SIGTERM)
 
-        statuses = asyncio.run(fire(base, labels, stop_after_some))
+        statuses, _ = asyncio.run(fire(base, labels, stop_after_some))
         # uvicorn finishes the requests in flight, then re-raises the signal it stopped on
         assert process.wait(timeout=30) == -signal.SIGTERM
     accepted = {label for label, status in statuses.items() if status == 201}
