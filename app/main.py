@@ -43,6 +43,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         description=DESCRIPTION,
         default_response_class=errors.StrictJSONResponse,
+        responses={
+            411: {"description": "A request body without Content-Length."},
+            413: {"description": "A request body over ROOFCHECK_MAX_BODY_BYTES."},
+        },
     )
     app.state.catalogs = Catalogs({current.version: current}, current.version, models)
 

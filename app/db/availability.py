@@ -23,6 +23,11 @@ log = logging.getLogger(__name__)
 UNREACHABLE = (OperationalError, InterfaceError)
 
 
+UNAVAILABLE: dict[int | str, dict[str, str]] = {
+    503: {"description": "The database is unreachable now; retry later (Retry-After)."}
+}
+
+
 class DatabaseUnavailable(Exception):
     """The database cannot be reached now; the request may be retried later."""
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from app.api.deps import CatalogsDep, SessionsDep
 from app.catalog.loader import ChipCatalogVersion, ChipRecord, ModelRecord
 from app.db import catalog_versions
+from app.db.availability import UNAVAILABLE
 from app.engine import Dtype, Unit, kv_bytes_per_token, param_counts
 
 router = APIRouter(tags=["catalog"])
@@ -45,7 +46,7 @@ def _chip(record: ChipRecord, catalog: ChipCatalogVersion) -> dict[str, Any]:
     return body
 
 
-@router.get("/chips")
+@router.get("/chips", responses=_NOT_FOUND)
 async def chips(catalogs: CatalogsDep, catalog_version: str | None = None) -> dict[str, Any]:
     """Every chip of a catalog version, every figure with its source and verification tag."""
     catalog = catalogs.chips(catalog_version)
@@ -117,7 +118,7 @@ async def model(model: str, catalogs: CatalogsDep) -> dict[str, Any]:
     return _model(catalogs.models.resolve(model), with_config=True)
 
 
-@router.get("/catalog/versions")
+@router.get("/catalog/versions", responses=UNAVAILABLE)
 def versions(catalogs: CatalogsDep, sessions: SessionsDep) -> dict[str, Any]:
     """Every chip-catalog version the service has loaded, with its content hash and dates.
 

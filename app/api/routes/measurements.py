@@ -20,6 +20,7 @@ from app.api.measurement_schemas import (
     Rejudged,
     WorkloadComparison,
 )
+from app.db.availability import UNAVAILABLE
 from app.db.measurements import Filters
 from app.engine import InvalidInput
 from app.security import WriterDep
@@ -27,7 +28,10 @@ from app.web import pages
 
 router = APIRouter(tags=["measurements"])
 
-_NOT_FOUND: dict[int | str, dict[str, str]] = {404: {"description": "No such measurement."}}
+_NOT_FOUND: dict[int | str, dict[str, str]] = {
+    404: {"description": "No such measurement, chip, model or catalog version."},
+    **UNAVAILABLE,
+}
 _UNAUTHORIZED: dict[int | str, dict[str, str]] = {
     401: {"description": "Writes are restricted and no valid bearer token was given."}
 }
@@ -45,6 +49,7 @@ _Threshold = Annotated[
     responses={
         412: {"model": MeasurementOut, "description": "Stored, but the gate failed."},
         **_UNAUTHORIZED,
+        **_NOT_FOUND,
     },
 )
 def create(
@@ -82,7 +87,7 @@ def _gate_choices(fail_on: str) -> frozenset[str]:
     return choices
 
 
-@router.get("/measurements", response_model=MeasurementPage)
+@router.get("/measurements", response_model=MeasurementPage, responses=UNAVAILABLE)
 def list_(
     query: Annotated[MeasurementQuery, Query()], sessions: SessionsDep, request: Request
 ) -> MeasurementPage | Response:
