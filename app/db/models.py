@@ -61,6 +61,10 @@ class MeasurementRow(Base):
     hostname: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
     software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     notes: Mapped[str | None] = mapped_column(Text)
+    # who wrote it (the owner of its write token) and the key that makes a retried post
+    # store once: "<owner>:<Idempotency-Key>", so one writer cannot replay another's
+    written_by: Mapped[str | None] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(264))
 
     __table_args__ = (
         Index("ix_measurements_workload_key_created_at", "workload_key", "created_at"),
@@ -70,4 +74,5 @@ class MeasurementRow(Base):
         Index("ix_measurements_model_id_created_at", "model_id", "created_at"),
         Index("ix_measurements_branch_created_at", "branch", "created_at"),
         Index("ix_measurements_label", "label"),
+        Index("ix_measurements_idempotency_key", "idempotency_key", unique=True),
     )

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.db.conftest import POSTGRES_URL, drop_our_tables, empty_database
+from tests.db.conftest import (
+    POSTGRES_URL,
+    db_app,
+    db_client,
+    db_settings,
+    drop_our_tables,
+    empty_database,
+)
 from tests.faults.proxy import Proxy
 
 
@@ -46,4 +53,5 @@ def switchable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Switc
     proxy.down()
 
 
-__all__ = ["empty_database"]  # the two-backend fixture of tests/db, shared with this folder
+# the two-backend fixtures of tests/db, shared with this folder
+__all__ = ["db_app", "db_client", "db_settings", "empty_database"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.api import measurements
@@ -54,9 +54,10 @@ _Threshold = Annotated[
 )
 def create(
     body: MeasurementIn,
-    _writer: WriterDep,
+    writer: WriterDep,
     catalogs: CatalogsDep,
     sessions: SessionsDep,
+    *,
     fail_on: Annotated[
         str | None,
         Query(
@@ -66,10 +67,22 @@ def create(
             "`curl --fail-with-body` fails a CI job.",
         ),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=200,
+            description="A retry with the same key (and token) stores nothing and answers "
+            "the measurement stored first.",
+        ),
+    ] = None,
 ) -> MeasurementOut | JSONResponse:
     """Judge a measured runtime against the roofline and store it with its verdict."""
     choices = None if fail_on is None else _gate_choices(fail_on)  # before anything is stored
-    stored = measurements.record(catalogs, sessions, body)
+    stored = measurements.record(
+        catalogs, sessions, body, writer=writer, idempotency_key=idempotency_key
+    )
     if choices is None:
         return stored
     gated = measurements.gate(stored, choices)
