@@ -1,4 +1,4 @@
-"""Thousands of concurrent posts at a real service: every accepted one stored exactly once.
+"""Thousands of concurrent posts at a real service: every one stored exactly once.
 
 Also a graceful stop: SIGTERM while posts are in flight loses none that got its 201.
 """
@@ -26,9 +26,12 @@ def body(label: str) -> dict[str, object]:
     }
 
 
-async def fire(base: str, labels: list[str], on_stored=None) -> tuple[dict[str, int], list[str]]:
-    """POST one measurement per label, CONCURRENCY at a time; label -> status
-    (0: no answer) and the transport errors."""
+async def fire(
+    base: str, labels: list[str], *, retries: int = 0, on_stored=None
+) -> tuple[dict[str, int], list[str]]:
+    """POST one measurement per label, CONCURRENCY at a time, each with its label as its
+    Idempotency-Key, retrying a lost answer as a CI client would; label -> last status
+    (0: no answer), and every transport error met."""
     gate = asyncio.Semaphore(CONCURRENCY)
     limits = httpx.Limits(max_connections=CONCURRENCY)
     statuses: dict[str, int] = {}
@@ -37,14 +40,18 @@ async def fire(base: str, labels: list[str], on_stored=None) -> tuple[dict[str, 
 
         async def one(label: str) -> None:
             async with gate:
-                try:
-                    response = await client.post("/measurements", json=body(label))
-                except httpx.TransportError as exc:
-                    statuses[label] = 0
-                    errors.append(f"{label}: {type(exc).__name__} {exc}")
-                    return
-                statuses[label] = response.status_code
-                if on_stored is not None and response.status_code == 201:
+                for _ in range(retries + 1):
+                    try:
+                        response = await client.post(
+                            "/measurements", json=body(label), headers={"idempotency-key": label}
+                        )
+                    except httpx.TransportError as exc:
+                        statuses[label] = 0
+                        errors.append(f"{label}: {type(exc).__name__} {exc}")
+                        continue
+                    statuses[label] = response.status_code
+                    break
+                if on_stored is not None and statuses[label] == 201:
                     on_stored(len([s for s in statuses.values() if s == 201]))
 
         await asyncio.gather(*(one(label) for label in labels))
@@ -70,8 +77,9 @@ def stored_labels(url: str, prefix: str) -> dict[str, int]:
 def test_thousands_of_concurrent_posts_are_each_stored_once(empty_database):
     labels = [f"load-{i}" for i in range(POSTS)]
     with serve(empty_database) as (base, _):
-        statuses, errors = asyncio.run(fire(base, labels))
-    assert errors == []
+        statuses, errors = asyncio.run(fire(base, labels, retries=3))
+    # a connection may rarely drop on a loaded machine: the retry must not store twice
+    assert len(errors) <= POSTS // 100, errors
     assert sorted(set(statuses.values())) == [201]
     assert stored_labels(empty_database, "load-") == dict.fromkeys(labels, 1)
 
@@ -84,7 +92,7 @@ def test_graceful_stop_keeps_every_accepted_write(empty_database):
             if stored == 100:
                 process.send_signal(signal.SIGTERM)
 
-        statuses, _ = asyncio.run(fire(base, labels, stop_after_some))
+        statuses, _ = asyncio.run(fire(base, labels, on_stored=stop_after_some))
         # uvicorn finishes the requests in flight, then re-raises the signal it stopped on
         assert process.wait(timeout=30) == -signal.SIGTERM
     accepted = {label for label, status in statuses.items() if status == 201}

@@ -155,11 +155,11 @@ def rejudge(
 
 @router.get("/workloads/{workload_key}", response_model=WorkloadComparison, responses=_NOT_FOUND)
 def compare(
-    workload_key: str,
+    workload_key: Annotated[str, Path(max_length=64)],
     sessions: SessionsDep,
     *,
     request: Request,
-    baseline_id: Annotated[int | None, Query(ge=1)] = None,
+    baseline_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     baseline_branch: _Text = None,
     threshold: _Threshold = DEFAULT_THRESHOLD,
 ) -> WorkloadComparison | Response:
