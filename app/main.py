@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import gc
+import logging
 from functools import lru_cache
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import errors
-from app.api.catalogs import load_catalog_files, record_catalogs
+from app.api.catalogs import Catalogs, load_catalog_files, record_catalogs
 from app.api.routes import calculations, catalog, measurements
 from app.catalog.loader import CatalogError
-from app.db.session import make_engine, migrate, session_factory
+from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
+from app.db.session import make_engine
+from app.security import Hardening, WriteTokens
 from app.settings import Settings, get_settings
+from app.web import pages
 from app.web import routes as web
 from app.web.templating import STATIC
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION = """Does my runtime make sense? roofcheck compares deep-learning workloads with the
 roofline of the chip they run on: time = max(FLOPs / peak, bytes / bandwidth).
@@ -23,29 +30,44 @@ All quantities are SI: seconds, bytes (GB = 1e9), FLOPs, FLOP/s, bytes/s."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app: migrate the database, then load and record the catalogs.
+    """Build the app: load the catalogs, then reach the database if it is up.
 
-    A bad catalog file, or one edited without bumping its version, stops start-up here.
+    A bad catalog file, or one edited without bumping its version, stops start-up here. An
+    unreachable database does not (see app/db/availability.py): the calculation endpoints
+    answer from the catalog files, and the others get 503 until the database is back.
     """
     settings = settings or get_settings()
     current, models = load_catalog_files(settings)
-    engine = make_engine(settings.database_url)
-    migrate(engine)
-    sessions = session_factory(engine)
+    write_tokens = WriteTokens.parse(settings.write_tokens)
     app = FastAPI(
         title="roofcheck",
         version="1",
         description=DESCRIPTION,
         default_response_class=errors.StrictJSONResponse,
+        responses={
+            411: {"description": "A request body without Content-Length."},
+            413: {"description": "A request body over ROOFCHECK_MAX_BODY_BYTES."},
+        },
     )
+    app.state.catalogs = Catalogs({current.version: current}, current.version, models)
+
+    def on_ready(sessions: sessionmaker[Session]) -> None:
+        app.state.catalogs = record_catalogs(sessions, current, models)
+        app.state.sessions = sessions
+
+    app.state.database = database = Database(make_engine(settings.database_url), on_ready)
     try:
-        catalogs = record_catalogs(sessions, current, models)
+        database.sessions()
+    except DatabaseUnavailable:
+        log.warning("starting without the database; it is retried on the next request")
     except CatalogError:
-        engine.dispose()
+        database.engine.dispose()
         raise
-    app.state.sessions = sessions
-    app.state.catalogs = catalogs
+    app.state.write_tokens = write_tokens
+    app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     errors.install(app)
+    for unreachable in (DatabaseUnavailable, *UNREACHABLE):
+        app.add_exception_handler(unreachable, pages.database_unavailable)
     app.include_router(catalog.router)
     app.include_router(calculations.router)
     app.include_router(measurements.router)

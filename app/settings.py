@@ -16,6 +16,7 @@ class Settings(BaseSettings):
 
     DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
+    ROOFCHECK_WRITE_TOKENS and ROOFCHECK_MAX_BODY_BYTES: see app/security.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -26,6 +27,10 @@ class Settings(BaseSettings):
         "sqlite:///roofcheck.db",
         validation_alias=AliasChoices("DATABASE_URL", "ROOFCHECK_DATABASE_URL", "database_url"),
     )
+
+    write_tokens: str = Field("", repr=False)
+    """"owner:token,..." restricts writes to these bearer tokens (SECURITY.md); empty: open."""
+    max_body_bytes: int = Field(64 * 1024, ge=1024)
 
     @field_validator("database_url")
     @classmethod

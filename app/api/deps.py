@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.catalogs import Catalogs
+from app.db.availability import Database
 
 
 async def get_catalogs(request: Request) -> Catalogs:
@@ -17,10 +18,10 @@ async def get_catalogs(request: Request) -> Catalogs:
     return catalogs
 
 
-async def get_sessions(request: Request) -> sessionmaker[Session]:
-    """The session factory of the app's database."""
-    sessions: sessionmaker[Session] = request.app.state.sessions
-    return sessions
+def get_sessions(request: Request) -> sessionmaker[Session]:
+    """The session factory of the app's database (DatabaseUnavailable: 503)."""
+    database: Database = request.app.state.database
+    return database.sessions()
 
 
 CatalogsDep = Annotated[Catalogs, Depends(get_catalogs)]

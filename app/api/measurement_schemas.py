@@ -27,7 +27,10 @@ class MeasurementIn(CheckRequest):
     )
     notes: Annotated[str, Field(max_length=10_000)] | None = None
     baseline_id: int | None = Field(
-        None, ge=1, description="Compare with this stored measurement (same workload)."
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="Compare with this stored measurement (same workload).",
     )
     baseline_branch: _Label | None = Field(
         None, description="Compare with the latest earlier measurement on this branch."

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import formatting as fmt
@@ -151,7 +152,13 @@ def _out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
     )
 
 
-def judged_row(catalogs: Catalogs, body: MeasurementIn) -> MeasurementRow:
+def judged_row(
+    catalogs: Catalogs,
+    body: MeasurementIn,
+    *,
+    writer: str | None = None,
+    idempotency_key: str | None = None,
+) -> MeasurementRow:
     """`body` judged against the roofline, as the row that stores it with its verdict."""
     judged = calculations.check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
@@ -179,18 +186,50 @@ def judged_row(catalogs: Catalogs, body: MeasurementIn) -> MeasurementRow:
         hostname=body.hostname,
         software=body.software,
         notes=body.notes,
+        written_by=writer,
+        idempotency_key=idempotency_key,
     )
 
 
 def record(
-    catalogs: Catalogs, sessions: sessionmaker[Session], body: MeasurementIn
+    catalogs: Catalogs,
+    sessions: sessionmaker[Session],
+    body: MeasurementIn,
+    *,
+    writer: str | None = None,
+    idempotency_key: str | None = None,
 ) -> MeasurementOut:
-    """Judge `body` against the roofline and store it with its verdict and expectation."""
-    row = judged_row(catalogs, body)
-    with transaction(sessions) as session:
-        store.add(session, row)
-        baseline = _baseline(session, row, body.baseline_id, body.baseline_branch)
-        return _out(row, _compare(session, row, baseline, body.regression_threshold))
+    """Judge `body` against the roofline and store it with its verdict and expectation, in
+    one transaction.
+
+    With an idempotency key, a retry of a stored post (even a concurrent one) stores
+    nothing and answers the measurement stored first.
+    """
+    key = None if idempotency_key is None else f"{writer or ''}:{idempotency_key}"
+    if key is not None and (stored := _stored_under(sessions, key, body)) is not None:
+        return stored
+    row = judged_row(catalogs, body, writer=writer, idempotency_key=key)
+    try:
+        with transaction(sessions) as session:
+            store.add(session, row)
+            return _answer(session, row, body)
+    except IntegrityError:
+        if key is None or (stored := _stored_under(sessions, key, body)) is None:
+            raise
+        return stored  # a concurrent retry committed first
+
+
+def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
+    baseline = _baseline(session, row, body.baseline_id, body.baseline_branch)
+    return _out(row, _compare(session, row, baseline, body.regression_threshold))
+
+
+def _stored_under(
+    sessions: sessionmaker[Session], key: str, body: MeasurementIn
+) -> MeasurementOut | None:
+    with sessions() as session:
+        row = store.by_idempotency_key(session, key)
+        return None if row is None else _answer(session, row, body)
 
 
 def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:

@@ -69,6 +69,11 @@ def add(session: Session, row: MeasurementRow) -> MeasurementRow:
     return row
 
 
+def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
+    """The measurement stored under `key`, if any."""
+    return session.scalars(select(MeasurementRow).filter_by(idempotency_key=key)).first()
+
+
 def get(session: Session, measurement_id: int) -> MeasurementRow | None:
     """One measurement by id."""
     return session.get(MeasurementRow, measurement_id)

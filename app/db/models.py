@@ -66,6 +66,10 @@ class MeasurementRow(Base):
     hostname: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
     software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     notes: Mapped[str | None] = mapped_column(Text)
+    # who wrote it (the owner of its write token) and the key that makes a retried post
+    # store once: "<owner>:<Idempotency-Key>", so one writer cannot replay another's
+    written_by: Mapped[str | None] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(264))
 
     # For the real queries (their plans: docs/performance.md). Lists order by (created_at, id):
     # each filter that narrows a list leads an index in that order which carries the other
@@ -84,4 +88,5 @@ class MeasurementRow(Base):
         Index("ix_measurements_workload_key_id", "workload_key", "id"),
         Index("ix_measurements_workload_key_branch_id", "workload_key", "branch", "id"),
         Index("ix_measurements_family_key_id", "family_key", "id"),
+        Index("ix_measurements_idempotency_key", "idempotency_key", unique=True),
     )

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import measurements
 from app.api.catalogs import Catalogs
+from app.api.errors import StrictJSONResponse
 from app.api.measurement_schemas import DEFAULT_THRESHOLD, MeasurementPage, MeasurementQuery
 from app.api.schemas import ExpectedTime
 from app.catalog.names import UnknownName
@@ -164,3 +165,13 @@ def catalog_page(request: Request, catalogs: Catalogs) -> HTMLResponse:
     """The chips of the current catalog with their figures and sources."""
     version = catalogs.chips()
     return render(request, "catalog.html", {"catalog": version.catalog, "version": version})
+
+
+async def database_unavailable(request: Request, exc: Exception) -> Response:
+    """503 while the database cannot be reached: a page for a browser, JSON otherwise."""
+    message = "The measurement database is unreachable; the calculations still work. Retry soon."
+    if wants_html(request):
+        context = {"title": "Database unavailable", "message": message}
+        return render(request, "error.html", context, 503)
+    body = {"detail": {"message": message, "type": "database_unavailable"}}
+    return StrictJSONResponse(status_code=503, content=body, headers={"Retry-After": "5"})

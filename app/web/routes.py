@@ -15,6 +15,7 @@ from app.api.measurement_schemas import DEFAULT_THRESHOLD
 from app.catalog.names import UnknownName
 from app.engine import Dtype, EngineError, Phase, Unit
 from app.engine.training import Optimizer
+from app.security import same_origin
 from app.web import forms, pages
 from app.web.svg import Svg
 from app.web.templating import render
@@ -120,7 +121,13 @@ def _result_or_none(catalogs: CatalogsDep, values: dict[str, str]) -> Result | N
 @router.post("/save", response_model=None)
 async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -> Response:
     """The store button: record the form's measurement (as POST /measurements does), then
-    go to its page."""
+    go to its page. Only from this site's own pages, and only while writes are open."""
+    if not same_origin(request):
+        message = "The store form must be sent from this site's own page."
+        return render(request, "error.html", {"title": "Refused", "message": message}, 403)
+    if request.app.state.write_tokens.owners:
+        message = "Storing needs an API token here: POST /measurements with a bearer token."
+        return render(request, "error.html", {"title": "Refused", "message": message}, 403)
     form = await request.form()
     values = forms.form_values({k: v for k, v in form.items() if isinstance(v, str)}, catalogs)
     try:

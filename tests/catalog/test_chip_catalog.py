@@ -71,6 +71,14 @@ def first_chip(data):
             "memory.capacity_bytes.value",
         ),
         (
+            lambda d: first_chip(d)["memory"]["bandwidth_bytes_per_s"].update(value=-2e12),
+            "memory.bandwidth_bytes_per_s.value",
+        ),
+        (
+            lambda d: first_chip(d)["memory"]["bandwidth_bytes_per_s"].pop("source"),
+            "memory.bandwidth_bytes_per_s.source: Field required",
+        ),
+        (
             lambda d: first_chip(d)["sustained"]["matrix"].update(value=1.5),
             "sustained.matrix.value",
         ),

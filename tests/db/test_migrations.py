@@ -44,11 +44,19 @@ def _seed_0001(connection: sa.Connection) -> None:
     )
 
 
+def _seed_0003(connection: sa.Connection) -> None:
+    _seed_0001(connection)
+    connection.execute(
+        sa.text("UPDATE measurements SET idempotency_key = 'ci:run-1', written_by = 'ci'")
+    )
+
+
 # One seeder per revision, writing rows in that revision's schema. A new migration must add
 # its own, so that every upgrade path is tested with data in it.
 SEEDERS: dict[str, Callable[[sa.Connection], None]] = {
     "0001": _seed_0001,
     "0002": _seed_0001,  # 0002 changes indexes only: the same columns take the same rows
+    "0003": _seed_0003,
 }
 
 

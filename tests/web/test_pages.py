@@ -13,6 +13,7 @@ from app.web.pages import wants_html
 
 HTML = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 DECODE = {"chip": "a100", "kind": "transformer", "model": "llama-3.1-8b", "batch": "8"}
+SAME_SITE = {"origin": "http://testserver"}  # the store form refuses cross-site posts
 MATMUL = {"chip": "a100", "kind": "matmul", "m": "4096", "n": "4096", "k": "4096"}
 
 
@@ -156,7 +157,7 @@ def test_batch_sweep_svg_alone(client):
 
 def store(client, label: str, measured_ms: str = "30"):
     form = {**DECODE, "measured_ms": measured_ms, "label": label, "branch": "main"}
-    return client.post("/save", data=form, follow_redirects=False)
+    return client.post("/save", data=form, headers=SAME_SITE, follow_redirects=False)
 
 
 def test_store_button_saves_through_the_measurement_api(client):
@@ -177,7 +178,7 @@ def test_store_button_saves_through_the_measurement_api(client):
 
 
 def test_store_needs_a_measured_time(client):
-    page = client.post("/save", data={**DECODE, "measured_ms": ""})
+    page = client.post("/save", data={**DECODE, "measured_ms": ""}, headers=SAME_SITE)
     assert page.status_code == 422
     assert re.search(r'id="s-measured_ms-error" role="alert">[^<]*measured', page.text)
 

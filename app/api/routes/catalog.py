@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path, Query
 
 from app.api.deps import CatalogsDep, SessionsDep
 from app.catalog.loader import ChipCatalogVersion, ChipRecord, ModelRecord
 from app.db import catalog_versions
+from app.db.availability import UNAVAILABLE
 from app.engine import Dtype, Unit, kv_bytes_per_token, param_counts
 
 router = APIRouter(tags=["catalog"])
 
+_Name = Annotated[str, Path(max_length=100)]
+_Version = Annotated[str | None, Query(max_length=64)]
 _NOT_FOUND: dict[int | str, dict[str, str]] = {
     404: {"description": "Unknown name or catalog version; with suggestions."}
 }
@@ -45,8 +48,8 @@ def _chip(record: ChipRecord, catalog: ChipCatalogVersion) -> dict[str, Any]:
     return body
 
 
-@router.get("/chips")
-async def chips(catalogs: CatalogsDep, catalog_version: str | None = None) -> dict[str, Any]:
+@router.get("/chips", responses=_NOT_FOUND)
+async def chips(catalogs: CatalogsDep, catalog_version: _Version = None) -> dict[str, Any]:
     """Every chip of a catalog version, every figure with its source and verification tag."""
     catalog = catalogs.chips(catalog_version)
     return {
@@ -59,7 +62,7 @@ async def chips(catalogs: CatalogsDep, catalog_version: str | None = None) -> di
 
 @router.get("/chips/{chip}", responses=_NOT_FOUND)
 async def chip(
-    chip: str, catalogs: CatalogsDep, catalog_version: str | None = None
+    chip: _Name, catalogs: CatalogsDep, catalog_version: _Version = None
 ) -> dict[str, Any]:
     """One chip by id or alias."""
     catalog = catalogs.chips(catalog_version)
@@ -112,12 +115,12 @@ async def models(catalogs: CatalogsDep) -> dict[str, Any]:
 
 
 @router.get("/models/{model}", responses=_NOT_FOUND)
-async def model(model: str, catalogs: CatalogsDep) -> dict[str, Any]:
+async def model(model: _Name, catalogs: CatalogsDep) -> dict[str, Any]:
     """One model by id or alias, with its Hugging Face config."""
     return _model(catalogs.models.resolve(model), with_config=True)
 
 
-@router.get("/catalog/versions")
+@router.get("/catalog/versions", responses=UNAVAILABLE)
 def versions(catalogs: CatalogsDep, sessions: SessionsDep) -> dict[str, Any]:
     """Every chip-catalog version the service has loaded, with its content hash and dates.
 

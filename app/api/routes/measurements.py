@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.api import measurements
@@ -20,13 +20,21 @@ from app.api.measurement_schemas import (
     Rejudged,
     WorkloadComparison,
 )
+from app.db.availability import UNAVAILABLE
 from app.db.measurements import Filters
 from app.engine import InvalidInput
+from app.security import WriterDep
 from app.web import pages
 
 router = APIRouter(tags=["measurements"])
 
-_NOT_FOUND: dict[int | str, dict[str, str]] = {404: {"description": "No such measurement."}}
+_NOT_FOUND: dict[int | str, dict[str, str]] = {
+    404: {"description": "No such measurement, chip, model or catalog version."},
+    **UNAVAILABLE,
+}
+_UNAUTHORIZED: dict[int | str, dict[str, str]] = {
+    401: {"description": "Writes are restricted and no valid bearer token was given."}
+}
 _Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 _Text = Annotated[str | None, Query(min_length=1, max_length=200)]
 _Threshold = Annotated[
@@ -38,12 +46,18 @@ _Threshold = Annotated[
     "/measurements",
     status_code=201,
     response_model=MeasurementOut,
-    responses={412: {"model": MeasurementOut, "description": "Stored, but the gate failed."}},
+    responses={
+        412: {"model": MeasurementOut, "description": "Stored, but the gate failed."},
+        **_UNAUTHORIZED,
+        **_NOT_FOUND,
+    },
 )
 def create(
     body: MeasurementIn,
+    writer: WriterDep,
     catalogs: CatalogsDep,
     sessions: SessionsDep,
+    *,
     fail_on: Annotated[
         str | None,
         Query(
@@ -53,10 +67,22 @@ def create(
             "`curl --fail-with-body` fails a CI job.",
         ),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=200,
+            description="A retry with the same key (and token) stores nothing and answers "
+            "the measurement stored first.",
+        ),
+    ] = None,
 ) -> MeasurementOut | JSONResponse:
     """Judge a measured runtime against the roofline and store it with its verdict."""
     choices = None if fail_on is None else _gate_choices(fail_on)  # before anything is stored
-    stored = measurements.record(catalogs, sessions, body)
+    stored = measurements.record(
+        catalogs, sessions, body, writer=writer, idempotency_key=idempotency_key
+    )
     if choices is None:
         return stored
     gated = measurements.gate(stored, choices)
@@ -74,7 +100,7 @@ def _gate_choices(fail_on: str) -> frozenset[str]:
     return choices
 
 
-@router.get("/measurements", response_model=MeasurementPage)
+@router.get("/measurements", response_model=MeasurementPage, responses=UNAVAILABLE)
 def list_(
     query: Annotated[MeasurementQuery, Query()], sessions: SessionsDep, request: Request
 ) -> MeasurementPage | Response:
@@ -109,10 +135,13 @@ def read(
 
 
 @router.post(
-    "/measurements/{measurement_id}/rejudge", response_model=Rejudged, responses=_NOT_FOUND
+    "/measurements/{measurement_id}/rejudge",
+    response_model=Rejudged,
+    responses=_NOT_FOUND | _UNAUTHORIZED,
 )
 def rejudge(
     measurement_id: _Id,
+    _writer: WriterDep,
     catalogs: CatalogsDep,
     sessions: SessionsDep,
     catalog_version: _Text = None,
@@ -126,11 +155,11 @@ def rejudge(
 
 @router.get("/workloads/{workload_key}", response_model=WorkloadComparison, responses=_NOT_FOUND)
 def compare(
-    workload_key: str,
+    workload_key: Annotated[str, Path(max_length=64)],
     sessions: SessionsDep,
     *,
     request: Request,
-    baseline_id: Annotated[int | None, Query(ge=1)] = None,
+    baseline_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     baseline_branch: _Text = None,
     threshold: _Threshold = DEFAULT_THRESHOLD,
 ) -> WorkloadComparison | Response:

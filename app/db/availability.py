@@ -1,0 +1,65 @@
+"""The database as a service may find it: reachable or not, at start-up or mid-request.
+
+The app starts without its database (the calculation endpoints need none); the first request
+that needs it migrates and records the catalogs, and until that succeeds such requests get
+503. A connection lost mid-request rolls its transaction back and is a 503 too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.session import migrate, session_factory
+
+log = logging.getLogger(__name__)
+
+# the driver errors that mean "cannot reach or lost the database" (not bad SQL or data)
+UNREACHABLE = (OperationalError, InterfaceError)
+
+
+UNAVAILABLE: dict[int | str, dict[str, str]] = {
+    503: {"description": "The database is unreachable now; retry later (Retry-After)."}
+}
+
+
+class DatabaseUnavailable(Exception):
+    """The database cannot be reached now; the request may be retried later."""
+
+
+class Database:
+    """An engine whose schema is migrated, and `on_ready` run, on the first successful use."""
+
+    def __init__(self, engine: Engine, on_ready: Callable[[sessionmaker[Session]], None]):
+        self.engine = engine
+        self._on_ready = on_ready
+        self._sessions: sessionmaker[Session] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the database has been reached and prepared."""
+        return self._sessions is not None
+
+    def sessions(self) -> sessionmaker[Session]:
+        """The session factory; DatabaseUnavailable while the database cannot be reached."""
+        if self._sessions is None:
+            with self._lock:
+                if self._sessions is None:
+                    self._sessions = self._prepare()
+        return self._sessions
+
+    def _prepare(self) -> sessionmaker[Session]:
+        try:
+            migrate(self.engine)
+            sessions = session_factory(self.engine)
+            self._on_ready(sessions)
+        except UNREACHABLE as exc:
+            log.warning("database unreachable: %s", exc.orig or exc)
+            raise DatabaseUnavailable from exc
+        return sessions

@@ -1,0 +1,159 @@
+"""Who may write, and what every response carries: see SECURITY.md for the threat model.
+
+- Write tokens: ROOFCHECK_WRITE_TOKENS="owner:token,owner2:token2" restricts the writing
+  endpoints to `Authorization: Bearer <token>`; unset, writes are open (a single-user service).
+  Only SHA-256 digests of the tokens are kept in memory, compared in constant time.
+- Cross-site request forgery: a browser form post (POST /save) must come from this origin
+  (Origin, else Referer, must match the Host; Sec-Fetch-Site must not be cross-site).
+- Security headers on every response; a CSP without inline script; the inline SVG charts'
+  one stylesheet is allowed by its hash.
+- Request bodies larger than ROOFCHECK_MAX_BODY_BYTES get 413 before they are read (uvicorn
+  holds a body to its Content-Length; a body without one gets 411).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import Depends, HTTPException, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.web.svg import STYLE
+
+_STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
+CSP = (
+    "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
+    f"style-src 'self' 'sha256-{_STYLE_HASH}'; img-src 'self' data:; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+# FastAPI's interactive docs load Swagger UI / ReDoc from a CDN with an inline script
+_DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com;"
+    " object-src 'none'; frame-ancestors 'none'"
+)
+_DOCS = ("/docs", "/redoc")
+HEADERS = {
+    b"x-content-type-options": b"nosniff",
+    b"x-frame-options": b"DENY",
+    b"referrer-policy": b"same-origin",
+}
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTokens:
+    """Owners by the SHA-256 digest of their token; empty means writes are open."""
+
+    owners: dict[bytes, str]
+
+    @classmethod
+    def parse(cls, spec: str) -> WriteTokens:
+        """From "owner:token,..." (ValueError names a malformed entry, never its token)."""
+        owners: dict[bytes, str] = {}
+        for number, entry in enumerate((e.strip() for e in spec.split(",")), start=1):
+            if not entry:
+                continue
+            owner, _, token = entry.partition(":")
+            if not owner.strip() or len(token) < 16:
+                raise ValueError(
+                    f"ROOFCHECK_WRITE_TOKENS entry {number}: expected owner:token "
+                    "with a token of at least 16 characters"
+                )
+            owners[_digest(token)] = owner.strip()
+        return cls(owners)
+
+    def owner(self, token: str) -> str | None:
+        """The owner of `token`, or None (every digest is compared, in constant time)."""
+        found = None
+        wanted = _digest(token)
+        for digest, owner in self.owners.items():
+            if hmac.compare_digest(digest, wanted):
+                found = owner
+        return found
+
+
+def require_writer(request: Request) -> str | None:
+    """The owner of the request's bearer token; 401 without a valid one when tokens are set.
+
+    None when writes are open."""
+    tokens: WriteTokens = request.app.state.write_tokens
+    if not tokens.owners:
+        return None
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    owner = tokens.owner(token.strip()) if scheme.lower() == "bearer" else None
+    if owner is None:
+        raise HTTPException(
+            status_code=401,
+            detail={"message": "writing needs a valid 'Authorization: Bearer <token>'"},
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return owner
+
+
+WriterDep = Annotated[str | None, Depends(require_writer)]
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a browser request comes from this site (OWASP's origin verification)."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if not source or source == "null":
+        return False
+    return urlsplit(source).netloc == request.headers.get("host")
+
+
+class Hardening:
+    """ASGI middleware: security headers on every response, and a cap on request bodies."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        csp = (_DOCS_CSP if path in _DOCS else CSP).encode()
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        chunked = declared is None and b"transfer-encoding" in headers
+        if chunked or (declared is not None and not declared.isdigit()):
+            await _refuse(send, csp, 411, b"a request body needs a Content-Length")
+            return
+        if declared is not None and int(declared) > self.max_body_bytes:
+            message = b"request body larger than %d bytes" % self.max_body_bytes
+            await _refuse(send, csp, 413, message)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in HEADERS.items() if k not in names]
+                extra.append((b"content-security-policy", csp))
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+async def _refuse(send: Send, csp: bytes, status: int, message: bytes) -> None:
+    body = b'{"detail":{"message":"' + message + b'"}}'
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"content-security-policy", csp),
+        *HEADERS.items(),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,62 @@
+"""The database away at start-up or mid-request: 503 where it is needed, answers elsewhere."""
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from tests.faults.conftest import Switchable
+
+POST = {
+    "chip": "a100",
+    "workload": {"kind": "transformer", "model": "llama-8b", "batch": 8},
+    "measured_ms": 10.0,
+    "label": "fault",
+}
+CALCULATION = ("/expected-time", {"chip": "a100", "model": "llama-8b"})
+
+
+@pytest.fixture
+def app(switchable: Switchable) -> Iterator[FastAPI]:
+    built = create_app(Settings(database_url=switchable.url))
+    yield built
+    built.state.database.engine.dispose()
+
+
+def assert_unavailable(client: TestClient) -> None:
+    for response in (client.get("/measurements"), client.post("/measurements", json=POST)):
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert "database is unreachable" in response.json()["detail"]["message"]
+    page = client.get("/history", headers={"accept": "text/html"})
+    assert page.status_code == 503
+    assert "<h1>Database unavailable</h1>" in page.text
+    assert client.get(CALCULATION[0], params=CALCULATION[1]).status_code == 200
+    assert client.get("/health").status_code == 200
+
+
+def test_starts_without_its_database_and_recovers(app, switchable):
+    client = TestClient(app)
+    assert not app.state.database.ready
+    assert_unavailable(client)
+    switchable.up()
+    assert client.post("/measurements", json=POST).status_code == 201
+    assert client.get("/measurements").json()["total"] == 1
+    assert app.state.database.ready
+
+
+# an open SQLite file cannot be taken away mid-flight; PostgreSQL's connection can
+@pytest.mark.parametrize("switchable", ["postgresql"], indirect=True)
+def test_lost_mid_flight_then_back(app, switchable):
+    switchable.up()
+    client = TestClient(app)
+    assert client.post("/measurements", json=POST).status_code == 201
+    switchable.down()
+    assert_unavailable(client)
+    switchable.up()
+    assert client.post("/measurements", json=POST).status_code == 201
+    # the write refused while the database was away was not half-stored
+    assert client.get("/measurements").json()["total"] == 2

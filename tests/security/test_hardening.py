@@ -1,0 +1,104 @@
+"""Headers, body limits, write tokens and cross-site form posts (SECURITY.md)."""
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.security import WriteTokens
+from app.settings import Settings
+
+DECODE = {"kind": "transformer", "model": "llama-8b", "batch": 8}
+POST = {"chip": "a100", "workload": DECODE, "measured_ms": 10.0, "label": "sec"}
+TOKEN = "ci-token-0123456789abcdef"
+
+
+@pytest.mark.parametrize("path", ["/", "/history", "/catalog", "/chips", "/roofline.svg"])
+def test_every_response_carries_the_security_headers(client, path):
+    response = client.get(path, params={"chip": "a100", "model": "llama-8b"})
+    csp = response.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in csp
+    assert "script-src 'self';" in csp
+    assert "unsafe-inline" not in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["x-frame-options"] == "DENY"
+
+
+def test_oversized_body_is_refused_before_it_is_read(client):
+    response = client.post("/measurements", json=POST | {"notes": "x" * 70_000})
+    assert response.status_code == 413
+    assert "65536 bytes" in response.json()["detail"]["message"]
+
+
+def test_body_without_length_is_refused(client):
+    response = client.post(
+        "/measurements", content=iter([b"{}"]), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 411
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    database = Path(tmp_path_factory.mktemp("guarded")) / "roofcheck.db"
+    settings = Settings(
+        database_url=f"sqlite:///{database}",
+        write_tokens=f"ci:{TOKEN}, alice:alice-token-0123456789",
+    )
+    return TestClient(create_app(settings))
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong-token-0123456789", f"Basic {TOKEN}", TOKEN]
+)
+def test_writes_need_a_valid_bearer_token(guarded, authorization):
+    headers = {"authorization": authorization} if authorization else {}
+    response = guarded.post("/measurements", json=POST, headers=headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert guarded.post("/measurements/1/rejudge", headers=headers).status_code == 401
+
+
+def test_a_valid_token_writes_and_reads_stay_open(guarded):
+    stored = guarded.post("/measurements", json=POST, headers={"authorization": f"Bearer {TOKEN}"})
+    assert stored.status_code == 201
+    number = stored.json()["id"]
+    assert guarded.get(f"/measurements/{number}").status_code == 200
+    assert guarded.get("/measurements").json()["total"] >= 1
+    assert guarded.get("/expected-time", params={"chip": "a100", "model": "llama-8b"}).is_success
+
+
+def test_the_form_cannot_store_when_writes_need_tokens(guarded):
+    response = guarded.post("/save", data={}, headers={"origin": "http://testserver"})
+    assert response.status_code == 403
+    assert "bearer token" in response.text
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"origin": "https://evil.example"},
+        {"origin": "null"},
+        {"referer": "https://evil.example/page"},
+        {"origin": "http://testserver", "sec-fetch-site": "cross-site"},
+    ],
+)
+def test_cross_site_form_posts_are_refused(client, headers):
+    form = {"chip": "a100", "kind": "transformer", "model": "llama-8b", "measured_ms": "9"}
+    before = client.get("/measurements").json()["total"]
+    response = client.post("/save", data=form, headers=headers, follow_redirects=False)
+    assert response.status_code == 403
+    assert client.get("/measurements").json()["total"] == before
+
+
+def test_token_parsing():
+    tokens = WriteTokens.parse(f" ci:{TOKEN} ,, bob:{'b' * 16}")
+    assert tokens.owner(TOKEN) == "ci"
+    assert tokens.owner("b" * 16) == "bob"
+    assert tokens.owner("nope") is None
+    assert WriteTokens.parse("").owners == {}
+    for bad in ("ci", "ci:short", f":{TOKEN}"):
+        with pytest.raises(ValueError, match="entry 1") as caught:
+            WriteTokens.parse(bad)
+        assert TOKEN not in str(caught.value)
