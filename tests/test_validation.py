@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from app.catalog.loader import load_chip_catalog
+from app.catalog.loader import load_chip_catalog, load_model_catalog
 from app.validation import (
     CHART_PATH,
+    MODELS_PATH,
     REPORT_PATH,
     ROOT,
     _svg,
@@ -19,17 +20,18 @@ from app.validation import (
 )
 
 CATALOG = load_chip_catalog(ROOT / "chip_catalog.json")
-RESULTS = evaluate(load(), CATALOG)
+RESULTS = evaluate(load(), CATALOG, load_model_catalog(MODELS_PATH))
 
 
 def test_every_row_is_sourced_and_the_set_spans_chips_and_kinds() -> None:
-    assert len(RESULTS) >= 36
+    assert len(RESULTS) >= 40
     for r in RESULTS:
         assert r.row.source_url.startswith("https://"), r.row.id
         assert len(r.row.quote) > 20, r.row.id
     chips = {r.row.chip for r in RESULTS}
     assert {"a100-sxm4-80gb", "h100-sxm5-80gb", "tpu-v4", "mi300x", "gaudi3"} <= chips
-    assert {"matmul", "hbm-copy", "attention", "training"} <= {r.row.category for r in RESULTS}
+    kinds = {r.row.category for r in RESULTS}
+    assert {"matmul", "hbm-copy", "attention", "training", "generation"} <= kinds
     assert len({r.row.id for r in RESULTS}) == len(RESULTS)
 
 
