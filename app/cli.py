@@ -41,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="judge a measured time (nothing is stored)")
     submit = commands.add_parser("submit", help="judge and store a measured time")
+    probe = commands.add_parser("probe", help="measure this machine's copy and matmul ceilings")
+    probe.add_argument("--copy-mib", type=int, default=1024, help="bytes copied, in MiB")
+    probe.add_argument("--n", type=int, default=8192, help="matmul size n (GPU; CPU uses n/4)")
+    commands.add_parser("validate", help="regenerate docs/validation.md from the validation set")
     for sub, fail_on in ((check, BAD_VERDICTS), (submit, BAD_VERDICTS + ",regression")):
         sub.add_argument(
             "--url",
@@ -194,6 +198,17 @@ def _error(status: int, body: dict[str, Any]) -> str:
 def run(argv: Sequence[str]) -> int:
     """Run the command line `argv`; return the exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "probe":
+        from app.probe import probe  # noqa: PLC0415 (needs the optional numpy or torch)
+
+        result = probe(copy_bytes=args.copy_mib * 2**20, n=args.n, cpu_n=max(1, args.n // 4))
+        print(json.dumps(result.as_dict(), indent=2))
+        return PASS
+    if args.command == "validate":
+        from app.validation import main as validate  # noqa: PLC0415
+
+        validate()
+        return PASS
     fail_on = {part.strip() for part in args.fail_on.split(",") if part.strip()}
     base = args.url.rstrip("/")
     if args.command == "check":
