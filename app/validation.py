@@ -52,6 +52,7 @@ MODELS_PATH = ROOT / "app" / "catalog" / "models.json"
 CSV_PATH = ROOT / "validation" / "measurements.csv"
 REPORT_PATH = ROOT / "docs" / "validation.md"
 CHART_PATH = ROOT / "docs" / "validation.svg"
+PEERS_PATH = ROOT / "validation" / "peers.csv"  # written by validation/run_peers.py
 # Rows whose own figure set a catalog sustained fraction (in-sample: their realistic error
 # is zero by construction); the median error is also stated without them.
 CALIBRATION_SOURCES = ("maximum-achievable-matmul-flops", "a10g", "BabelStream", "gpu-workshop")
@@ -195,6 +196,42 @@ def median_error(results: list[Result]) -> float:
     return statistics.median(r.realistic_error for r in results)
 
 
+def load_peers(path: Path = PEERS_PATH) -> dict[str, dict[str, float]]:
+    """Peer predictions (seconds) by peer name ("name version") and row id; {} without a file."""
+    if not path.exists():
+        return {}
+    peers: dict[str, dict[str, float]] = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            peers.setdefault(f"{r['peer']} {r['peer_version']}", {})[r["id"]] = float(
+                r["predicted_s"]
+            )
+    return peers
+
+
+def _peer_lines(results: list[Result], peers: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["", "## Peers on the same rows", ""]
+    if not peers:
+        return [*lines, "No peer predictions (validation/peers.csv is absent).", ""]
+    lines += [
+        "Predictions from `validation/run_peers.py` (run in `.venv-peers`, not a dependency)."
+        " LLM-Viewer was not run: it is not in the package lists available here.",
+        "",
+        "| peer | rows | peer median error | roofcheck realistic | roofcheck ideal |",
+        "| :-- | --: | --: | --: | --: |",
+    ]
+    by_id = {r.row.id: r for r in results}
+    for name, predictions in sorted(peers.items()):
+        common = [(by_id[i], t) for i, t in predictions.items() if i in by_id]
+        peer = statistics.median(abs(t - r.measured_s) / r.measured_s for r, t in common)
+        ideal = statistics.median(
+            abs(r.roofline.expected_time - r.measured_s) / r.measured_s for r, _ in common
+        )
+        mine = median_error([r for r, _ in common])
+        lines.append(f"| {name} | {len(common)} | {peer:.1%} | {mine:.1%} | {ideal:.1%} |")
+    return [*lines, ""]
+
+
 def _svg(results: list[Result]) -> str:
     """A horizontal bar chart of measured / ideal per row (1 = on the roofline)."""
     bar_h, left, width = 14, 260, 420
@@ -225,7 +262,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.4g}"
 
 
-def report(results: list[Result], catalog_version: str) -> str:
+def report(results: list[Result], catalog_version: str, peers: dict[str, dict[str, float]]) -> str:
     """The Markdown report."""
     out_of_sample = [r for r in results if not r.row.in_sample]
     chips = sorted({r.row.chip for r in results})
@@ -242,7 +279,7 @@ def report(results: list[Result], catalog_version: str) -> str:
         f"- Median absolute error of the realistic estimate: {median_error(results):.1%} over all"
         f" rows; {median_error(out_of_sample):.1%} over the {len(out_of_sample)} rows whose"
         " source did not calibrate the catalog (in-sample rows are marked *).",
-        "- Peers (llm-analysis, LLM-Viewer): not run in this revision; see the end.",
+        "- Peers: see [Peers on the same rows](#peers-on-the-same-rows).",
         "",
         "![measured over ideal](validation.svg)",
         "",
@@ -258,14 +295,15 @@ def report(results: list[Result], catalog_version: str) -> str:
             f"{_ms(r.measured_s)} | {r.measured_over_ideal:.2f} | {r.realistic_error:.1%} | "
             f"[link]({r.row.source_url}) |"
         )
-    lines += ["", "## Quotes", ""]
+    lines += _peer_lines(results, peers)
+    lines += ["## Quotes", ""]
     lines += [f"- **{r.row.id}**: {r.row.quote}" for r in results]
     lines += [
         "",
         "## Not covered yet",
         "",
-        "Separate LLM decode-step (batch 1 and large batch) and prefill rows, and the side-by-side",
-        "errors of llm-analysis and LLM-Viewer on the transformer rows, are not in this revision.",
+        "Separate LLM decode-step (batch 1 and large batch) and prefill rows, peers on the",
+        "training rows, and LLM-Viewer are not in this revision.",
         "",
     ]
     return "\n".join(lines)
@@ -275,7 +313,7 @@ def main() -> None:
     """Regenerate docs/validation.md and docs/validation.svg."""
     catalog = load_chip_catalog(ROOT / "chip_catalog.json")
     results = evaluate(load(), catalog, load_model_catalog(MODELS_PATH))
-    REPORT_PATH.write_text(report(results, catalog.version), encoding="utf-8")
+    REPORT_PATH.write_text(report(results, catalog.version, load_peers()), encoding="utf-8")
     CHART_PATH.write_text(_svg(results), encoding="utf-8")
     print(f"wrote {REPORT_PATH} ({len(results)} rows, median error {median_error(results):.1%})")
 

@@ -15,6 +15,7 @@ from app.validation import (
     _svg,
     evaluate,
     load,
+    load_peers,
     median_error,
     report,
 )
@@ -66,6 +67,16 @@ def test_training_row_uses_6nd_over_the_chips() -> None:
 
 
 def test_committed_report_and_chart_are_current() -> None:
-    assert REPORT_PATH.read_text(encoding="utf-8") == report(RESULTS, CATALOG.version)
+    assert REPORT_PATH.read_text(encoding="utf-8") == report(RESULTS, CATALOG.version, load_peers())
     assert CHART_PATH.read_text(encoding="utf-8") == _svg(RESULTS)
     assert f"{median_error(RESULTS):.1%}" in REPORT_PATH.read_text(encoding="utf-8")
+
+
+def test_peer_errors_are_on_rows_of_the_set(tmp_path) -> None:
+    peers = load_peers()
+    assert peers, "validation/peers.csv is committed"
+    ids = {r.row.id for r in RESULTS}
+    assert all(set(p) <= ids for p in peers.values())
+    assert load_peers(tmp_path / "absent.csv") == {}
+    text = report(RESULTS, CATALOG.version, {})
+    assert "No peer predictions" in text
