@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     probe = commands.add_parser("probe", help="measure this machine's copy and matmul ceilings")
     probe.add_argument("--copy-mib", type=int, default=1024, help="bytes copied, in MiB")
     probe.add_argument("--n", type=int, default=8192, help="matmul size n (GPU; CPU uses n/4)")
+    probe.add_argument("--submit", metavar="CHIP", help="store the profile as this chip's")
+    probe.add_argument(
+        "--url", default=_first_env("ROOFCHECK_URL") or DEFAULT_URL, help="env ROOFCHECK_URL"
+    )
     commands.add_parser("validate", help="regenerate docs/validation.md from the validation set")
     for sub, fail_on in ((check, BAD_VERDICTS), (submit, BAD_VERDICTS + ",regression")):
         sub.add_argument(
@@ -203,6 +207,15 @@ def run(argv: Sequence[str]) -> int:
 
         result = probe(copy_bytes=args.copy_mib * 2**20, n=args.n, cpu_n=max(1, args.n // 4))
         print(json.dumps(result.as_dict(), indent=2))
+        if args.submit:
+            chip = urllib.parse.quote(args.submit, safe="")
+            body = result.as_dict()
+            body = {k: body[k] for k in body if k not in ("copy_bytes", "matmul_n")}
+            status, answer = _post(f"{args.url.rstrip('/')}/chips/{chip}/empirical", body)
+            if status != 201:
+                print(_error(status, answer), file=sys.stderr)
+                return ERROR
+            print(f"roofcheck: stored empirical profile #{answer['id']} of {answer['chip']}")
         return PASS
     if args.command == "validate":
         from app.validation import main as validate  # noqa: PLC0415

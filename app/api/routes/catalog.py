@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import APIRouter
 
 from app.api.deps import CatalogsDep, SessionsDep
+from app.api.routes.empirical import profile_view
 from app.catalog.loader import ChipCatalogVersion, ChipRecord, ModelRecord
-from app.db import catalog_versions
+from app.db import catalog_versions, empirical
 from app.engine import Dtype, Unit, kv_bytes_per_token, param_counts
 
 router = APIRouter(tags=["catalog"])
@@ -58,12 +59,18 @@ async def chips(catalogs: CatalogsDep, catalog_version: str | None = None) -> di
 
 
 @router.get("/chips/{chip}", responses=_NOT_FOUND)
-async def chip(
-    chip: str, catalogs: CatalogsDep, catalog_version: str | None = None
+def chip(
+    chip: str, catalogs: CatalogsDep, sessions: SessionsDep, catalog_version: str | None = None
 ) -> dict[str, Any]:
-    """One chip by id or alias."""
+    """One chip by id or alias, with the newest empirical profile measured on it (or null)."""
     catalog = catalogs.chips(catalog_version)
-    return {"catalog_version": catalog.version, **_chip(catalog.resolve(chip), catalog)}
+    record = catalog.resolve(chip)
+    row = empirical.latest(sessions, record.entry.id)
+    return {
+        "catalog_version": catalog.version,
+        **_chip(record, catalog),
+        "empirical": None if row is None else profile_view(row, record),
+    }
 
 
 def _model(record: ModelRecord, *, with_config: bool) -> dict[str, Any]:
