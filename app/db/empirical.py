@@ -31,3 +31,14 @@ def latest(factory: sessionmaker[Session], chip_id: str) -> EmpiricalProfileRow 
             .order_by(EmpiricalProfileRow.created_at.desc(), EmpiricalProfileRow.id.desc())
             .limit(1)
         )
+
+
+def latest_by_chip(factory: sessionmaker[Session]) -> dict[str, EmpiricalProfileRow]:
+    """The newest profile of every chip that has one."""
+    with factory() as session:
+        rows = session.scalars(
+            select(EmpiricalProfileRow).order_by(
+                EmpiricalProfileRow.created_at, EmpiricalProfileRow.id
+            )
+        )
+        return {row.chip_id: row for row in rows}  # later rows replace earlier ones

@@ -146,6 +146,6 @@ def workload_history(
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
-    """The chips with their figures and sources."""
-    return pages.catalog_page(request, catalogs)
+def catalog(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -> HTMLResponse:
+    """The chips with their figures and sources, and the ceilings measured on them."""
+    return pages.catalog_page(request, catalogs, sessions)

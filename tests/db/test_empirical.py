@@ -74,3 +74,14 @@ def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
     stored = db_client.get("/chips/a100").json()["empirical"]
     assert stored["backend"] == "numpy" and stored["copy_bytes_per_s"] > 0
     assert "stored" in capsys.readouterr().out
+
+
+def test_the_catalog_page_shows_the_newest_profile_beside_the_datasheet(db_client):
+    assert "Measured copy" not in db_client.get("/catalog").text
+    db_client.post("/chips/a100/empirical", json=PROFILE)
+    page = db_client.get("/catalog").text
+    section = page[page.index('id="chip-a100-sxm4-80gb"') :]
+    section = section[: section.index("</section>")]
+    assert "Measured copy (torch, NVIDIA A100-SXM4-80GB, 2026-11-23)" in section
+    assert "Measured bf16 matmul" in section and "Measured fp8 matmul" in section
+    assert "83" in section  # 1.7 / 2.039 = 83.4% of the datasheet bandwidth
