@@ -9,7 +9,8 @@ means a wrong spec or formula and fails the test suite.
 How a reported figure becomes a measured time (the workload's FLOPs or bytes divided by the
 reported rate, so the time is the one the source measured for that work):
   TFLOP/s -> flops / (value * 1e12); GB/s -> bytes / (value * 1e9);
-  MFU -> flops / (value * catalog peak); s, ms -> the value itself.
+  MFU -> flops / (value * catalog peak); s, ms -> the value itself;
+  out_tok/s (generate rows) -> batch * gen_len / value.
 Transformer rows (decode, prefill, generate) use the engine's `estimate` on a catalog model.
 Training rows are `custom` work of 6 N D FLOPs per step (Kaplan et al. 2020,
 https://arxiv.org/abs/2001.08361, eq. 2.1: forward + backward ~ 6 FLOPs per parameter per
@@ -160,6 +161,8 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
         return value
     if unit == "ms":
         return value / 1e3
+    if unit == "out_tok/s":  # a whole generate request: batch x gen_len tokens at this rate
+        return row.params["batch"] * row.params["gen_len"] / value
     raise ValueError(f"{row.id}: unknown measured_unit {unit!r}")
 
 

@@ -25,7 +25,7 @@ RESULTS = evaluate(load(), CATALOG, load_model_catalog(MODELS_PATH))
 
 
 def test_every_row_is_sourced_and_the_set_spans_chips_and_kinds() -> None:
-    assert len(RESULTS) >= 40
+    assert len(RESULTS) >= 48
     for r in RESULTS:
         assert r.row.source_url.startswith("https://"), r.row.id
         assert len(r.row.quote) > 20, r.row.id

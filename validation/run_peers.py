@@ -21,6 +21,7 @@ from llm_analysis.analysis import infer  # type: ignore[import-not-found]
 HERE = Path(__file__).resolve().parent
 MODELS = {"llama-2-7b": "NousResearch_Llama-2-7b-hf"}
 GPUS = {"a100-sxm4-80gb": "a100-sxm-80gb", "h100-sxm5-80gb": "h100-sxm-80gb"}
+DTYPES = {"bf16": "w16a16e16", "fp16": "w16a16e16", "fp8": "w8a8e16"}
 
 
 def main() -> None:
@@ -35,7 +36,7 @@ def main() -> None:
         result = infer(
             model_name=MODELS[params["model"]],
             gpu_name=GPUS[row["chip"]],
-            dtype_name="w16a16e16",
+            dtype_name=DTYPES[params["dtype"]],
             log_level="ERROR",
             batch_size_per_gpu=params["batch"],
             tp_size=params.get("tp", 1),
