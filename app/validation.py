@@ -162,7 +162,7 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
     if unit == "ms":
         return value / 1e3
     if unit == "out_tok/s":  # a whole generate request: batch x gen_len tokens at this rate
-        return row.params["batch"] * row.params["gen_len"] / value
+        return float(row.params["batch"] * row.params["gen_len"]) / value
     raise ValueError(f"{row.id}: unknown measured_unit {unit!r}")
 
 
