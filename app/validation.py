@@ -261,6 +261,15 @@ def _svg(results: list[Result]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _category_lines(results: list[Result]) -> list[str]:
+    lines = []
+    for category in sorted({r.row.category for r in results}):
+        group = [r for r in results if r.row.category == category]
+        ratio = statistics.median(r.measured_over_ideal for r in group)
+        lines.append(f"| {category} | {len(group)} | {ratio:.2f} | {median_error(group):.1%} |")
+    return lines
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.4g}"
 
@@ -283,6 +292,10 @@ def report(results: list[Result], catalog_version: str, peers: dict[str, dict[st
         f" rows; {median_error(out_of_sample):.1%} over the {len(out_of_sample)} rows whose"
         " source did not calibrate the catalog (in-sample rows are marked *).",
         "- Peers: see [Peers on the same rows](#peers-on-the-same-rows).",
+        "",
+        "| kind | rows | median measured/ideal | median realistic error |",
+        "| :-- | --: | --: | --: |",
+        *_category_lines(results),
         "",
         "![measured over ideal](validation.svg)",
         "",
