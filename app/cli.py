@@ -41,6 +41,20 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="judge a measured time (nothing is stored)")
     submit = commands.add_parser("submit", help="judge and store a measured time")
+    probe = commands.add_parser("probe", help="measure this machine's copy and matmul ceilings")
+    probe.add_argument("--copy-mib", type=int, default=1024, help="bytes copied, in MiB")
+    probe.add_argument("--n", type=int, default=8192, help="matmul size n (GPU; CPU uses n/4)")
+    probe.add_argument("--submit", metavar="CHIP", help="store the profile as this chip's")
+    probe.add_argument(
+        "--url", default=_first_env("ROOFCHECK_URL") or DEFAULT_URL, help="env ROOFCHECK_URL"
+    )
+    for writer in (probe, submit):
+        writer.add_argument(
+            "--token",
+            default=_first_env("ROOFCHECK_TOKEN"),
+            help="write token, when the service restricts writes (env ROOFCHECK_TOKEN)",
+        )
+    commands.add_parser("validate", help="regenerate docs/validation.md from the validation set")
     for sub, fail_on in ((check, BAD_VERDICTS), (submit, BAD_VERDICTS + ",regression")):
         sub.add_argument(
             "--url",
@@ -87,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--baseline-branch", help="compare with the latest run on this branch")
     submit.add_argument("--baseline-id", type=int)
     submit.add_argument("--threshold", type=float, help="regression threshold (default 0.1)")
+    submit.add_argument(
+        "--idempotency-key", help="a retried submit with the same key is stored once"
+    )
     return parser
 
 
@@ -140,9 +157,13 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
     return body
 
 
-def _post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _post(
+    url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+        url,
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", **(headers or {})},
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
@@ -191,16 +212,47 @@ def _error(status: int, body: dict[str, Any]) -> str:
     return f"roofcheck: error {status}: {detail}"
 
 
+def _writer_headers(args: argparse.Namespace) -> dict[str, str]:
+    """The bearer token and idempotency key of a write, when given."""
+    headers = {}
+    if args.token:
+        headers["authorization"] = f"Bearer {args.token}"
+    if getattr(args, "idempotency_key", None):
+        headers["idempotency-key"] = args.idempotency_key
+    return headers
+
+
 def run(argv: Sequence[str]) -> int:
     """Run the command line `argv`; return the exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "probe":
+        from app.probe import probe  # noqa: PLC0415 (needs the optional numpy or torch)
+
+        result = probe(copy_bytes=args.copy_mib * 2**20, n=args.n, cpu_n=max(1, args.n // 4))
+        print(json.dumps(result.as_dict(), indent=2))
+        if args.submit:
+            chip = urllib.parse.quote(args.submit, safe="")
+            body = result.as_dict()
+            body = {k: body[k] for k in body if k not in ("copy_bytes", "matmul_n")}
+            url = f"{args.url.rstrip('/')}/chips/{chip}/empirical"
+            status, answer = _post(url, body, _writer_headers(args))
+            if status != 201:
+                print(_error(status, answer), file=sys.stderr)
+                return ERROR
+            print(f"roofcheck: stored empirical profile #{answer['id']} of {answer['chip']}")
+        return PASS
+    if args.command == "validate":
+        from app.validation import main as validate  # noqa: PLC0415
+
+        validate()
+        return PASS
     fail_on = {part.strip() for part in args.fail_on.split(",") if part.strip()}
     base = args.url.rstrip("/")
     if args.command == "check":
         status, answer = _post(f"{base}/check", _body(args))
     else:
         query = urllib.parse.urlencode({"fail_on": ",".join(sorted(fail_on))})
-        status, answer = _post(f"{base}/measurements?{query}", _body(args))
+        status, answer = _post(f"{base}/measurements?{query}", _body(args), _writer_headers(args))
     if status not in (200, 201, 412):
         print(_error(status, answer), file=sys.stderr)
         return ERROR

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import errors
 from app.api.catalogs import Catalogs, load_catalog_files, record_catalogs
-from app.api.routes import calculations, catalog, measurements
+from app.api.routes import calculations, catalog, empirical, measurements
 from app.catalog.loader import CatalogError
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.session import make_engine
@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(catalog.router)
     app.include_router(calculations.router)
     app.include_router(measurements.router)
+    app.include_router(empirical.router)
     app.include_router(web.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -155,3 +155,14 @@ def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
         run(["check", "--chip", "a100"])
     assert info.value.code == 2
+
+
+def test_a_retried_submit_with_an_idempotency_key_is_stored_once(url, capsys):
+    argv = ["submit", "--url", url, "--chip", "a100", "--workload", MATMUL, "--measured-ms", "0.5"]
+    argv += ["--idempotency-key", f"cli-retry-{time.monotonic_ns()}"]
+    assert run(argv) == PASS
+    first = capsys.readouterr().out
+    assert run(argv) == PASS
+    again = capsys.readouterr().out
+    stored = first.rsplit("[stored #", 1)[1].split("]")[0]
+    assert f"[stored #{stored}]" in again  # the same measurement, not a second one

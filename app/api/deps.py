@@ -1,5 +1,6 @@
-"""Request dependencies: async, since they only read app state (a plain `def` would cost
-every request a hop through the thread pool)."""
+"""Request dependencies. The catalogs' is async, since it only reads app state (a plain `def`
+costs every request a hop through the thread pool); the sessions' are plain functions, since
+the first request after the database comes back migrates it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.catalogs import Catalogs
-from app.db.availability import Database
+from app.db.availability import Database, DatabaseUnavailable
 
 
 async def get_catalogs(request: Request) -> Catalogs:
@@ -24,5 +25,15 @@ def get_sessions(request: Request) -> sessionmaker[Session]:
     return database.sessions()
 
 
+def get_optional_sessions(request: Request) -> sessionmaker[Session] | None:
+    """The session factory, or None while the database is unreachable (for pages and answers
+    that only add stored data to what the catalog says)."""
+    try:
+        return get_sessions(request)
+    except DatabaseUnavailable:
+        return None
+
+
 CatalogsDep = Annotated[Catalogs, Depends(get_catalogs)]
 SessionsDep = Annotated[sessionmaker[Session], Depends(get_sessions)]
+OptionalSessionsDep = Annotated[sessionmaker[Session] | None, Depends(get_optional_sessions)]

@@ -90,3 +90,22 @@ class MeasurementRow(Base):
         Index("ix_measurements_family_key_id", "family_key", "id"),
         Index("ix_measurements_idempotency_key", "idempotency_key", unique=True),
     )
+
+
+class EmpiricalProfileRow(Base):
+    """Ceilings measured on a chip by `roofcheck probe`: copy bandwidth and matmul rates."""
+
+    __tablename__ = "empirical_profiles"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    chip_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    device: Mapped[str] = mapped_column(String(HOST_LENGTH))
+    backend: Mapped[str] = mapped_column(String(20))
+    measured_on: Mapped[str] = mapped_column(String(10))  # ISO date the probe ran
+    copy_bytes_per_s: Mapped[float] = mapped_column(Float)
+    matmul_flops_per_s: Mapped[dict[str, float]] = mapped_column(JSON)
+    software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    hostname: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
+
+    __table_args__ = (Index("ix_empirical_profiles_chip_id_created_at", "chip_id", "created_at"),)

@@ -14,8 +14,10 @@ from app.api import measurements
 from app.api.catalogs import Catalogs
 from app.api.errors import StrictJSONResponse
 from app.api.measurement_schemas import DEFAULT_THRESHOLD, MeasurementPage, MeasurementQuery
+from app.api.routes.empirical import profile_view
 from app.api.schemas import ExpectedTime
 from app.catalog.names import UnknownName
+from app.db import empirical
 from app.db.measurements import Filters
 from app.engine import EngineError, Phase
 from app.web.charts import data_of, roofline_svg
@@ -161,10 +163,21 @@ def workload_page(
     return render(request, "workload.html", context)
 
 
-def catalog_page(request: Request, catalogs: Catalogs) -> HTMLResponse:
-    """The chips of the current catalog with their figures and sources."""
+def catalog_page(
+    request: Request, catalogs: Catalogs, sessions: sessionmaker[Session] | None
+) -> HTMLResponse:
+    """The chips of the current catalog with their figures and sources, and probe results
+    (none while the database is unreachable)."""
     version = catalogs.chips()
-    return render(request, "catalog.html", {"catalog": version.catalog, "version": version})
+    measured = {}
+    if sessions is not None:
+        measured = {
+            chip_id: profile_view(row, version.chips[chip_id])
+            for chip_id, row in empirical.latest_by_chip(sessions).items()
+            if chip_id in version.chips
+        }
+    context = {"catalog": version.catalog, "version": version, "measured": measured}
+    return render(request, "catalog.html", context)
 
 
 async def database_unavailable(request: Request, exc: Exception) -> Response:

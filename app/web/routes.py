@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
 from app.api import calculations, measurements
-from app.api.deps import CatalogsDep, SessionsDep
+from app.api.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
 from app.api.measurement_schemas import DEFAULT_THRESHOLD
 from app.catalog.names import UnknownName
 from app.engine import Dtype, EngineError, Phase, Unit
@@ -170,6 +170,6 @@ def workload_history(
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
-    """The chips with their figures and sources."""
-    return pages.catalog_page(request, catalogs)
+def catalog(request: Request, catalogs: CatalogsDep, sessions: OptionalSessionsDep) -> HTMLResponse:
+    """The chips with their figures and sources, and the ceilings measured on them."""
+    return pages.catalog_page(request, catalogs, sessions)

@@ -20,7 +20,7 @@ from app.settings import Settings
 POSTGRES_URL = os.environ.get(
     "ROOFCHECK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
-OUR_TABLES = ("measurements", "catalog_versions", "alembic_version")
+OUR_TABLES = ("empirical_profiles", "measurements", "catalog_versions", "alembic_version")
 
 
 def drop_our_tables(url: str) -> None:

@@ -51,12 +51,26 @@ def _seed_0003(connection: sa.Connection) -> None:
     )
 
 
+def _seed_0004(connection: sa.Connection) -> None:
+    _seed_0001(connection)
+    connection.execute(
+        sa.text(
+            "INSERT INTO empirical_profiles (created_at, chip_id, device, backend, measured_on, "
+            "copy_bytes_per_s, matmul_flops_per_s, software, hostname) VALUES (:at, "
+            "'a100-sxm4-80gb', 'NVIDIA A100-SXM4-80GB', 'torch', '2026-11-23', 1.7e12, "
+            ":rates, '{}', NULL)"
+        ),
+        {"at": "2026-11-23 03:04:05+00:00", "rates": '{"bf16": 2.7e14}'},
+    )
+
+
 # One seeder per revision, writing rows in that revision's schema. A new migration must add
 # its own, so that every upgrade path is tested with data in it.
 SEEDERS: dict[str, Callable[[sa.Connection], None]] = {
     "0001": _seed_0001,
     "0002": _seed_0001,  # 0002 changes indexes only: the same columns take the same rows
     "0003": _seed_0003,
+    "0004": _seed_0004,
 }
 
 

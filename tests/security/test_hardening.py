@@ -57,6 +57,16 @@ def test_writes_need_a_valid_bearer_token(guarded, authorization):
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
     assert guarded.post("/measurements/1/rejudge", headers=headers).status_code == 401
+    profile = {
+        "device": "cpu",
+        "backend": "numpy",
+        "date": "2026-11-23",
+        "copy_bytes_per_s": 3.6e10,
+        "matmul_flops_per_s": {"fp32": 7e10},
+    }
+    refused = guarded.post("/chips/a100/empirical", json=profile, headers=headers)
+    assert refused.status_code == 401
+    assert guarded.get("/chips/a100").json()["empirical"] is None  # nothing was stored
 
 
 def test_a_valid_token_writes_and_reads_stay_open(guarded):

@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
-from app.api.deps import CatalogsDep, SessionsDep
+from app.api.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
+from app.api.routes.empirical import profile_view
 from app.catalog.loader import ChipCatalogVersion, ChipRecord, ModelRecord
-from app.db import catalog_versions
+from app.db import catalog_versions, empirical
 from app.db.availability import UNAVAILABLE
 from app.engine import Dtype, Unit, kv_bytes_per_token, param_counts
 
@@ -61,12 +62,22 @@ async def chips(catalogs: CatalogsDep, catalog_version: _Version = None) -> dict
 
 
 @router.get("/chips/{chip}", responses=_NOT_FOUND)
-async def chip(
-    chip: _Name, catalogs: CatalogsDep, catalog_version: _Version = None
+def chip(
+    chip: _Name,
+    catalogs: CatalogsDep,
+    sessions: OptionalSessionsDep,
+    catalog_version: _Version = None,
 ) -> dict[str, Any]:
-    """One chip by id or alias."""
+    """One chip by id or alias, with the newest empirical profile measured on it (null when
+    there is none, or while the database is unreachable)."""
     catalog = catalogs.chips(catalog_version)
-    return {"catalog_version": catalog.version, **_chip(catalog.resolve(chip), catalog)}
+    record = catalog.resolve(chip)
+    row = None if sessions is None else empirical.latest(sessions, record.entry.id)
+    return {
+        "catalog_version": catalog.version,
+        **_chip(record, catalog),
+        "empirical": None if row is None else profile_view(row, record),
+    }
 
 
 def _model(record: ModelRecord, *, with_config: bool) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""Empirical profiles from `roofcheck probe` (SQLite and PostgreSQL), on GET /chips/{chip}."""
+
+import math
+
+import pytest
+
+from app.cli import run
+
+PROFILE = {
+    "device": "NVIDIA A100-SXM4-80GB",
+    "backend": "torch",
+    "date": "2026-11-23",
+    "copy_bytes_per_s": 1.7e12,
+    "matmul_flops_per_s": {"bf16": 2.7e14, "fp8": 1e14},
+    "software": {"torch": "2.5.1"},
+}
+
+
+def test_a_stored_profile_shows_beside_the_datasheet(db_client):
+    assert db_client.get("/chips/a100").json()["empirical"] is None
+    stored = db_client.post("/chips/a100/empirical", json=PROFILE)
+    assert stored.status_code == 201, stored.text
+    body = db_client.get("/chips/a100").json()["empirical"]
+    assert body["id"] == stored.json()["id"]
+    assert body["device"] == PROFILE["device"] and body["software"] == {"torch": "2.5.1"}
+    # 1.7 TB/s of the A100 80GB's 2.039 TB/s = 0.8337; 270 of 312 TFLOP/s bf16 = 0.8654
+    assert math.isclose(body["copy_fraction_of_datasheet"], 1.7e12 / 2.039e12)
+    assert math.isclose(body["matmul_fraction_of_datasheet"]["bf16"], 270 / 312)
+    # the A100 has no fp8 matrix peak: the rate is kept, without a fraction
+    assert body["matmul_flops_per_s"]["fp8"] == 1e14
+    assert "fp8" not in body["matmul_fraction_of_datasheet"]
+    newer = db_client.post(
+        "/chips/a100-sxm4-80gb/empirical", json={**PROFILE, "date": "2026-11-24"}
+    )
+    assert db_client.get("/chips/a100").json()["empirical"]["id"] == newer.json()["id"]
+    assert db_client.get("/chips/h100").json()["empirical"] is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("copy_bytes_per_s", 0),
+        ("copy_bytes_per_s", 1e19),
+        ("matmul_flops_per_s", {"bf17": 1e12}),
+        ("matmul_flops_per_s", {}),
+        ("backend", "jax"),
+        ("date", "yesterday"),
+    ],
+)
+def test_bad_profiles_are_422_naming_the_field(db_client, field, value):
+    answer = db_client.post("/chips/a100/empirical", json={**PROFILE, field: value})
+    assert answer.status_code == 422
+    assert field in answer.text
+
+
+def test_unknown_chip_is_404(db_client):
+    assert db_client.post("/chips/a101/empirical", json=PROFILE).status_code == 404
+
+
+def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
+    posted = {}
+
+    def fake_post(url, body, headers=None):
+        posted["url"], posted["headers"] = url, headers
+        answer = db_client.post(url.removeprefix("http://roofcheck"), json=body)
+        return answer.status_code, answer.json()
+
+    monkeypatch.setattr("app.cli._post", fake_post)
+    monkeypatch.setenv("ROOFCHECK_TOKEN", "probe-token")
+    code = run(
+        ["probe", "--copy-mib", "8", "--n", "256", "--submit", "a100", "--url", "http://roofcheck"]
+    )
+    assert code == 0
+    assert posted["url"] == "http://roofcheck/chips/a100/empirical"
+    assert posted["headers"] == {"authorization": "Bearer probe-token"}
+    stored = db_client.get("/chips/a100").json()["empirical"]
+    assert stored["backend"] == "numpy" and stored["copy_bytes_per_s"] > 0
+    assert "stored" in capsys.readouterr().out
+
+
+def test_the_catalog_page_shows_the_newest_profile_beside_the_datasheet(db_client):
+    assert "Measured copy" not in db_client.get("/catalog").text
+    db_client.post("/chips/a100/empirical", json=PROFILE)
+    page = db_client.get("/catalog").text
+    section = page[page.index('id="chip-a100-sxm4-80gb"') :]
+    section = section[: section.index("</section>")]
+    assert "Measured copy (torch, NVIDIA A100-SXM4-80GB, 2026-11-23)" in section
+    assert "Measured bf16 matmul" in section and "Measured fp8 matmul" in section
+    assert "83" in section  # 1.7 / 2.039 = 83.4% of the datasheet bandwidth
