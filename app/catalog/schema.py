@@ -94,7 +94,26 @@ class Peaks(_Strict):
             extra = set(rows) - allowed
             if extra:
                 raise ValueError(f"{unit}: dtype {sorted(extra)[0]} is not a {unit} rate")
+            for dtype, figure in rows.items():
+                if _is_sparse(figure):
+                    raise ValueError(
+                        f"{unit}.{dtype}: {figure.value:.4g} is the 'with sparsity' figure its "
+                        "note quotes; a peak is dense: give half of it"
+                    )
         return self
+
+
+# "vendor prints 125 TFLOP/s with sparsity", "(284 with sparsity)": the number before the phrase
+_SPARSE_QUOTE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:TFLOP/s|TFLOPS|TOPS|TF)?\s+with sparsity")
+
+
+def _is_sparse(figure: Figure) -> bool:
+    """Whether a peak's value is the 'with sparsity' figure its own note quotes (vendors print
+    those in T: TFLOP/s or TOPS)."""
+    quoted = _SPARSE_QUOTE.findall(figure.note or "")
+    return any(
+        math.isclose(figure.value / 1e12, float(q.replace(",", "")), rel_tol=5e-3) for q in quoted
+    )
 
 
 class Link(_Strict):
