@@ -184,7 +184,8 @@ def test_an_edited_catalog_must_bump_its_version(db_settings, db_client, tmp_pat
     data = json.loads(db_settings.chip_catalog.read_text())
     edited = copy.deepcopy(data)
     a100 = next(c for c in edited["chips"] if c["id"] == "a100-sxm4-80gb")
-    a100["peak_flops_per_s"]["matrix"]["bf16"]["value"] = 624e12  # someone "fixes" a figure
+    # someone "fixes" a figure (its note no longer quoting 624 as the sparse figure)
+    a100["peak_flops_per_s"]["matrix"]["bf16"].update(value=624e12, note="re-read")
     path = tmp_path / "chip_catalog.json"
     path.write_text(json.dumps(edited))
     same_version = Settings(database_url=db_settings.database_url, chip_catalog=path)
