@@ -1,33 +1,14 @@
 """The `roofcheck` command against the real service on a loopback port: output and exit codes."""
 
 import json
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 from app.cli import ERROR, FAIL, PASS, main, run
 
 # 2 * 4096^3 bf16 FLOPs on an A100: 440.5 us expected
 MATMUL = json.dumps({"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"})
-
-
-@pytest.fixture(scope="module")
-def url(app: FastAPI) -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 def test_check_passes_near_the_roofline(url, capsys):

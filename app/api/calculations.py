@@ -306,8 +306,6 @@ def _training_out(step: TrainingStep) -> TrainingOut:
         tokens_per_step=step.tokens_per_step,
         trained_params=step.trained_params,
         model_flops=step.model_flops,
-        step_time_s=roof.expected_time,
-        realistic_step_time_s=roof.realistic_time,
         mfu=step.mfu(roof.expected_time),
         realistic_mfu=step.mfu(roof.realistic_time),
         time_to_train_s=step.time_to_train(roof.expected_time),

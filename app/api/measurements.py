@@ -22,6 +22,7 @@ from app.api.measurement_schemas import (
     MeasurementIn,
     MeasurementOut,
     MeasurementPage,
+    MeasurementQuery,
     MeasurementSummary,
     Overhead,
     Rejudged,
@@ -272,6 +273,20 @@ def _summary(row: MeasurementRow) -> MeasurementSummary:
         ratio=row.ratio,
         verdict=row.verdict,
         workload_key=row.workload_key,
+    )
+
+
+def filters_of(query: MeasurementQuery) -> store.Filters:
+    """The database filters a GET /measurements query (or the history page) asks for."""
+    return store.Filters(
+        chip_id=query.chip,
+        model_id=query.model,
+        phase=query.phase,
+        label=query.label,
+        branch=query.branch,
+        workload_key=query.workload_key,
+        since=query.since,
+        until=query.until,
     )
 
 

@@ -360,7 +360,9 @@ class CommunicationOut(BaseModel):
 
 
 class TrainingOut(BaseModel):
-    """A training step over all chips, and the run it belongs to."""
+    """A training step over all chips, and the run it belongs to. The step's time is the
+    answer's expected_time_s (ideal) and realistic_time_s (at the sustained fractions, or at
+    the given MFU)."""
 
     chips: int
     layout: dict[str, int] = Field(description="tp, dp, pp, ep")
@@ -370,8 +372,6 @@ class TrainingOut(BaseModel):
     tokens_per_step: float
     trained_params: float
     model_flops: float = Field(description="Per step, all chips: 6 N T + attention.")
-    step_time_s: float
-    realistic_step_time_s: float
     mfu: float = Field(description="Model FLOPs utilisation at the ideal step time.")
     realistic_mfu: float
     time_to_train_s: float | None

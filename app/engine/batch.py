@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
-from app.engine.fit import memory_fit
+from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound
 from app.engine.transformer import Phase
@@ -109,7 +109,7 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
             "the optimal batch is searched for one replica: leave dp, ep and micro_batch unset",
         )
     ridge = smallest_batch(lambda b: at(b).roofline.bound is Bound.COMPUTE)
-    max_batch = memory_fit(arch, chip, spec).max_batch
+    max_batch = largest_fitting_batch(arch, chip, spec)
     unbounded = at(MAX_BATCH)
     asymptote = unbounded.tokens_per_s
     # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition

@@ -74,14 +74,19 @@ def _fewest_chips(
     return None
 
 
+def max_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> int:
+    """The largest batch whose memory fits each chip at `spec`'s layout (0 if not even 1)."""
+    return min(
+        largest_batch(lambda b: memory_needed(arch, chip, spec, b), chip.memory_bytes), MAX_BATCH
+    )
+
+
 def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryFit:
     """Memory needed per chip, the largest batch that fits, the fewest chips that hold it and,
     for training, the most parameters whose training state fits at this layout."""
     estimate(arch, chip, spec)  # validates the spec
     breakdown = memory_needed(arch, chip, spec, spec.batch)
-    max_batch = min(
-        largest_batch(lambda b: memory_needed(arch, chip, spec, b), chip.memory_bytes), MAX_BATCH
-    )
+    largest = max_batch(arch, chip, spec)
     fewest = _fewest_chips(arch, chip, spec)
     max_params = None
     if spec.phase is Phase.TRAINING:
@@ -95,7 +100,7 @@ def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryF
     return MemoryFit(
         breakdown,
         chip.memory_bytes,
-        max_batch,
+        largest,
         None if fewest is None else fewest[0],
         None if fewest is None else fewest[1],
         max_params,

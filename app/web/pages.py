@@ -18,7 +18,6 @@ from app.api.routes.empirical import profile_view
 from app.api.schemas import ExpectedTime
 from app.catalog.names import UnknownName
 from app.db import empirical
-from app.db.measurements import Filters
 from app.engine import EngineError, Phase
 from app.web.charts import data_of, roofline_svg
 from app.web.templating import render
@@ -92,16 +91,7 @@ def measurement_list(
     except ValidationError as exc:
         errors = {_filter_name(e["loc"]): e["msg"] for e in exc.errors()}
         return render(request, "measurements.html", _list_context(values, errors), 422)
-    filters = Filters(
-        chip_id=query.chip,
-        model_id=query.model,
-        phase=query.phase,
-        label=query.label,
-        branch=query.branch,
-        workload_key=query.workload_key,
-        since=query.since,
-        until=query.until,
-    )
+    filters = measurements.filters_of(query)
     page = measurements.listing(sessions, filters, limit=query.limit, offset=query.offset)
     more = {**given, "offset": str(query.offset + query.limit)}
     return render(request, "measurements.html", _list_context(values, {}, page, more))

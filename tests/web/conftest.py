@@ -1,17 +1,13 @@
-"""The real app under uvicorn on a loopback port, and Debian's Chromium driven by playwright.
+"""Debian's Chromium driven by playwright, against the real app under uvicorn (`url`).
 
 The browser tests fail (never skip) when /usr/bin/chromium is missing: run .ci/install-browser.
 Screenshots of the pages go to tests/web/screenshots/ (gitignored) for a reviewer to look at.
 """
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
-from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -25,21 +21,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
-
-
-@pytest.fixture(scope="session")
-def url(app: FastAPI) -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

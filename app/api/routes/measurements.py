@@ -21,7 +21,6 @@ from app.api.measurement_schemas import (
     WorkloadComparison,
 )
 from app.db.availability import UNAVAILABLE
-from app.db.measurements import Filters
 from app.engine import InvalidInput
 from app.security import WriterDep
 from app.web import pages
@@ -109,16 +108,7 @@ def list_(
     A browser (Accept preferring text/html) gets the history page instead."""
     if pages.wants_html(request):
         return pages.measurement_list(request, sessions, request.query_params)
-    filters = Filters(
-        chip_id=query.chip,
-        model_id=query.model,
-        phase=query.phase,
-        label=query.label,
-        branch=query.branch,
-        workload_key=query.workload_key,
-        since=query.since,
-        until=query.until,
-    )
+    filters = measurements.filters_of(query)
     return measurements.listing(sessions, filters, limit=query.limit, offset=query.offset)
 
 
