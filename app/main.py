@@ -11,8 +11,9 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import errors
+from app.api.answers import ServeStoredAnswers
 from app.api.catalogs import Catalogs, load_catalog_files, record_catalogs
-from app.api.routes import calculations, catalog, empirical, measurements
+from app.api.routes import calculations, catalog, empirical, health, measurements
 from app.catalog.loader import CatalogError
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.session import make_engine
@@ -64,12 +65,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         database.engine.dispose()
         raise
     app.state.write_tokens = write_tokens
+    app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     errors.install(app)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE):
         app.add_exception_handler(unreachable, pages.database_unavailable)
-    app.include_router(catalog.router)
+    # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
+    # jobs call by the thousand, come right after the trivial liveness check
+    app.include_router(health.router)
     app.include_router(calculations.router)
+    app.include_router(catalog.router)
     app.include_router(measurements.router)
     app.include_router(empirical.router)
     app.include_router(web.router)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.api.answers import AnswerCache
 from app.catalog.loader import (
     ChipCatalogVersion,
     ModelCatalogVersion,
@@ -25,6 +26,8 @@ class Catalogs:
     current: str
     models: ModelCatalogVersion
     _versions: NameIndex = field(init=False, repr=False, compare=False)
+    # what the calculation endpoints rendered from these catalogs (app/api/answers.py)
+    answers: AnswerCache = field(default_factory=AnswerCache, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # built once, so that resolving a version per request is a dictionary look-up

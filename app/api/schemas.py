@@ -312,14 +312,20 @@ class CheckQuery(TransformerQuery, _Measured):
 # --- responses -----------------------------------------------------------------------------
 
 
-class ChipRef(BaseModel):
+class _Out(BaseModel):
+    # built with keyword arguments, so validated: a NaN or an infinity from a calculation
+    # fails here (a 500 that is logged), never reaching the JSON (app/api/wire.py)
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class ChipRef(_Out):
     """The chip a name resolved to."""
 
     id: str
     name: str
 
 
-class ModelRef(BaseModel):
+class ModelRef(_Out):
     """The model a name resolved to (or 'custom' for an inline config)."""
 
     id: str
@@ -328,7 +334,7 @@ class ModelRef(BaseModel):
     params_active: int
 
 
-class PeakUsed(BaseModel):
+class PeakUsed(_Out):
     """Which peak the compute term used."""
 
     flops_per_s: float
@@ -336,7 +342,7 @@ class PeakUsed(BaseModel):
     unit: Unit
 
 
-class MemoryBreakdownOut(BaseModel):
+class MemoryBreakdownOut(_Out):
     """Bytes per chip by what holds them."""
 
     weights: float
@@ -347,7 +353,7 @@ class MemoryBreakdownOut(BaseModel):
     reserve: float
 
 
-class CommunicationOut(BaseModel):
+class CommunicationOut(_Out):
     """Seconds per step of each collective on one chip."""
 
     tensor_parallel_s: float
@@ -359,7 +365,7 @@ class CommunicationOut(BaseModel):
     data_parallel_over_network: bool
 
 
-class TrainingOut(BaseModel):
+class TrainingOut(_Out):
     """A training step over all chips, and the run it belongs to. The step's time is the
     answer's expected_time_s (ideal) and realistic_time_s (at the sustained fractions, or at
     the given MFU)."""
@@ -380,7 +386,7 @@ class TrainingOut(BaseModel):
     communication: CommunicationOut
 
 
-class _Answer(BaseModel):
+class _Answer(_Out):
     catalog_version: str
     chip: ChipRef
     workload: TransformerWorkload | KernelWorkload
@@ -417,7 +423,7 @@ class ExpectedTime(_Answer):
     training: TrainingOut | None = None
 
 
-class RepeatsOut(BaseModel):
+class RepeatsOut(_Out):
     """Repeated measurements: the arithmetic mean of times is the one judged."""
 
     count: int
@@ -468,7 +474,7 @@ class MemoryFitAnswer(_Answer):
     )
 
 
-class SweepRow(BaseModel):
+class SweepRow(_Out):
     """One batch size of the optimal-batch sweep."""
 
     batch: int
@@ -550,7 +556,7 @@ class ScalingQuery(TransformerQuery):
         )
 
 
-class ScalingRow(BaseModel):
+class ScalingRow(_Out):
     """One chip count of the scaling curve."""
 
     chips: int

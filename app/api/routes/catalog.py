@@ -22,12 +22,6 @@ _NOT_FOUND: dict[int | str, dict[str, str]] = {
 }
 
 
-@router.get("/health")
-async def health(catalogs: CatalogsDep) -> dict[str, str]:
-    """Liveness, and the chip catalog version answers come from."""
-    return {"status": "ok", "catalog_version": catalogs.current}
-
-
 def _with_sources(node: Any, catalog: ChipCatalogVersion) -> Any:
     """The entry as JSON, each figure's source key expanded to {key, url, title, kind}."""
     if isinstance(node, dict):

@@ -1,0 +1,116 @@
+"""Rendered answers of the calculation endpoints, kept while the catalogs they came from last.
+
+An answer is a pure function of the request (method, path, query string or body and its
+content type) and of the catalogs: the same CI job asking the same question gets the same
+bytes, so they are rendered once (app/api/wire.py stores them) and later served by
+`ServeStoredAnswers` before FastAPI routes the request at all. Each `Catalogs` owns one
+cache, so a catalog reload starts an empty one; a request that fails (404, 422) is never
+stored. Each worker process has its own cache, which only saves work: losing it changes no
+answer.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# at most 2048 answers of at most 16 KiB: 32 MiB per worker at worst (an optimal-batch
+# answer is ~4.4 KB, a check ~2.6 KB)
+MAX_ENTRIES = 2048
+MAX_ANSWER_BYTES = 16 * 1024
+
+Key = tuple[str, str, bytes]  # method, path, and the query string or content type + body
+
+
+def key_of(scope: Scope, body: bytes) -> Key:
+    """What an answer depends on besides the catalogs: a GET's query string, a POST's body
+    as sent and its content type (which decides whether it is read as JSON at all)."""
+    if scope["method"] == "GET":
+        return ("GET", scope["path"], scope["query_string"])
+    content_type = next((v for k, v in scope["headers"] if k == b"content-type"), b"")
+    return (scope["method"], scope["path"], content_type + b"\n" + body)
+
+
+@dataclass(slots=True)
+class AnswerCache:
+    """A least-recently-used map from a request's key to its rendered JSON answer."""
+
+    max_entries: int = MAX_ENTRIES
+    hits: int = 0
+    paths: set[str] = field(default_factory=set)  # where answers were stored
+    _answers: OrderedDict[Key, bytes] = field(default_factory=OrderedDict, repr=False)
+
+    def get(self, key: Key) -> bytes | None:
+        """The stored answer to `key`, now the most recently used, or None."""
+        body = self._answers.get(key)
+        if body is not None:
+            self.hits += 1
+            self._answers.move_to_end(key)
+        return body
+
+    def put(self, key: Key, body: bytes) -> None:
+        """Store `body` as the answer to `key` (unless it is over MAX_ANSWER_BYTES), dropping
+        the least recently used answer when full."""
+        if len(body) > MAX_ANSWER_BYTES:
+            return
+        self.paths.add(key[1])
+        self._answers[key] = body
+        self._answers.move_to_end(key)
+        if len(self._answers) > self.max_entries:
+            self._answers.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+class ServeStoredAnswers:
+    """ASGI middleware: answer a GET or POST from the current catalogs' AnswerCache when it
+    holds the answer, skipping routing, dependencies and validation (which cost a repeated
+    calculation request more than the calculation: docs/performance.md)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
+            await self.app(scope, receive, send)
+            return
+        cache: AnswerCache = scope["app"].state.catalogs.answers
+        if scope["path"] not in cache.paths:
+            await self.app(scope, receive, send)
+            return
+        body: bytes | None = b""
+        if scope["method"] == "POST":
+            body, receive = await _read(receive)
+        stored = None if body is None else cache.get(key_of(scope, body))
+        if stored is None:
+            await self.app(scope, receive, send)
+            return
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(stored)),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": stored})
+
+
+async def _read(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The whole request body (None if the client went away first), and a `receive` that
+    hands the app the same messages again."""
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            body = None
+            break
+        if not message.get("more_body", False):
+            body = b"".join(m.get("body", b"") for m in messages)
+            break
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay

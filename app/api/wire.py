@@ -1,0 +1,74 @@
+"""The hot path between HTTP and the calculations: a GET query in one pydantic call, an answer
+out in another.
+
+FastAPI validates a query-parameter model field by field, inspecting each field's annotation
+on every request (~150 µs for the 29 fields of a transformer query), and re-validates a
+returned model against the route's response model before turning it into JSON with the
+standard library (~60 µs for an optimal-batch answer). Here the query string is validated by
+`Model.model_validate` (~2 µs) and the answer serialised by pydantic's own JSON encoder
+(~15 µs), once per distinct request (app/api/answers.py); bench/load.py measures the
+difference. The routes still declare their response
+model, and `query_parameters` documents the query model, so the OpenAPI schema is the one
+FastAPI would write (tests/api/test_openapi_query.py checks that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+
+from app.api.answers import AnswerCache, key_of
+
+Model = TypeVar("Model", bound=BaseModel)
+
+_COMPONENTS = "#/components/schemas/{model}"
+
+
+def parse_query(request: Request, model: type[Model]) -> Model:
+    """The request's query string as `model`; a bad one raises the 422 FastAPI would, each
+    error located at ("query", field). A repeated parameter counts once, its last value."""
+    try:
+        return model.model_validate(dict(request.query_params))
+    except ValidationError as error:
+        raise RequestValidationError(
+            [{**e, "loc": ("query", *e["loc"])} for e in error.errors(include_url=False)]
+        ) from None
+
+
+def query_parameters(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` that documents `model`'s fields as query parameters, as FastAPI does
+    for `Annotated[model, Query()]` (its enums referenced from the components, which the
+    POST bodies that use them put there)."""
+    schema = model.model_json_schema(ref_template=_COMPONENTS)
+    required = set(schema.get("required", ()))
+    parameters = []
+    for name, field in schema["properties"].items():
+        if "$ref" not in field:  # pydantic leaves the title out of an optional enum's anyOf
+            field.setdefault("title", name.replace("_", " ").title())
+        parameter: dict[str, Any] = {
+            "name": name,
+            "in": "query",
+            "required": name in required,
+            "schema": field,
+        }
+        if "description" in field:
+            parameter["description"] = field["description"]
+        parameters.append(parameter)
+    return {"parameters": parameters}
+
+
+async def answer(
+    request: Request, cache: AnswerCache, calculate: Callable[[], BaseModel]
+) -> Response:
+    """`calculate()` as a JSON response, stored in `cache` for the next identical request
+    (which app/api/answers.py serves before routing).
+
+    Answer models refuse NaN and infinity when they are built (allow_inf_nan=False), so the
+    JSON is always valid."""
+    body = calculate().model_dump_json().encode()
+    cache.put(key_of(request.scope, await request.body()), body)
+    return Response(body, media_type="application/json")
