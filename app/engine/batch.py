@@ -85,22 +85,14 @@ def smallest_batch(predicate: Callable[[int], bool], upper: int = MAX_BATCH) -> 
     return lo
 
 
-@lru_cache(maxsize=1024)  # pure, and asked again with the same inputs by every CI job
 def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
     """The smallest batch whose compute time >= memory time that fits in memory.
 
     If that ridge batch does not fit, the largest batch that fits; if no batch is compute-bound
     (long-context decode: intensity tends to 2 N_mm / (C kv)), also the largest that fits, with
-    the throughput asymptote and the batch reaching 90% of it.
+    the throughput asymptote and the batch reaching 90% of it. The spec's own batch is only
+    validated: the search does not depend on it.
     """
-
-    seen: dict[int, TransformerEstimate] = {}  # the searches and the sweep share batches
-
-    def at(batch: int) -> TransformerEstimate:
-        if batch not in seen:
-            seen[batch] = estimate(arch, chip, spec.with_batch(batch))
-        return seen[batch]
-
     estimate(arch, chip, spec)  # validates the spec once, with its own batch
     parallel = spec.training.parallel
     if spec.phase is Phase.TRAINING and (parallel.dp * parallel.ep > 1 or parallel.micro_batch):
@@ -108,6 +100,19 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
             "dp",
             "the optimal batch is searched for one replica: leave dp, ep and micro_batch unset",
         )
+    return search(arch, chip, spec.with_batch(1))
+
+
+@lru_cache(maxsize=1024)  # pure, and asked again with the same inputs by every CI job
+def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
+    """`optimal_batch` of a validated spec, whatever its batch (so key it with batch 1)."""
+    seen: dict[int, TransformerEstimate] = {}  # the searches and the sweep share batches
+
+    def at(batch: int) -> TransformerEstimate:
+        if batch not in seen:
+            seen[batch] = estimate(arch, chip, spec.with_batch(batch))
+        return seen[batch]
+
     ridge = smallest_batch(lambda b: at(b).roofline.bound is Bound.COMPUTE)
     max_batch = largest_fitting_batch(arch, chip, spec)
     unbounded = at(MAX_BATCH)

@@ -1,9 +1,12 @@
 """The optimal batch: worked examples and the definition's invariants."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.engine import Bound, LimitedBy, Phase, TransformerSpec, estimate, optimal_batch
-from app.engine.batch import smallest_batch
+from app.engine.batch import search, smallest_batch
+from app.engine.training import Parallelism, Training
 from tests.engine.chips import A100
 from tests.engine.models import LLAMA_8B, MIXTRAL
 
@@ -65,3 +68,25 @@ def test_smallest_batch_finds_every_threshold():
     for threshold in (1, 2, 3, 5, 8, 9, 1000, 1023, 1024, 1025):
         assert smallest_batch(threshold.__le__, upper=4096) == threshold
     assert smallest_batch(lambda b: b >= 4096, upper=4096) == 4096
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batch=st.integers(2, 10**7),
+    phase=st.sampled_from(list(Phase)),
+    seq_len=st.sampled_from([128, 2048, 32768]),
+    recompute=st.booleans(),
+    zero=st.sampled_from([0, 3]),
+)
+def test_the_requested_batch_does_not_change_the_search(
+    batch: int, phase: Phase, seq_len: int, recompute: bool, zero: int
+) -> None:
+    """So `optimal_batch` keys its cache by batch 1: whatever batch a request names, the
+    uncached search gives the same answer as at batch 1."""
+    training = Training(parallel=Parallelism(zero=zero))
+    spec = TransformerSpec(phase=phase, seq_len=seq_len, recompute=recompute, training=training)
+    uncached = search.__wrapped__
+    assert uncached(LLAMA_8B, A100, spec.with_batch(batch)) == uncached(LLAMA_8B, A100, spec)
+    assert optimal_batch(LLAMA_8B, A100, spec.with_batch(batch)) == optimal_batch(
+        LLAMA_8B, A100, spec
+    )
