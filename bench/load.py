@@ -4,14 +4,18 @@
 
 Each endpoint is measured right after the trivial GET /health of the same server, so that the
 ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
-/proc) gives the same ratio where the clients, not the server, are the bottleneck. Then the
-engine alone, in-process, and its share of the request's server CPU time.
+/proc) gives the same ratio where the clients, not the server, are the bottleneck. A row sends
+one question over and over, as a CI job does (answered from the cache after the first time:
+app/api/answers.py), or, marked "distinct", a new question each time (computed every time).
+Then the engine alone, in-process, and its share of the server CPU time of the distinct
+request that computes it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -43,13 +47,26 @@ MEASUREMENT = {
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One request to drive: its row name, method, path and JSON body."""
+    """One request to drive: its row name, method, path and JSON body.
+
+    A `distinct` target sends a different question each time (the integer field it names,
+    a query parameter or a workload field, counts up), so that no answer comes from the cache
+    (app/api/answers.py): the cost of a calculation asked for the first time."""
 
     name: str
     method: str
     path: str
     body: dict[str, Any] | None = None
-    calculation: bool = True  # held to >= 0.8x of /health
+    calculation: bool = True  # held to >= 0.8x of /health (repeated questions only)
+    distinct: str | None = None
+
+    def request(self, n: int) -> tuple[str, dict[str, Any] | None]:
+        """The path and body of the n-th request."""
+        if self.distinct is None:
+            return self.path, self.body
+        if self.body is None:
+            return f"{self.path}&{self.distinct}={n}", None
+        return self.path, {**self.body, "workload": {**self.body["workload"], self.distinct: n}}
 
 
 BATCH = "/optimal-batch?model=llama-8b"
@@ -63,9 +80,27 @@ TARGETS = (
         "chip": "a100", "measured_ms": 0.6,
         "workload": {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"},
     }),
+    Target("GET /optimal-batch, distinct", "GET", BATCH + "&chip=a100", calculation=False,
+           distinct="seq_len"),
+    Target("GET /expected-time, distinct", "GET", "/expected-time?chip=h100&model=llama-70b&tp=4",
+           calculation=False, distinct="batch"),
+    Target("GET /check, distinct", "GET", "/check?chip=a100&model=llama-8b&measured_ms=5",
+           calculation=False, distinct="batch"),
+    Target("POST /check (matmul), distinct", "POST", "/check", {
+        "chip": "a100", "measured_ms": 0.6,
+        "workload": {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"},
+    }, calculation=False, distinct="m"),
     Target("POST /measurements", "POST", "/measurements", MEASUREMENT, calculation=False),
     Target("GET / (home page)", "GET", "/", calculation=False),
 )  # fmt: skip
+
+
+_MARK = 987654321  # where the counter goes in a distinct target's path or body
+_RUNS = itertools.count()  # each run's counter starts past every earlier run's
+
+
+def _first_number() -> int:
+    return next(_RUNS) * 10**5 + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +126,12 @@ async def drive(
     """`users` concurrent clients send `target` back to back for `seconds`."""
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
+    numbers = itertools.count(_first_number())
 
     async def user() -> None:
         while (start := time.perf_counter()) < deadline:
-            response = await client.request(target.method, target.path, json=target.body)
+            path, body = target.request(next(numbers))
+            response = await client.request(target.method, path, json=body)
             if response.status_code >= 400:
                 raise RuntimeError(f"{target.name}: HTTP {response.status_code} {response.text}")
             latencies.append(time.perf_counter() - start)
@@ -136,10 +173,7 @@ def wrk_drive(server: Server, target: Target, seconds: float, users: int) -> Loa
     """`target` under wrk (Debian's `wrk`, one thread): a C load generator that the server,
     not the client, keeps waiting."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
-        script.write(f'wrk.method = "{target.method}"\n')
-        if target.body is not None:  # a JSON string literal is a Lua one for ASCII text
-            script.write(f"wrk.body = {json.dumps(json.dumps(target.body))}\n")
-            script.write('wrk.headers["Content-Type"] = "application/json"\n')
+        script.write(_wrk_script(target))
         script.flush()
         command = ["wrk", "-t1", f"-c{users}", f"-d{seconds:g}s", "--latency", "-s", script.name]
         cpu = cpu_seconds(server.pid)
@@ -152,6 +186,32 @@ def wrk_drive(server: Server, target: Target, seconds: float, users: int) -> Loa
     count = int(re.search(r"(\d+) requests in", output)[1])  # type: ignore[index]
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output)[1])  # type: ignore[index]
     return Load(rate, _wrk_ms(output, 50), _wrk_ms(output, 99), cpu / count * 1e6)
+
+
+def _wrk_script(target: Target) -> str:
+    """wrk's Lua: the method and body, and for a distinct target a counter in each request.
+    A JSON string literal is a Lua one for ASCII text."""
+    lines = [f'wrk.method = "{target.method}"']
+    if target.body is not None:
+        lines.append('wrk.headers["Content-Type"] = "application/json"')
+    if target.distinct is None:
+        if target.body is not None:
+            lines.append(f"wrk.body = {json.dumps(json.dumps(target.body))}")
+        return "\n".join(lines) + "\n"
+
+    def counted(text: str) -> str:
+        return " .. counter .. ".join(json.dumps(part) for part in text.split(str(_MARK)))
+
+    path, body = target.request(_MARK)
+    lua_body = "nil" if body is None else counted(json.dumps(body))
+    lines += [
+        f"counter = {_first_number() - 1}",
+        "request = function()",
+        "  counter = counter + 1",
+        f"  return wrk.format(nil, {counted(path)}, nil, {lua_body})",
+        "end",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def wrk_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
@@ -177,8 +237,8 @@ def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
 def engine_calls() -> dict[str, Callable[[], object]]:
     """The engine's calculations behind each endpoint, on the catalogs' real records.
 
-    The optimal batch is cached (as the repeated requests of the HTTP table find it); its
-    first call, uncached, is timed apart."""
+    A repeated request never reaches the engine (its answer is served from the cache), so
+    each call is named after the distinct row of the HTTP table that computes it."""
     from app.catalog.loader import load_chip_catalog, load_model_catalog  # noqa: PLC0415
     from app.engine import (  # noqa: PLC0415
         Dtype,
@@ -192,6 +252,7 @@ def engine_calls() -> dict[str, Callable[[], object]]:
         optimal_batch,
         place,
     )
+    from app.engine.batch import search  # noqa: PLC0415
     from app.settings import Settings  # noqa: PLC0415
 
     settings = Settings()
@@ -211,20 +272,23 @@ def engine_calls() -> dict[str, Callable[[], object]]:
             reserve_fraction=0.1, flash_attention=True, recompute=False,
         )  # fmt: skip
 
-    search = optimal_batch.__wrapped__
+    first_call = search.__wrapped__
     return {
-        "GET /optimal-batch": lambda: optimal_batch(llama8, a100, spec()),
-        "GET /optimal-batch batch=1e7": lambda: optimal_batch(llama8, a100, spec(batch=10**7)),
-        "GET /optimal-batch seq_len=1e7": lambda: optimal_batch(llama8, h100, spec(seq_len=10**7)),
-        "optimal batch, first call (uncached)": lambda: search(llama8, a100, spec()),
-        "optimal batch 1e7, first call (uncached)": lambda: search(llama8, a100, spec(batch=10**7)),
-        "GET /expected-time": lambda: estimate(llama70, h100, spec(batch=16, tp=4)),
-        "GET /check": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 5e-3),
-        "POST /check (matmul)": lambda: judge(
+        # what a first-time request computes, beside the HTTP row that asks it
+        "GET /optimal-batch, distinct": lambda: first_call(llama8, a100, spec()),
+        "GET /expected-time, distinct": lambda: estimate(llama70, h100, spec(batch=16, tp=4)),
+        "GET /check, distinct": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 5e-3),
+        "POST /check (matmul), distinct": lambda: judge(
             place(matmul(4096, 4096, 4096, Dtype.BF16), a100), 0.6e-3
         ),
         "POST /measurements": lambda: judge(estimate(llama8, a100, spec(batch=8)).roofline, 1e-2),
-        "memory-fit (in /optimal-batch)": lambda: memory_fit(llama8, a100, spec()),
+        # the search's cost does not grow with the batch or the context
+        "optimal batch, batch=1e7, first call": lambda: first_call(llama8, a100, spec(batch=10**7)),
+        "optimal batch, seq_len=1e7, first call": lambda: first_call(
+            llama8, h100, spec(seq_len=10**7)
+        ),
+        "optimal batch, asked again (lru_cache)": lambda: optimal_batch(llama8, a100, spec()),
+        "memory fit (GET /memory-fit)": lambda: memory_fit(llama8, a100, spec()),
     }
 
 
@@ -286,7 +350,7 @@ def main(argv: list[str] | None = None) -> None:
             f"| {trivial.server_cpu_us / load.server_cpu_us:.2f}x |"
         )
     cpu = {target.name: load.server_cpu_us * 1e-6 for target, load, _ in rows}
-    print("\n| engine call | calls/s | µs/call | share of the request's server CPU time |")
+    print("\n| engine call | calls/s | µs/call | share of its request's server CPU time |")
     print("|---|---:|---:|---:|")
     for name, call in engine_calls().items():
         seconds = per_call(call)
