@@ -211,7 +211,7 @@ def record(
         return stored
     row = judged_row(catalogs, body, writer=writer, idempotency_key=key)
     try:
-        with transaction(sessions) as session:
+        with transaction(sessions, writes=True) as session:
             store.add(session, row)
             return _answer(session, row, body)
     except IntegrityError:

@@ -36,7 +36,7 @@ def record(factory: sessionmaker[Session], current: ChipCatalogVersion) -> None:
             _check_unchanged(row, current)
             return
     try:
-        with transaction(factory) as session:
+        with transaction(factory, writes=True) as session:
             session.add(
                 CatalogVersionRow(
                     version=current.version,

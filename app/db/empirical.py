@@ -13,7 +13,7 @@ from app.db.session import transaction
 
 def add(factory: sessionmaker[Session], **fields: Any) -> EmpiricalProfileRow:
     """Store a profile; the row comes back with its id and creation time."""
-    with transaction(factory) as session:
+    with transaction(factory, writes=True) as session:
         row = EmpiricalProfileRow(**fields)
         session.add(row)
         session.flush()
