@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.settings import ROOT
 
-
 # SQLite lets one transaction write at a time; the others wait in its busy handler, which
 # polls with sleeps of up to 100 ms, so that 16 concurrent writers in one process saw a p99 of
 # about 1 s (bench.load). A writer of this process queues on its engine's lock instead, and the

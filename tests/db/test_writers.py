@@ -8,6 +8,7 @@ from pathlib import Path
 from app.db.session import make_engine, session_factory, transaction
 from tests.db.conftest import POSTGRES_URL
 
+
 def test_a_sqlite_writer_waits_for_the_one_writing(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'w.db'}")
     factory = session_factory(engine)
@@ -46,4 +47,3 @@ def test_postgresql_writers_do_not_queue_in_the_process() -> None:
     with transaction(factory, writes=True), transaction(factory, writes=True):
         pass  # a second writer of the same thread would deadlock on a process lock
     engine.dispose()
-
