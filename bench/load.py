@@ -1,6 +1,7 @@
-"""HTTP benchmark: the real service under uvicorn on loopback, driven by concurrent httpx clients.
+"""HTTP benchmark: the real service under uvicorn on loopback, driven by concurrent clients.
 
-    .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL] [--wrk]
+    .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL]
+                                   [--clients wrk|httpx]
 
 Each endpoint is measured right after the trivial GET /health of the same server, so that the
 ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
@@ -20,6 +21,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -175,7 +177,8 @@ def wrk_drive(server: Server, target: Target, seconds: float, users: int) -> Loa
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(_wrk_script(target))
         script.flush()
-        command = ["wrk", "-t1", f"-c{users}", f"-d{seconds:g}s", "--latency", "-s", script.name]
+        duration = f"-d{max(1, round(seconds))}s"  # wrk takes whole seconds
+        command = ["wrk", "-t1", f"-c{users}", duration, "--latency", "-s", script.name]
         cpu = cpu_seconds(server.pid)
         output = subprocess.run(
             [*command, server.base + target.path], capture_output=True, text=True, check=True
@@ -319,9 +322,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients")
     parser.add_argument("--database-url", help="default: a temporary SQLite file")
-    parser.add_argument("--wrk", action="store_true", help="wrk as the clients, not httpx")
+    parser.add_argument(
+        "--clients",
+        choices=("wrk", "httpx"),
+        default="wrk" if shutil.which("wrk") else "httpx",
+        help="the load generator: wrk (apt-get install wrk; the default where installed) "
+        "saturates the server, httpx (Python) is often the bottleneck itself",
+    )
     args = parser.parse_args(argv)
-    clients = "wrk" if args.wrk else "httpx"
+    clients = args.clients
     print(
         f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent {clients} clients"
     )
@@ -329,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
         database(args.database_url) as url,
         uvicorn_server(url, free_port(), workers=1) as server,
     ):
-        if args.wrk:
+        if clients == "wrk":
             rows = wrk_table(server, args.seconds, args.concurrency)
         else:
             rows = asyncio.run(http_table(server, args.seconds, args.concurrency))

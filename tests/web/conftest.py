@@ -1,6 +1,6 @@
 """Debian's Chromium driven by playwright, against the real app under uvicorn (`url`).
 
-The browser tests fail (never skip) when /usr/bin/chromium is missing: run .ci/install-browser.
+The browser tests fail (never skip) when /usr/bin/chromium is missing: run .ci/install-system.
 Screenshots of the pages go to tests/web/screenshots/ (gitignored) for a reviewer to look at.
 """
 
@@ -26,7 +26,7 @@ SCREENSHOTS = Path(__file__).parent / "screenshots"
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run .ci/install-browser", pytrace=False)
+        pytest.fail(f"{CHROMIUM} is missing: run .ci/install-system", pytrace=False)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium

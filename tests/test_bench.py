@@ -1,0 +1,59 @@
+"""The load benchmark measures what its rows say: a repeated question is answered from the
+cache, a distinct one never is (bench/load.py), with both load generators."""
+
+import asyncio
+import os
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from bench.load import TARGETS, Target, drive, wrk_drive
+from bench.server import Server
+
+DISTINCT = {t.name: t for t in TARGETS if t.distinct}
+REPEATED = next(t for t in TARGETS if t.name == "GET /check")
+
+
+def test_distinct_targets_ask_a_new_question_each_time() -> None:
+    assert set(DISTINCT) >= {"GET /optimal-batch, distinct", "POST /check (matmul), distinct"}
+    for target in DISTINCT.values():
+        assert not target.calculation  # only repeated rows are held to 0.8x of /health
+        assert target.request(1) != target.request(2)
+    post = DISTINCT["POST /check (matmul), distinct"]
+    assert post.request(7) == (
+        "/check",
+        {**post.body, "workload": {**post.body["workload"], "m": 7}},
+    )  # type: ignore[dict-item]
+    assert REPEATED.request(1) == REPEATED.request(2)
+
+
+def _hits(app: FastAPI) -> int:
+    hits: int = app.state.catalogs.answers.hits
+    return hits
+
+
+def _httpx(url: str, target: Target) -> None:
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=url) as client:
+            await drive(client, target, 0.3, 4, os.getpid())
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("name", sorted(DISTINCT))
+def test_a_distinct_row_never_hits_the_cache(app: FastAPI, url: str, name: str) -> None:
+    server = Server(url, os.getpid())
+    before = _hits(app)
+    _httpx(url, DISTINCT[name])
+    load = wrk_drive(server, DISTINCT[name], 1, 4)  # raises on any non-2xx answer
+    assert load.requests_per_s > 0
+    assert _hits(app) == before
+
+
+def test_a_repeated_row_is_answered_from_the_cache(app: FastAPI, url: str) -> None:
+    before = _hits(app)
+    _httpx(url, REPEATED)
+    after_httpx = _hits(app)
+    wrk_drive(Server(url, os.getpid()), REPEATED, 1, 4)
+    assert before < after_httpx < _hits(app)
