@@ -20,11 +20,9 @@ def test_distinct_targets_ask_a_new_question_each_time() -> None:
     for target in DISTINCT.values():
         assert not target.calculation  # only repeated rows are held to 0.8x of /health
         assert target.request(1) != target.request(2)
-    post = DISTINCT["POST /check (matmul), distinct"]
-    assert post.request(7) == (
-        "/check",
-        {**post.body, "workload": {**post.body["workload"], "m": 7}},
-    )  # type: ignore[dict-item]
+    path, body = DISTINCT["POST /check (matmul), distinct"].request(7)
+    assert path == "/check" and body is not None
+    assert body["workload"] == {"kind": "matmul", "m": 7, "n": 4096, "k": 4096, "dtype": "bf16"}
     assert REPEATED.request(1) == REPEATED.request(2)
 
 
