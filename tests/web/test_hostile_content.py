@@ -42,3 +42,20 @@ def test_the_pages_break_no_rule_of_their_own_content_security_policy(page: Page
         assert response is not None
         assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     assert violations == []
+
+
+def test_the_pages_load_without_a_console_error_or_a_failed_request(page: Page, url):
+    """Every resource a page asks for exists (the favicon too: browsers ask for one)."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("requestfailed", lambda r: errors.append(f"failed: {r.url}"))
+    page.on(
+        "response", lambda r: errors.append(f"{r.status}: {r.url}") if r.status >= 400 else None
+    )
+    for path in ("/", "/?chip=a100&model=llama-8b&batch=8&measured_ms=30", "/history", "/catalog"):
+        page.goto(url + path, wait_until="networkidle")
+    assert errors == []
+    icon = page.locator("link[rel=icon]").get_attribute("href")
+    assert icon is not None
+    icon_response = page.request.get(icon if icon.startswith("http") else url + icon)
+    assert icon_response.ok and icon_response.headers["content-type"] == "image/svg+xml"
