@@ -35,6 +35,11 @@ _ERRORS: dict[int | str, dict[str, str]] = {
 _TRANSFORMER_QUERY = query_parameters(TransformerQuery)
 
 
+def _transformer(request: Request) -> CalculationRequest:
+    """A GET's transformer query as the equivalent POST body."""
+    return parse_query(request, TransformerQuery).to_request()
+
+
 @router.get(
     "/expected-time",
     response_model=ExpectedTime,
@@ -46,9 +51,7 @@ async def expected_time_get(request: Request, catalogs: CatalogsDep) -> Response
     return await answer(
         request,
         catalogs.answers,
-        lambda: calculations.expected_time(
-            catalogs, parse_query(request, TransformerQuery).to_request()
-        ),
+        lambda: calculations.expected_time(catalogs, _transformer(request)),
     )
 
 
@@ -73,7 +76,7 @@ async def memory_fit_get(request: Request, catalogs: CatalogsDep) -> Response:
     return await answer(
         request,
         catalogs.answers,
-        lambda: calculations.memory(catalogs, parse_query(request, TransformerQuery).to_request()),
+        lambda: calculations.memory(catalogs, _transformer(request)),
     )
 
 
@@ -96,9 +99,7 @@ async def optimal_batch_get(request: Request, catalogs: CatalogsDep) -> Response
     return await answer(
         request,
         catalogs.answers,
-        lambda: calculations.best_batch(
-            catalogs, parse_query(request, TransformerQuery).to_request()
-        ),
+        lambda: calculations.best_batch(catalogs, _transformer(request)),
     )
 
 
