@@ -6,10 +6,10 @@ on every request (~150 µs for the 29 fields of a transformer query), and re-val
 returned model against the route's response model before turning it into JSON with the
 standard library (~60 µs for an optimal-batch answer). Here the query string is validated by
 `Model.model_validate` (~2 µs) and the answer serialised by pydantic's own JSON encoder
-(~15 µs), once per distinct request (app/api/answers.py); bench/load.py measures the
-difference. The routes still declare their response
-model, and `query_parameters` documents the query model, so the OpenAPI schema is the one
-FastAPI would write (tests/api/test_openapi_query.py checks that).
+(~15 µs), once per distinct request: app/api/answers.py serves it again. bench/load.py
+measures the difference. The routes still declare their response model, and
+`query_parameters` documents the query model, so the OpenAPI schema is the one FastAPI would
+write (tests/api/test_answers.py checks that).
 """
 
 from __future__ import annotations
