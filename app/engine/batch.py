@@ -1,7 +1,9 @@
 """The optimal batch (MODELLING.md, "Optimal batch"): the smallest compute-bound batch that fits.
 
-Every search here is a bisection over a monotone predicate, so a batch of 10^7 costs a few
-dozen evaluations, never one per batch.
+Every search here is over a monotone predicate: first a closed-form guess (FLOPs and bytes are
+affine in the batch for a dense model), checked in two evaluations, then, if the guess was
+wrong, galloping and bisection. A batch of 10^7 costs a few dozen evaluations at most, never
+one per batch.
 """
 
 from __future__ import annotations
@@ -65,11 +67,22 @@ class OptimalBatch:
     sweep: tuple[SweepPoint, ...]
 
 
-def smallest_batch(predicate: Callable[[int], bool], upper: int = MAX_BATCH) -> int | None:
+def smallest_batch(
+    predicate: Callable[[int], bool], upper: int = MAX_BATCH, guess: int | None = None
+) -> int | None:
     """The smallest batch in 1..upper where a monotone (false..true) predicate holds.
 
-    Galloping then bisection: about 2 log2(answer) evaluations, plus one at `upper`.
+    A `guess` is checked first, in two evaluations: by monotonicity it is the answer when the
+    predicate holds there and not one batch below. Otherwise galloping then bisection: about
+    2 log2(answer) evaluations, plus one at `upper`.
     """
+    if (
+        guess is not None
+        and 1 <= guess <= upper
+        and predicate(guess)
+        and (guess == 1 or not predicate(guess - 1))
+    ):
+        return guess
     if not predicate(upper):
         return None
     hi = 1
@@ -113,12 +126,28 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
             seen[batch] = estimate(arch, chip, spec.with_batch(batch))
         return seen[batch]
 
-    ridge = smallest_batch(lambda b: at(b).roofline.bound is Bound.COMPUTE)
+    # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is not):
+    # the lines through batches 1 and 2 give guesses that the searches check first
+    one, two = at(1).roofline, at(2).roofline
+    compute = _Line(one.compute_time, two.compute_time - one.compute_time)
+    memory = _Line(one.memory_time, two.memory_time - one.memory_time)
+    ridge = smallest_batch(
+        lambda b: at(b).roofline.bound is Bound.COMPUTE, guess=compute.first_above(memory)
+    )
     max_batch = largest_fitting_batch(arch, chip, spec)
     unbounded = at(MAX_BATCH)
     asymptote = unbounded.tokens_per_s
-    # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition
-    near = smallest_batch(lambda b: at(b).tokens_per_s >= NEAR_ASYMPTOTE * asymptote) or MAX_BATCH
+    # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition;
+    # b tokens(1) >= 0.9 asymptote max(compute(b), memory(b)) holds past both lines' crossings
+    # (communication and a pipeline's stretch left out: it is only a guess, and checked)
+    scale = NEAR_ASYMPTOTE * asymptote / at(1).tokens
+    crossings = [_BATCH.first_above(line.scaled(scale)) for line in (compute, memory)]
+    bounds = [c for c in crossings if c is not None]
+    guess = max(bounds) if len(bounds) == len(crossings) else None
+    near = (
+        smallest_batch(lambda b: at(b).tokens_per_s >= NEAR_ASYMPTOTE * asymptote, guess=guess)
+        or MAX_BATCH
+    )
     if max_batch == 0:
         best: int | None = None
         limited_by = LimitedBy.MEMORY
@@ -138,6 +167,29 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
         near_asymptote_batch=near,
         sweep=tuple(SweepPoint(b, at(b)) for b in _sweep_batches(named)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """value(b) = at_one + slope (b - 1): a quantity that is affine in the batch."""
+
+    at_one: float
+    slope: float
+
+    def scaled(self, factor: float) -> _Line:
+        return _Line(self.at_one * factor, self.slope * factor)
+
+    def first_above(self, other: _Line) -> int | None:
+        """The smallest batch >= 1 where self >= other, or None if there is none."""
+        gap, closing = other.at_one - self.at_one, self.slope - other.slope
+        if gap <= 0:
+            return 1
+        if closing <= 0:
+            return None
+        return 1 + math.ceil(gap / closing)
+
+
+_BATCH = _Line(1.0, 1.0)  # the batch itself
 
 
 def _sweep_batches(named: set[int]) -> list[int]:

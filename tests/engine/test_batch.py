@@ -1,12 +1,16 @@
 """The optimal batch: worked examples and the definition's invariants."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import app.engine.batch as batch_module
 from app.engine import Bound, LimitedBy, Phase, TransformerSpec, estimate, optimal_batch
-from app.engine.batch import search, smallest_batch
+from app.engine.batch import _Line, search, smallest_batch
 from app.engine.training import Parallelism, Training
+from app.engine.workload import MAX_BATCH
 from tests.engine.chips import A100
 from tests.engine.models import LLAMA_8B, MIXTRAL
 
@@ -90,3 +94,52 @@ def test_the_requested_batch_does_not_change_the_search(
     assert optimal_batch(LLAMA_8B, A100, spec.with_batch(batch)) == optimal_batch(
         LLAMA_8B, A100, spec
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    threshold=st.integers(1, 5000),
+    guess=st.one_of(st.none(), st.integers(-5, 6000)),
+)
+def test_a_guess_never_changes_the_answer(threshold: int, guess: int | None) -> None:
+    """Right, wrong, or out of range: the guess only saves evaluations."""
+    calls: list[int] = []
+
+    def predicate(b: int) -> bool:
+        calls.append(b)
+        return b >= threshold
+
+    assert smallest_batch(predicate, upper=4096, guess=guess) == (
+        threshold if threshold <= 4096 else None
+    )
+    if guess == threshold <= 4096:
+        assert len(calls) <= 2  # checked at the guess and one below
+
+
+def test_the_guesses_come_from_lines_through_batches_one_and_two():
+    # compute(b) = 1 + 2 (b - 1), memory(b) = 10 + 0.5 (b - 1): compute >= memory from
+    # 2 (b - 1) - 0.5 (b - 1) >= 9, b - 1 >= 6, b = 7
+    compute, memory = _Line(1.0, 2.0), _Line(10.0, 0.5)
+    assert compute.first_above(memory) == 7
+    assert memory.first_above(compute) == 1  # already above at batch 1
+    assert _Line(1.0, 0.5).first_above(memory) is None  # never: it grows no faster
+    assert memory.scaled(2.0) == _Line(20.0, 1.0)
+
+
+def test_a_dense_decode_search_needs_only_its_sweep_and_two_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Llama 3.1 8B decoding 128 tokens on an A100: ridge 184 and 90% of the asymptote at 163
+    (the worked example above) are both guessed right, so besides the sweep's rows the search
+    evaluates only the asymptote (batch MAX_BATCH) and one batch below each guess."""
+    batches: list[int] = []
+
+    def counted(arch: Any, chip: Any, spec: TransformerSpec) -> Any:
+        batches.append(spec.batch)
+        return estimate(arch, chip, spec)
+
+    monkeypatch.setattr(batch_module, "estimate", counted)
+    answer = search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.DECODE, seq_len=128))
+    assert (answer.ridge_batch, answer.near_asymptote_batch) == (184, 163)
+    assert len(batches) == len(set(batches))  # each batch evaluated once
+    assert set(batches) == {p.batch for p in answer.sweep} | {162, 183, MAX_BATCH}
