@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -262,6 +262,9 @@ class CheckRequest(CalculationRequest, _Measured):
     """A workload on a chip and the time it took. Give measured_time_s or measured_ms."""
 
 
+_Body = TypeVar("_Body", bound="CalculationRequest")
+
+
 class TransformerQuery(TrainingFields):
     """GET query parameters for transformer workloads (the POST body's fields, flat)."""
 
@@ -282,13 +285,21 @@ class TransformerQuery(TrainingFields):
 
     def to_request(self) -> CalculationRequest:
         """The equivalent POST body."""
-        own = set(TransformerQuery.model_fields) - {"chip", "catalog_version"}
-        fields = self.model_dump(include=own)
-        return CalculationRequest(
+        return self._body(CalculationRequest)
+
+    def _body(self, body: type[_Body], **fields: Any) -> _Body:
+        """`body` with this query's chip, catalog version and workload, and `fields`."""
+        workload = self.model_dump(include=_WORKLOAD_FIELDS)
+        return body(
             chip=self.chip,
             catalog_version=self.catalog_version,
-            workload=TransformerWorkload(**fields),
+            workload=TransformerWorkload(**workload),
+            **fields,
         )
+
+
+# a query's own fields that make up its workload (the rest say where to look it up)
+_WORKLOAD_FIELDS = set(TransformerQuery.model_fields) - {"chip", "catalog_version"}
 
 
 class CheckQuery(TransformerQuery, _Measured):
@@ -299,13 +310,8 @@ class CheckQuery(TransformerQuery, _Measured):
 
     def to_check(self) -> CheckRequest:
         """The equivalent POST body."""
-        base = self.to_request()
-        return CheckRequest(
-            chip=base.chip,
-            catalog_version=base.catalog_version,
-            workload=base.workload,
-            measured_time_s=self.measured_time_s,
-            measured_ms=self.measured_ms,
+        return self._body(
+            CheckRequest, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
         )
 
 
@@ -545,11 +551,8 @@ class ScalingQuery(TransformerQuery):
 
     def to_scaling(self) -> ScalingRequest:
         """The equivalent POST body."""
-        base = self.to_request()
-        return ScalingRequest(
-            chip=base.chip,
-            catalog_version=base.catalog_version,
-            workload=base.workload,
+        return self._body(
+            ScalingRequest,
             chip_counts=_counts(self.chip_counts),
             mode=self.mode,
             serial_fraction=self.serial_fraction,
