@@ -164,6 +164,7 @@ def judged_row(
     judged = calculations.check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
     kind = workload["kind"]
+    fields = identity(judged.workload)
     return MeasurementRow(
         catalog_version=judged.catalog_version,
         chip_id=judged.chip.id,
@@ -171,8 +172,8 @@ def judged_row(
         model_id=judged.model.id if judged.model else None,
         phase=workload.get("phase"),
         workload=workload,
-        workload_key=_key(judged.chip.id, identity(judged.workload)),
-        family_key=_key(judged.chip.id, identity(judged.workload), SIZE_FIELDS[kind]),
+        workload_key=_key(judged.chip.id, fields),
+        family_key=_key(judged.chip.id, fields, SIZE_FIELDS[kind]),
         measured_values=body.measured_values,
         measured_unit=body.measured_unit,
         measured_time_s=judged.measured_time_s,
