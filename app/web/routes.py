@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
@@ -131,7 +132,11 @@ async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -
     form = await request.form()
     values = forms.form_values({k: v for k, v in form.items() if isinstance(v, str)}, catalogs)
     try:
-        stored = measurements.record(catalogs, sessions, forms.measurement(values))
+        # the database work runs in the thread pool, as POST /measurements does: on the event
+        # loop it would hold up every other request while it waits for a commit
+        stored = await run_in_threadpool(
+            measurements.record, catalogs, sessions, forms.measurement(values)
+        )
     except _ERRORS as exc:
         errors = forms.errors_of(exc, values["kind"])
         return _form_page(request, catalogs, values, errors, _result_or_none(catalogs, values))
