@@ -110,7 +110,7 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
     parallel = spec.training.parallel
     if spec.phase is Phase.TRAINING and (parallel.dp * parallel.ep > 1 or parallel.micro_batch):
         raise InvalidInput(
-            "dp",
+            "micro_batch" if parallel.micro_batch else "dp",
             "the optimal batch is searched for one replica: leave dp, ep and micro_batch unset",
         )
     return search(arch, chip, spec.with_batch(1))

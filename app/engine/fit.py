@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 
 from app.engine.architecture import Architecture
@@ -20,14 +21,18 @@ class MemoryFit:
     breakdown: MemoryBreakdown
     capacity: float
     max_batch: int  # at this layout; 0 when not even batch 1 fits
-    min_chips: int | None  # fewest chips at this batch; None if none fits
-    min_chips_layout: dict[str, int] | None  # the degrees that achieve min_chips
+    min_chips_layout: dict[str, int] | None  # the degrees of the fewest chips; None if none fits
     max_trainable_params: float | None = None  # training: most parameters whose state fits
 
     @property
     def fits(self) -> bool:
         """Whether the workload fits as given."""
         return self.breakdown.total <= self.capacity
+
+    @property
+    def min_chips(self) -> int | None:
+        """The fewest chips that hold the workload at its batch: the product of the degrees."""
+        return None if self.min_chips_layout is None else math.prod(self.min_chips_layout.values())
 
 
 def _divisors(n: int) -> list[int]:
@@ -43,25 +48,19 @@ def _fits(arch: Architecture, chip: Chip, spec: TransformerSpec) -> bool:
     return memory_needed(arch, chip, spec, spec.batch).total <= chip.memory_bytes
 
 
-def _fewest_chips(
-    arch: Architecture, chip: Chip, spec: TransformerSpec
-) -> tuple[int, dict[str, int]] | None:
-    """The fewest chips that hold `spec`, and how: inference grows tp; training grows tp and
-    pp (its dp, ep and ZeRO stage stay as given), preferring tp within one node.
+def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict[str, int] | None:
+    """The layout of the fewest chips that hold `spec`: inference grows tp; training grows tp
+    and pp (its dp, ep and ZeRO stage stay as given), preferring tp within one node.
 
     Memory per chip only falls as tp and pp grow, so the first fitting layout in order of chip
     count is the answer.
     """
-    if spec.phase is not Phase.TRAINING:
-        tp = next(
-            (p for p in tensor_parallel_degrees(arch) if _fits(arch, chip, replace(spec, tp=p))),
-            None,
-        )
-        return None if tp is None else (tp, {"tp": tp})
     parallel = spec.training.parallel
-    others = parallel.dp * parallel.ep
+    training = spec.phase is Phase.TRAINING
     candidates = sorted(
-        itertools.product(tensor_parallel_degrees(arch), _divisors(arch.layers)),
+        itertools.product(
+            tensor_parallel_degrees(arch), _divisors(arch.layers) if training else [1]
+        ),
         key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0] > parallel.chips_per_node, tp_pp[1]),
     )
     for tp, pp in candidates:
@@ -69,8 +68,11 @@ def _fewest_chips(
             spec, tp=tp, training=replace(spec.training, parallel=replace(parallel, pp=pp))
         )
         if _fits(arch, chip, trial):
-            layout_ = {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep}
-            return tp * pp * others, layout_
+            return (
+                {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep}
+                if training
+                else {"tp": tp}
+            )
     return None
 
 
@@ -97,11 +99,4 @@ def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryF
             spec.training,
             spec.precision.compute,
         )
-    return MemoryFit(
-        breakdown,
-        chip.memory_bytes,
-        largest,
-        None if fewest is None else fewest[0],
-        None if fewest is None else fewest[1],
-        max_params,
-    )
+    return MemoryFit(breakdown, chip.memory_bytes, largest, fewest, max_params)

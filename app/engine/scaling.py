@@ -16,7 +16,6 @@ from enum import StrEnum
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.training import scaling_laws
 from app.engine.transformer import Phase
 from app.engine.workload import TransformerSpec, estimate
 
@@ -44,6 +43,19 @@ class ScalingPoint:
     law_speedup: float  # Amdahl (strong) or Gustafson (weak) at the serial fraction
     communication_time: float  # exposed, per step
     fits: bool
+
+
+def scaling_laws(counts: Sequence[int], serial_fraction: float) -> list[tuple[float, float]]:
+    """(Amdahl, Gustafson) speedups over the first count, for a serial fraction f.
+
+    Strong scaling: 1 / (f + (1-f)/r) (Amdahl 1967), limited to 1/f; weak scaling:
+    f + (1-f) r (Gustafson 1988), with r the ratio of chips to the first count.
+    """
+    if not 0 <= serial_fraction <= 1:
+        raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
+    first = counts[0]
+    f = serial_fraction
+    return [(1 / (f + (1 - f) * first / n), f + (1 - f) * n / first) for n in counts]
 
 
 def scaling(
@@ -83,7 +95,7 @@ def scaling(
         training = replace(spec.training, mfu=None, parallel=replace(parallel, dp=dp))
         result = estimate(arch, chip, replace(spec, batch=batch, training=training))
         step = result.roofline.realistic_time
-        rate = result.tokens / step
+        rate = result.realistic_tokens_per_s
         speedup = rate / points[0].tokens_per_s if points else 1.0
         ratio = n / counts[0]
         points.append(

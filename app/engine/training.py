@@ -8,7 +8,6 @@ routed experts are split over ep and replicated over dp.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -277,7 +276,7 @@ def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     """
     grad, opt = state_bytes_per_param(optimizer, dtype)
     s = dtype_bytes(dtype)
-    return 2 * grad + 2 * opt + (s if s < MASTER_WEIGHT_BYTES else 2 * s)
+    return 2 * grad + 2 * opt + (s if _has_master(dtype) else 2 * s)
 
 
 def state_bytes_per_param(optimizer: Optimizer, dtype: Dtype) -> tuple[float, float]:
@@ -285,9 +284,13 @@ def state_bytes_per_param(optimizer: Optimizer, dtype: Dtype) -> tuple[float, fl
 
     16-bit AdamW: 2 + (4 + 4 + 4) = 14, which with the 2-byte weight makes MODELLING.md's 16.
     """
-    s = dtype_bytes(dtype)
-    master = MASTER_WEIGHT_BYTES if s < MASTER_WEIGHT_BYTES else 0.0
-    return s, OPTIMIZER_STATE_BYTES[optimizer] + master
+    master = MASTER_WEIGHT_BYTES if _has_master(dtype) else 0.0
+    return dtype_bytes(dtype), OPTIMIZER_STATE_BYTES[optimizer] + master
+
+
+def _has_master(dtype: Dtype) -> bool:
+    """Mixed precision keeps an fp32 master copy of weights trained in fewer bytes."""
+    return dtype_bytes(dtype) < MASTER_WEIGHT_BYTES
 
 
 def zero_divisors(stage: int, replicas: int) -> tuple[int, int, int]:
@@ -327,6 +330,29 @@ def activation_bytes_per_layer(
     return per_layer * dtype_bytes(dtype) / _KORTHIKANTI_BYTES
 
 
+def _micro_batch_activations(
+    arch: Architecture,
+    lay: Layout,
+    *,
+    seq_len: float,
+    dtype: Dtype,
+    flash: bool,
+    recompute: bool,
+) -> tuple[float, float]:
+    """(activations one micro-batch saves in a stage's L/p layers, its fp32 logits b S V 4 / t)."""
+    per_layer = activation_bytes_per_layer(
+        arch,
+        micro_batch=lay.micro_batch,
+        seq_len=seq_len,
+        dtype=dtype,
+        tp=lay.tp,
+        flash=flash,
+        recompute=recompute,
+    )
+    logits = lay.micro_batch * seq_len * arch.vocab * LOGIT_BYTES / lay.tp
+    return arch.layers / lay.pp * per_layer, logits
+
+
 def activation_bytes(
     arch: Architecture,
     lay: Layout,
@@ -337,19 +363,11 @@ def activation_bytes(
     recompute: bool,
 ) -> float:
     """Saved activations per chip: the first pipeline stage holds min(p, m) micro-batches of its
-    L/p layers (1F1B), plus the fp32 logits b S V 4 / t of the micro-batch in the loss."""
-    per_layer = activation_bytes_per_layer(
-        arch,
-        micro_batch=lay.micro_batch,
-        seq_len=seq_len,
-        dtype=dtype,
-        tp=lay.tp,
-        flash=flash,
-        recompute=recompute,
+    L/p layers (1F1B), plus the fp32 logits of the micro-batch in the loss."""
+    layers, logits = _micro_batch_activations(
+        arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
-    layers = arch.layers / lay.pp
-    logits = lay.micro_batch * seq_len * arch.vocab * LOGIT_BYTES / lay.tp
-    return layers * lay.in_flight * per_layer + logits
+    return lay.in_flight * layers + logits
 
 
 def training_memory(
@@ -512,19 +530,6 @@ def communication(
     return Communication(tp_time, pp_time, ep_time, dp_time, exposed, dp_bytes, over_network)
 
 
-def scaling_laws(counts: Sequence[int], serial_fraction: float) -> list[tuple[float, float]]:
-    """(Amdahl, Gustafson) speedups over the first count, for a serial fraction f.
-
-    Strong scaling: 1 / (f + (1-f)/r) (Amdahl 1967), limited to 1/f; weak scaling:
-    f + (1-f) r (Gustafson 1988), with r the ratio of chips to the first count.
-    """
-    if not 0 <= serial_fraction <= 1:
-        raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
-    first = counts[0]
-    f = serial_fraction
-    return [(1 / (f + (1 - f) * first / n), f + (1 - f) * n / first) for n in counts]
-
-
 @dataclass(frozen=True, slots=True)
 class TrainingStep:
     """One optimizer step over all chips, seen from one chip, and the run it is part of."""
@@ -576,18 +581,20 @@ def training_step(
     reads = 3 if recompute else 2
     passes = reads + (1 if training.lora is None else 0)
     tokens = batch * seq_len
-    adapters = 0.0
+    trained = float(param_counts(arch).total)
     if training.lora is not None:
-        adapter_dense, adapter_expert = _lora_params(arch, training.lora)
-        adapters = 6.0 * (adapter_dense + adapter_expert) * tokens
+        trained = sum(_lora_params(arch, training.lora))
+    adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
     flops = (forward * passes + adapters) / lay.chips
 
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     micro_tokens = lay.micro_batch * seq_len
-    saved = (
-        activation_bytes(arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute)
-        / lay.in_flight
+    # one micro-batch's activations and logits, written in the forward, read in the backward
+    saved = sum(
+        _micro_batch_activations(
+            arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
+        )
     )
     traffic = lay.micro_batches * (
         reads * params.base_bytes
@@ -609,8 +616,6 @@ def training_step(
         backward_time=busy * (passes - 1) / passes,
     )
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
-    c = param_counts(arch)
-    trained = c.total if training.lora is None else sum(_lora_params(arch, training.lora))
     step = TrainingStep(roof, lay, comm, model_flops, trained, tokens, training.tokens)
     if training.mfu is not None:
         if not 0 < training.mfu <= 1:

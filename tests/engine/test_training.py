@@ -1,5 +1,6 @@
 """Training and fine-tuning: worked examples (arithmetic in the comments) and invariants."""
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 from app.engine import Chip, Dtype, InvalidInput, Phase, TransformerSpec, estimate, memory_fit
 from app.engine import architecture_from_config as from_config
 from app.engine.parallel import ring_allreduce_bytes
-from app.engine.scaling import ScalingMode, scaling
+from app.engine.scaling import ScalingMode, scaling, scaling_laws
 from app.engine.training import (
     DataParallelAlgorithm,
     Lora,
@@ -19,7 +20,6 @@ from app.engine.training import (
     Training,
     layout,
     max_trainable_params,
-    scaling_laws,
     state_bytes_per_param,
     trainable,
 )
@@ -338,3 +338,17 @@ def test_training_invariants(batch_exp, stage, dp_exp, recompute):
     step = result.training
     assert step is not None
     assert 0 < step.mfu(roof.expected_time) <= 1
+
+
+def test_each_micro_batch_moves_the_same_bytes_however_many_are_in_flight():
+    """A step's traffic grows by the same amount with each micro-batch: its activations and
+    its fp32 logits are written and read once whatever the number in flight (min(p, m) with
+    p = 4). Dividing all saved activations by the number in flight had divided the logits
+    too, so that past m = 4 Llama 3.1 8B's 1 x 2048 x 128,256 x 4 B = 1.05 GB of logits per
+    micro-batch counted as 0.26 GB."""
+    traffic = [
+        estimate(LLAMA_8B, H100, _train(batch=m, pp=4, micro_batch=1)).roofline.bytes
+        for m in range(1, 8)
+    ]
+    steps = [b - a for a, b in itertools.pairwise(traffic)]
+    assert steps == pytest.approx([steps[0]] * len(steps), rel=1e-12)
