@@ -27,12 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.catalog.loader import (
-    ChipCatalogVersion,
-    ModelCatalogVersion,
-    load_chip_catalog,
-    load_model_catalog,
-)
+from app.api.catalogs import load_catalog_files
+from app.catalog.loader import ChipCatalogVersion, ModelCatalogVersion
 from app.engine import (
     Dtype,
     Phase,
@@ -41,15 +37,16 @@ from app.engine import (
     Unit,
     attention,
     custom,
-    dtype_bytes,
     estimate,
     matmul,
     place,
+    saxpy,
 )
 from app.engine.roofline import Roofline, Work
+from app.settings import Settings
+from app.web.svg import esc
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS_PATH = ROOT / "app" / "catalog" / "models.json"
 CSV_PATH = ROOT / "validation" / "measurements.csv"
 REPORT_PATH = ROOT / "docs" / "validation.md"
 CHART_PATH = ROOT / "docs" / "validation.svg"
@@ -137,11 +134,8 @@ def work(row: Measurement) -> Work:
         )
     if row.workload == "copy":  # read once, write once
         return custom(0.0, 2.0 * p["bytes_copied"], Dtype.FP32, Unit.VECTOR)
-    if row.workload == "triad":  # a = b + s c: 2 FLOPs, 3 arrays per element
-        dtype = Dtype(p["dtype"])
-        return custom(
-            2.0 * p["elements"], 3.0 * p["elements"] * dtype_bytes(dtype), dtype, Unit.VECTOR
-        )
+    if row.workload == "triad":  # a = b + s c: saxpy's 2 FLOPs and 3 arrays per element
+        return saxpy(p["elements"], Dtype(p["dtype"]))
     if row.workload == "training":
         flops = 6.0 * p["params"] * p["tokens_per_step"] / p["chips"]
         return custom(flops, 2.0 * p["params"] / p["chips"], Dtype(p["dtype"]), Unit.MATRIX)
@@ -250,7 +244,7 @@ def _svg(results: list[Result]) -> str:
         w = width * r.measured_over_ideal / top
         tick = left + width * (r.roofline.realistic_time / r.roofline.expected_time) / top
         parts += [
-            f'<text x="{left - 4}" y="{y + 10}" text-anchor="end">{r.row.id}</text>',
+            f'<text x="{left - 4}" y="{y + 10}" text-anchor="end">{esc(r.row.id)}</text>',
             f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{bar_h - 4}" fill="#4a7ab7"/>',
             f'<line x1="{tick:.1f}" x2="{tick:.1f}" y1="{y}" y2="{y + bar_h}" stroke="#d33"/>',
             f'<text x="{left + w + 3:.1f}" y="{y + 10}">{r.measured_over_ideal:.2f}</text>',
@@ -327,8 +321,8 @@ def report(results: list[Result], catalog_version: str, peers: dict[str, dict[st
 
 def main() -> None:
     """Regenerate docs/validation.md and docs/validation.svg."""
-    catalog = load_chip_catalog(ROOT / "chip_catalog.json")
-    results = evaluate(load(), catalog, load_model_catalog(MODELS_PATH))
+    catalog, models = load_catalog_files(Settings())
+    results = evaluate(load(), catalog, models)
     REPORT_PATH.write_text(report(results, catalog.version, load_peers()), encoding="utf-8")
     CHART_PATH.write_text(_svg(results), encoding="utf-8")
     print(f"wrote {REPORT_PATH} ({len(results)} rows, median error {median_error(results):.1%})")

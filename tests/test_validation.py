@@ -6,12 +6,11 @@ import math
 
 import pytest
 
-from app.catalog.loader import load_chip_catalog, load_model_catalog
+from app.api.catalogs import load_catalog_files
+from app.settings import Settings
 from app.validation import (
     CHART_PATH,
-    MODELS_PATH,
     REPORT_PATH,
-    ROOT,
     _svg,
     evaluate,
     load,
@@ -20,8 +19,8 @@ from app.validation import (
     report,
 )
 
-CATALOG = load_chip_catalog(ROOT / "chip_catalog.json")
-RESULTS = evaluate(load(), CATALOG, load_model_catalog(MODELS_PATH))
+CATALOG, MODELS = load_catalog_files(Settings())
+RESULTS = evaluate(load(), CATALOG, MODELS)
 
 
 def test_every_row_is_sourced_and_the_set_spans_chips_and_kinds() -> None:
