@@ -54,7 +54,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     def on_ready(sessions: sessionmaker[Session]) -> None:
         app.state.catalogs = record_catalogs(sessions, current, models)
-        app.state.sessions = sessions
 
     app.state.database = database = Database(make_engine(settings.database_url), on_ready)
     try:

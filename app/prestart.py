@@ -11,8 +11,11 @@ from app.main import create_app
 
 
 def main() -> None:
-    """Migrate and record the catalogs, then release the connections."""
-    create_app().state.sessions.kw["bind"].dispose()
+    """Migrate and record the catalogs, then release the connections; an unreachable
+    database stops it with DatabaseUnavailable, which says so."""
+    database = create_app().state.database
+    database.sessions()
+    database.engine.dispose()
 
 
 if __name__ == "__main__":

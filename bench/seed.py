@@ -54,7 +54,7 @@ def _templates(settings: Settings) -> list[dict[str, Any]]:
             continue
         columns = MeasurementRow.__table__.columns
         templates.append({c.key: getattr(row, c.key) for c in columns if c.key != "id"})
-    app.state.sessions.kw["bind"].dispose()
+    app.state.database.engine.dispose()
     return templates
 
 
@@ -81,7 +81,7 @@ def seed(database_url: str, rows: int, *, rng_seed: int = 0) -> int:
     templates = _templates(settings)
     rng = random.Random(rng_seed)
     app = create_app(settings)
-    engine = app.state.sessions.kw["bind"]
+    engine = app.state.database.engine
     try:
         for start in range(0, rows, INSERT_CHUNK):
             chunk = [

@@ -60,6 +60,7 @@ class Database:
             sessions = session_factory(self.engine)
             self._on_ready(sessions)
         except UNREACHABLE as exc:
-            log.warning("database unreachable: %s", exc.orig or exc)
-            raise DatabaseUnavailable from exc
+            where = self.engine.url.render_as_string(hide_password=True)
+            log.warning("database unreachable at %s: %s", where, exc.orig or exc)
+            raise DatabaseUnavailable(f"cannot reach the database at {where}") from exc
         return sessions

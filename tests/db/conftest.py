@@ -59,4 +59,4 @@ def db_app(db_settings: Settings) -> FastAPI:
 def db_client(db_app: FastAPI) -> Iterator[TestClient]:
     with TestClient(db_app) as client:
         yield client
-    db_app.state.sessions.kw["bind"].dispose()
+    db_app.state.database.engine.dispose()

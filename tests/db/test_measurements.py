@@ -59,7 +59,7 @@ def test_a_restarted_service_finds_every_measurement_with_its_verdict(db_setting
     again = create_app(db_settings)
     with TestClient(again) as client:
         stored = client.get(f"/measurements/{first['id']}").json()
-    again.state.sessions.kw["bind"].dispose()
+    again.state.database.engine.dispose()
     assert stored["verdict"] == first["verdict"] == "order_of_magnitude_slower"
     assert stored["expectation"] == first["expectation"]
 
@@ -215,7 +215,7 @@ def test_an_edited_catalog_must_bump_its_version(db_settings, db_client, tmp_pat
         # the old version still answers calculations
         answer = client.get("/chips/a100", params={"catalog_version": data["version"]}).json()
         assert answer["peak_flops_per_s"]["matrix"]["bf16"]["value"] == 312e12
-    bumped.state.sessions.kw["bind"].dispose()
+    bumped.state.database.engine.dispose()
 
 
 def test_a_ci_gate_fails_with_412_and_still_stores(db_client):

@@ -38,7 +38,7 @@ def test_a_retried_post_with_the_same_key_stores_once(db_client):
 
 
 def test_concurrent_retries_store_once_and_keys_belong_to_their_writer(db_app, db_client):
-    catalogs, sessions = db_app.state.catalogs, db_app.state.sessions
+    catalogs, sessions = db_app.state.catalogs, db_app.state.database.sessions()
     body = MeasurementIn.model_validate(POST)
 
     def post(writer: str) -> int:
