@@ -68,6 +68,8 @@ from app.engine.compare import summarise_times
 from app.engine.scaling import scaling
 from app.engine.training import Lora, Parallelism, Training, TrainingStep
 
+_TRAINING_DEFAULTS = TrainingFields()
+
 
 @dataclass(frozen=True, slots=True)
 class _Resolved:
@@ -256,11 +258,10 @@ def _warnings(model: _Model) -> list[str]:
             f"({arch.max_positions}); the model was not trained for that length."
         )
     if workload.phase != "training":
-        defaults = TrainingFields()
         ignored = [
             name
             for name in TrainingFields.model_fields
-            if getattr(workload, name) != getattr(defaults, name)
+            if getattr(workload, name) != getattr(_TRAINING_DEFAULTS, name)
         ]
         if ignored:
             warnings.append(f"Ignored, as they only apply to phase=training: {', '.join(ignored)}.")

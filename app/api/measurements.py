@@ -34,8 +34,8 @@ from app.api.schemas import (
     ChipRef,
     KernelWorkload,
     RepeatsOut,
-    TrainingFields,
     TransformerWorkload,
+    without_ignored_training,
 )
 from app.catalog.names import UnknownName
 from app.db import measurements as store
@@ -70,8 +70,8 @@ def identity(workload: TransformerWorkload | KernelWorkload) -> dict[str, Any]:
     """The fields that identify a workload: those not at their defaults (so a field added
     later with a default leaves stored keys alone), without training fields outside training."""
     fields = workload.model_dump(mode="json", exclude_defaults=True) | {"kind": workload.kind}
-    if isinstance(workload, TransformerWorkload) and workload.phase != "training":
-        fields = {k: v for k, v in fields.items() if k not in TrainingFields.model_fields}
+    if isinstance(workload, TransformerWorkload):
+        fields = without_ignored_training(fields, workload.phase)
     return fields
 
 

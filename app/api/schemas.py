@@ -73,6 +73,15 @@ class TrainingFields(_Request):
     )
 
 
+def without_ignored_training(fields: dict[str, Any], phase: str | None) -> dict[str, Any]:
+    """A transformer workload's `fields` without its training fields unless it is a training
+    step: elsewhere they are ignored (with a warning), so they neither identify a workload
+    nor describe it."""
+    if phase == "training":
+        return fields
+    return {k: v for k, v in fields.items() if k not in TrainingFields.model_fields}
+
+
 class TransformerWorkload(TrainingFields):
     """A transformer model running one phase. Give `model` (a catalog name) or `config`."""
 

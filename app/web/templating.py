@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app import formatting as fmt
-from app.api.schemas import TrainingFields
+from app.api.schemas import without_ignored_training
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -41,9 +41,9 @@ def _when(value: datetime) -> str:
 def _workload(workload: dict[str, Any]) -> str:
     """A stored workload in one line: its kind or model, then its set fields."""
     head = str(workload.get("model") or workload.get("kind", "workload"))
+    if workload.get("kind") == "transformer":
+        workload = without_ignored_training(workload, workload.get("phase"))
     skip = {"kind", "model", "config"}
-    if workload.get("kind") == "transformer" and workload.get("phase") != "training":
-        skip |= set(TrainingFields.model_fields)
     rest = [f"{k}={v}" for k, v in workload.items() if k not in skip and v is not None]
     return f"{head} ({', '.join(rest)})" if rest else head
 
