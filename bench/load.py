@@ -148,19 +148,32 @@ async def drive(
     return Load(count / elapsed, cuts[49] * 1e3, cuts[98] * 1e3, cpu / count * 1e6)
 
 
-async def http_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
-    """(target, its load, the trivial load just before) for every target."""
-    limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
+TRIVIAL_TARGET = Target("GET /health", "GET", TRIVIAL)
+
+
+def table(run: Callable[[Target, float], Load], seconds: float) -> list[tuple[Target, Load, Load]]:
+    """(target, its load, the trivial load just before) for every target, each driven by
+    `run(target, seconds)` after one short run of every path to warm it."""
+    for target in (TRIVIAL_TARGET, *TARGETS):
+        run(target, 1.0)
     rows = []
-    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30) as client:
-        trivial = Target("GET /health", "GET", TRIVIAL)
-        for target in (trivial, *TARGETS):  # warm every path once
-            await drive(client, target, 0.3, users, server.pid)
-        for target in TARGETS:
-            base_load = await drive(client, trivial, seconds, users, server.pid)
-            load = await drive(client, target, seconds, users, server.pid)
-            rows.append((target, load, base_load))
+    for target in TARGETS:
+        base_load = run(TRIVIAL_TARGET, seconds)
+        rows.append((target, run(target, seconds), base_load))
     return rows
+
+
+def http_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+    """`table` with httpx as the clients, on one event loop."""
+    limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
+    with asyncio.Runner() as runner:
+        client = httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30)
+        try:
+            return table(
+                lambda target, s: runner.run(drive(client, target, s, users, server.pid)), seconds
+            )
+        finally:
+            runner.run(client.aclose())
 
 
 _WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -220,15 +233,8 @@ def _wrk_script(target: Target) -> str:
 
 
 def wrk_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
-    """As `http_table`, with wrk as the clients."""
-    trivial = Target("GET /health", "GET", TRIVIAL)
-    for target in (trivial, *TARGETS):  # warm every path once
-        wrk_drive(server, target, 1, users)
-    return [
-        (target, wrk_drive(server, target, seconds, users), base_load)
-        for target in TARGETS
-        for base_load in [wrk_drive(server, trivial, seconds, users)]
-    ]
+    """`table` with wrk as the clients."""
+    return table(lambda target, s: wrk_drive(server, target, s, users), seconds)
 
 
 def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
@@ -343,7 +349,7 @@ def main(argv: list[str] | None = None) -> None:
         if clients == "wrk":
             rows = wrk_table(server, args.seconds, args.concurrency)
         else:
-            rows = asyncio.run(http_table(server, args.seconds, args.concurrency))
+            rows = http_table(server, args.seconds, args.concurrency)
     print(
         "\n| endpoint | req/s | p50 ms | p99 ms | server CPU µs/req "
         "| /health req/s | p50 ms | p99 ms | server CPU µs/req | ratio | CPU ratio |"
