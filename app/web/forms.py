@@ -15,9 +15,9 @@ from pydantic import ValidationError
 
 from app.api.catalogs import Catalogs
 from app.api.measurement_schemas import MeasurementIn
-from app.api.schemas import CalculationRequest, CheckRequest
+from app.api.schemas import CalculationRequest, CheckRequest, ScalingQuery
 from app.catalog.names import UnknownName
-from app.engine import EngineError
+from app.engine import EngineError, InvalidInput
 
 KINDS = ("transformer", "matmul", "elementwise", "custom")
 # phase=training only; the form shows the ones engineers change most
@@ -70,7 +70,7 @@ DEFAULTS: dict[str, str] = {
     "recompute": "false",
     "mfu": "",
     "train_tokens": "",
-    "chip_counts": "8,16,32,64,128",
+    "chip_counts": str(ScalingQuery.model_fields["chip_counts"].default),
     "serial_fraction": "0",
     "m": "4096",
     "n": "4096",
@@ -143,13 +143,19 @@ def _workload(values: Mapping[str, str]) -> dict[str, Any]:
     return workload
 
 
-def scaling_of(values: Mapping[str, str]) -> tuple[list[int], float] | None:
-    """The chip counts and serial fraction of the scaling chart, or None if they don't parse."""
+def scaling_of(values: Mapping[str, str]) -> tuple[list[int], float]:
+    """The chip counts and serial fraction of the scaling chart (their ranges are checked
+    where the curve is computed); InvalidInput names the one that does not parse."""
     try:
         counts = [int(n) for n in values.get("chip_counts", "").split(",")]
+    except ValueError:
+        raise InvalidInput(
+            "chip_counts", "give comma-separated whole numbers, e.g. 8,16,32"
+        ) from None
+    try:
         return counts, float(values.get("serial_fraction", "") or 0)
     except ValueError:
-        return None
+        raise InvalidInput("serial_fraction", "give a number between 0 and 1") from None
 
 
 def measured_ms(values: Mapping[str, str]) -> list[str] | None:
@@ -192,7 +198,7 @@ def _form_name(kind: str, schema_name: str) -> str:
     fields = FIELDS.get(kind, {})
     if schema_name in fields:
         return fields[schema_name]
-    return schema_name if schema_name == "chip" else GENERAL
+    return schema_name if schema_name == "chip" or schema_name in SCALING_FIELDS else GENERAL
 
 
 def _validation_errors(exc: ValidationError, kind: str) -> dict[str, str]:

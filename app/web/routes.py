@@ -48,9 +48,11 @@ def _form_page(
     values: dict[str, str],
     errors: dict[str, str],
     result: Result | None = None,
+    *,
+    status: int | None = None,
 ) -> HTMLResponse:
     context = {"values": values, "errors": errors, "result": result, **_choices(catalogs)}
-    return render(request, "index.html", context, 422 if errors else 200)
+    return render(request, "index.html", context, status or (422 if errors else 200))
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -60,10 +62,11 @@ def index(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     if "chip" not in request.query_params:
         return _form_page(request, catalogs, values, {})
     try:
-        result = compute(catalogs, forms.calculation(values), forms.scaling_of(values))
+        result = compute(catalogs, forms.calculation(values), values)
     except _ERRORS as exc:
         return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
-    return _form_page(request, catalogs, values, {}, result)
+    # a scaling field the curve could not use is reported beside it; the answer stands: 200
+    return _form_page(request, catalogs, values, result.scaling_errors, result, status=200)
 
 
 def _svg_error(errors: dict[str, str]) -> Response:
@@ -101,11 +104,9 @@ def scaling_chart(request: Request, catalogs: CatalogsDep) -> Response:
     """The scaling chart alone of a training workload: the form's parameters plus
     `chip_counts` (comma-separated) and `serial_fraction`."""
     values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
-    scaling = forms.scaling_of(values)
-    if scaling is None:
-        return _svg_error({"chip_counts": "give comma-separated whole numbers, e.g. 8,16,32"})
     try:
-        svg = scaling_svg(scaling_for(catalogs, forms.calculation(values), *scaling))
+        curve = scaling_for(catalogs, forms.calculation(values), *forms.scaling_of(values))
+        svg = scaling_svg(curve)
     except _ERRORS as exc:
         return _svg_error(forms.errors_of(exc, values["kind"]))
     return Response(svg, media_type=SVG)

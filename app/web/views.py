@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError
 
 from app.api import calculations
 from app.api.catalogs import Catalogs
@@ -20,7 +23,7 @@ from app.api.schemas import (
 )
 from app.engine import Chip, EngineError
 from app.web.charts import data_of, roofline_svg
-from app.web.forms import FIELDS
+from app.web.forms import FIELDS, SCALING_FIELDS, errors_of, scaling_of
 from app.web.trends import scaling_svg, sweep_svg
 
 
@@ -36,6 +39,7 @@ class Result:
     sweep: str | None
     scaling: ScalingAnswer | None = None
     scaling_chart: str | None = None
+    scaling_errors: dict[str, str] = field(default_factory=dict)  # form field -> message
 
 
 def chip_of(catalogs: Catalogs, answer: ExpectedTime) -> Chip:
@@ -71,13 +75,25 @@ def scaling_for(
     )
 
 
+def _scaling_errors(errors: dict[str, str]) -> dict[str, str]:
+    """Why the scaling curve was not drawn, beside its own fields: a workload field that fits
+    the answer but not a chip count (a batch that dp does not divide) is named there."""
+    notes: dict[str, str] = {}
+    for name, message in errors.items():
+        if name in SCALING_FIELDS:
+            notes[name] = message
+        else:
+            notes["chip_counts"] = f"not drawn, {name} at these counts: {message}"
+    return notes
+
+
 def compute(
     catalogs: Catalogs,
     request: CalculationRequest,
-    scaling: tuple[list[int], float] | None = None,
+    scaling: Mapping[str, str] | None = None,
 ) -> Result:
     """Expected time (and the check when a time was measured), memory fit and the batch sweep
-    for transformers, the scaling curve for training (over `scaling`'s chip counts and serial
+    for transformers, the scaling curve for training (over the chip counts and serial
     fraction), and the charts."""
     check = calculations.check(catalogs, request) if isinstance(request, CheckRequest) else None
     answer = check if check is not None else calculations.expected_time(catalogs, request)
@@ -88,12 +104,12 @@ def compute(
             batch = calculations.best_batch(catalogs, request)
         except EngineError:  # the sweep is extra; the answer stands without it
             batch = None
-    curve = None
+    curve, scaling_errors = None, {}
     if answer.training is not None and scaling is not None:
-        try:
-            curve = scaling_for(catalogs, request, *scaling)
-        except (EngineError, ValueError):  # the curve is extra, as the sweep is
-            curve = None
+        try:  # the curve is extra: the answer stands without it, its fields say what is wrong
+            curve = scaling_for(catalogs, request, *scaling_of(scaling))
+        except (EngineError, ValidationError) as exc:
+            scaling_errors = _scaling_errors(errors_of(exc, "transformer"))
     measured = check.measured_time_s if check is not None else None
     return Result(
         answer=answer,
@@ -104,6 +120,7 @@ def compute(
         sweep=sweep_svg(batch) if batch is not None else None,
         scaling=curve,
         scaling_chart=scaling_svg(curve) if curve is not None else None,
+        scaling_errors=scaling_errors,
     )
 
 

@@ -308,3 +308,22 @@ def test_bad_training_values_show_their_message_next_to_the_field(client):
     page = client.get("/", params={**TRAINING, "pp": "3"})
     assert page.status_code == 422
     assert 'id="f-pp-error"' in page.text and "must divide the model&#39;s 32 layers" in page.text
+
+
+@pytest.mark.parametrize(
+    ("bad", "field", "message"),
+    [
+        ({"chip_counts": "8,x"}, "chip_counts", "comma-separated whole numbers"),
+        ({"chip_counts": "128,64"}, "chip_counts", "distinct and ascending"),
+        ({"serial_fraction": "2"}, "serial_fraction", "less than or equal to 1"),
+        ({"serial_fraction": "some"}, "serial_fraction", "a number between 0 and 1"),
+    ],
+)
+def test_bad_scaling_values_keep_the_answer_and_say_what_is_wrong(client, bad, field, message):
+    """The scaling curve is extra: the training answer stands, and the field that stopped the
+    curve says why (it had vanished without a word)."""
+    page = client.get("/", params={**TRAINING, **bad})
+    html = page.text
+    assert 'id="training"' in html and 'id="scaling"' not in html
+    error = re.search(rf'<p class="error" id="f-{field}-error" role="alert">([^<]*)</p>', html)
+    assert error and message in error.group(1), html[:3000]
