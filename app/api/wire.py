@@ -15,6 +15,7 @@ write (tests/api/test_answers.py checks that).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
@@ -30,13 +31,28 @@ _COMPONENTS = "#/components/schemas/{model}"
 
 def parse_query(request: Request, model: type[Model]) -> Model:
     """The request's query string as `model`; a bad one raises the 422 FastAPI would, each
-    error located at ("query", field). A repeated parameter counts once, its last value."""
+    error located at ("query", field). As FastAPI reads them, a list field takes every value
+    of its repeated parameter (?lora_targets=q&lora_targets=v), another field its last."""
+    params, lists = request.query_params, _list_fields(model)
     try:
-        return model.model_validate(dict(request.query_params))
+        return model.model_validate(
+            {k: params.getlist(k) if k in lists else params[k] for k in params}
+        )
     except ValidationError as error:
         raise RequestValidationError(
             [{**e, "loc": ("query", *e["loc"])} for e in error.errors(include_url=False)]
         ) from None
+
+
+@cache
+def _list_fields(model: type[BaseModel]) -> frozenset[str]:
+    """`model`'s fields whose schema is an array (possibly optional)."""
+    properties = model.model_json_schema()["properties"]
+    return frozenset(
+        name
+        for name, field in properties.items()
+        if "array" in [field.get("type"), *(o.get("type") for o in field.get("anyOf", ()))]
+    )
 
 
 def query_parameters(model: type[BaseModel]) -> dict[str, Any]:

@@ -105,6 +105,22 @@ def test_a_repeated_parameter_counts_once_with_its_last_value(client: TestClient
     assert answer["workload"]["batch"] == 8
 
 
+def test_a_list_field_takes_every_value_of_its_repeated_parameter(client: TestClient) -> None:
+    """As FastAPI reads a query model's list field: LoRA on q and v only, by GET or POST."""
+    query = "chip=h100&model=llama-8b&phase=training&batch=8&lora_rank=8"
+    got = client.get(f"/expected-time?{query}&lora_targets=q&lora_targets=v")
+    assert got.status_code == 200, got.text
+    body = {"phase": "training", "batch": 8, "lora_rank": 8, "lora_targets": ["q", "v"]}
+    posted = client.post(
+        "/expected-time",
+        json={"chip": "h100", "workload": {"kind": "transformer", "model": "llama-8b", **body}},
+    )
+    assert got.json()["workload"]["lora_targets"] == ["q", "v"]
+    assert got.json()["training"] == posted.json()["training"]
+    one = client.get(f"/expected-time?{query}&lora_targets=q").json()
+    assert one["training"]["trained_params"] < got.json()["training"]["trained_params"]
+
+
 # --- answers rendered once -------------------------------------------------------------------
 
 
