@@ -15,12 +15,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from app.api.measurement_schemas import MeasurementIn
+from app.api.schemas import ScalingRequest
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Unsupported
 
 log = logging.getLogger(__name__)
 
-_TOP_LEVEL = frozenset({"chip", "catalog_version", "measured_time_s", "measured_ms", "baseline_id"})
+# the fields a request body holds beside its workload (an engine error names them bare)
+_TOP_LEVEL = frozenset(
+    (MeasurementIn.model_fields.keys() | ScalingRequest.model_fields.keys()) - {"workload"}
+)
 _QUERY_ONLY = frozenset({"fail_on"})
 
 

@@ -154,3 +154,18 @@ def test_training_fields_on_an_inference_phase_are_flagged(client):
     body = client.get("/expected-time", params={"chip": "h100", "model": "llama-8b", "dp": 4})
     assert body.status_code == 200
     assert any("dp" in warning for warning in body.json()["warnings"])
+
+
+def test_a_posted_scaling_error_is_located_at_its_top_level_field(client):
+    """chip_counts sits beside the workload in the body, not inside it."""
+    response = client.post(
+        "/scaling",
+        json={
+            "chip": "h100",
+            "chip_counts": [8, 16, 24],
+            "workload": {"kind": "transformer", "model": "llama-8b", "phase": "training",
+                         "batch": 64, "tp": 16},
+        },
+    )  # fmt: skip
+    assert response.status_code == 422
+    assert [e["loc"] for e in response.json()["detail"]] == [["body", "chip_counts"]]
