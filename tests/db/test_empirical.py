@@ -45,6 +45,8 @@ def test_a_stored_profile_shows_beside_the_datasheet(db_client):
         ("matmul_flops_per_s", {}),
         ("backend", "jax"),
         ("date", "yesterday"),
+        ("bogus", 1),  # an unknown field is refused, not silently dropped
+        ("matmul_n", -1),
     ],
 )
 def test_bad_profiles_are_422_naming_the_field(db_client, field, value):

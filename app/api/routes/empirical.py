@@ -6,7 +6,7 @@ import math
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.api.deps import CatalogsDep, SessionsDep
 from app.catalog.loader import ChipRecord
@@ -30,7 +30,9 @@ Rate = Annotated[float, AfterValidator(_rate)]
 
 
 class EmpiricalProfile(BaseModel):
-    """What `roofcheck probe` measured on one chip."""
+    """What `roofcheck probe` measured on one chip. Unknown fields are refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     device: str = Field(min_length=1, max_length=HOST_LENGTH)
     backend: Literal["torch", "numpy"]
@@ -39,6 +41,8 @@ class EmpiricalProfile(BaseModel):
     matmul_flops_per_s: dict[Dtype, Rate] = Field(min_length=1)
     software: dict[str, Annotated[str, Field(max_length=100)]] = Field(default_factory=dict)
     hostname: str | None = Field(default=None, max_length=HOST_LENGTH)
+    copy_bytes: int | None = Field(None, ge=0, description="Bytes the probe copied (not stored).")
+    matmul_n: int | None = Field(None, ge=0, description="The probe's matmul size (not stored).")
 
 
 def profile_view(row: EmpiricalProfileRow, record: ChipRecord) -> dict[str, Any]:
