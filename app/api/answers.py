@@ -22,6 +22,7 @@ MAX_ENTRIES = 2048
 MAX_ANSWER_BYTES = 16 * 1024
 
 Key = tuple[str, str, bytes]  # method, path, and the query string or content type + body
+SCOPE_KEY = "roofcheck.answer_key"  # where ServeStoredAnswers leaves a missed request's key
 
 
 def key_of(scope: Scope, body: bytes) -> Key:
@@ -84,7 +85,10 @@ class ServeStoredAnswers:
         body: bytes | None = b""
         if scope["method"] == "POST":
             body, receive = await _read(receive)
-        stored = None if body is None else cache.get(key_of(scope, body))
+        stored = None
+        if body is not None:
+            scope[SCOPE_KEY] = key = key_of(scope, body)  # for wire.answer, on a miss
+            stored = cache.get(key)
         if stored is None:
             await self.app(scope, receive, send)
             return

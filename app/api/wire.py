@@ -22,7 +22,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-from app.api.answers import AnswerCache, key_of
+from app.api.answers import SCOPE_KEY, AnswerCache, key_of
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -86,5 +86,6 @@ async def answer(
     Answer models refuse NaN and infinity when they are built (allow_inf_nan=False), so the
     JSON is always valid."""
     body = calculate().model_dump_json().encode()
-    cache.put(key_of(request.scope, await request.body()), body)
+    key = request.scope.get(SCOPE_KEY) or key_of(request.scope, await request.body())
+    cache.put(key, body)
     return Response(body, media_type="application/json")
