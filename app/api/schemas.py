@@ -82,16 +82,9 @@ def without_ignored_training(fields: dict[str, Any], phase: str | None) -> dict[
     return {k: v for k, v in fields.items() if k not in TrainingFields.model_fields}
 
 
-class TransformerWorkload(TrainingFields):
-    """A transformer model running one phase. Give `model` (a catalog name) or `config`."""
+class TransformerFields(TrainingFields):
+    """What a transformer workload runs, in the POST body's workload and the GET query alike."""
 
-    kind: Literal["transformer"] = "transformer"
-    model: Annotated[str, _NAME] | None = Field(
-        None, description="Catalog id or alias, e.g. llama-8b (see /models)."
-    )
-    config: dict[str, Any] | None = Field(
-        None, description="A Hugging Face config.json, inline, for a model not in the catalog."
-    )
     phase: Phase = Field(Phase.DECODE, description="decode, prefill, generate or training.")
     batch: int = Field(1, ge=1, le=10**9, description="Sequences processed together.")
     seq_len: int = Field(
@@ -117,6 +110,18 @@ class TransformerWorkload(TrainingFields):
     )
     flash_attention: bool = Field(True, description="Training: scores are not stored.")
     recompute: bool = Field(False, description="Training: full activation recomputation.")
+
+
+class TransformerWorkload(TransformerFields):
+    """A transformer model running one phase. Give `model` (a catalog name) or `config`."""
+
+    kind: Literal["transformer"] = "transformer"
+    model: Annotated[str, _NAME] | None = Field(
+        None, description="Catalog id or alias, e.g. llama-8b (see /models)."
+    )
+    config: dict[str, Any] | None = Field(
+        None, description="A Hugging Face config.json, inline, for a model not in the catalog."
+    )
 
     @model_validator(mode="after")
     def _one_model(self) -> Self:
@@ -274,22 +279,11 @@ class CheckRequest(CalculationRequest, _Measured):
 _Body = TypeVar("_Body", bound="CalculationRequest")
 
 
-class TransformerQuery(TrainingFields):
+class TransformerQuery(TransformerFields):
     """GET query parameters for transformer workloads (the POST body's fields, flat)."""
 
     chip: Annotated[str, _NAME] = Field(description="Catalog id or alias, e.g. a100.")
     model: Annotated[str, _NAME] = Field(description="Catalog id or alias, e.g. llama-8b.")
-    phase: Phase = Phase.DECODE
-    batch: int = Field(1, ge=1, le=10**9)
-    seq_len: int = Field(2048, ge=1, le=10**8)
-    gen_len: int = Field(256, ge=1, le=10**8)
-    dtype: Dtype = Dtype.BF16
-    weight_dtype: Dtype | None = None
-    kv_dtype: Dtype | None = None
-    tp: int = Field(1, ge=1, le=4096)
-    reserve_fraction: float = Field(0.1, ge=0, lt=1)
-    flash_attention: bool = True
-    recompute: bool = False
     catalog_version: Annotated[str, _NAME] | None = None
 
     def to_request(self) -> CalculationRequest:
@@ -298,17 +292,16 @@ class TransformerQuery(TrainingFields):
 
     def _body(self, body: type[_Body], **fields: Any) -> _Body:
         """`body` with this query's chip, catalog version and workload, and `fields`."""
-        workload = self.model_dump(include=_WORKLOAD_FIELDS)
+        # the same fields, already validated by the same declarations (TransformerFields) and
+        # with the model named, so the workload needs no second validation
+        workload = TransformerWorkload.model_construct(**self.model_dump(include=_WORKLOAD_FIELDS))
         return body(
-            chip=self.chip,
-            catalog_version=self.catalog_version,
-            workload=TransformerWorkload(**workload),
-            **fields,
+            chip=self.chip, catalog_version=self.catalog_version, workload=workload, **fields
         )
 
 
 # a query's own fields that make up its workload (the rest say where to look it up)
-_WORKLOAD_FIELDS = set(TransformerQuery.model_fields) - {"chip", "catalog_version"}
+_WORKLOAD_FIELDS = set(TransformerFields.model_fields) | {"model"}
 
 
 class CheckQuery(TransformerQuery, _Measured):
