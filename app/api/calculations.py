@@ -369,7 +369,8 @@ def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
     }
 
 
-def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[ExpectedTime, Roofline]:
+def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, Any], Roofline]:
+    """The fields of the request's ExpectedTime answer (a Check adds its own), and its roofline."""
     resolved = _resolve(catalogs, request)
     chip = resolved.chip.chip
     common = {
@@ -380,41 +381,43 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[ExpectedTim
         model = _model(catalogs, request.workload)
         result = estimate(model.arch, chip, _spec(model.workload))
         roof = result.roofline
-        answer = ExpectedTime(
+        fields = {
             **common,
-            workload=model.workload,
-            model=model.ref,
-            explanation=[
+            "workload": model.workload,
+            "model": model.ref,
+            "explanation": [
                 *_roofline_lines(roof),
                 *([] if result.training is None else _training_lines(result.training)),
                 _memory_line(result.memory, result.capacity),
             ],
-            warnings=_warnings(model),
+            "warnings": _warnings(model),
             **_roofline_fields(roof),
             **_transformer_fields(result),
-        )
-        return answer, roof
+        }
+        return fields, roof
     work, filled = _kernel(request.workload)
     roof = place(work, chip)
-    answer = ExpectedTime(
-        **common, workload=filled, explanation=_roofline_lines(roof), **_roofline_fields(roof)
-    )
-    return answer, roof
+    fields = {
+        **common,
+        "workload": filled,
+        "explanation": _roofline_lines(roof),
+        **_roofline_fields(roof),
+    }
+    return fields, roof
 
 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
     """The roofline time of the request's workload on its chip."""
-    return _place(catalogs, request)[0]
+    return ExpectedTime(**_place(catalogs, request)[0])
 
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     """The request's measured time against its roofline: ratio, verdict and advice."""
-    answer, roof = _place(catalogs, request)
+    fields, roof = _place(catalogs, request)
     repeats = summarise_times(request.measured_seconds)
     judgement = judge(roof, repeats.mean)
     return Check(
-        **answer.model_dump(exclude={"workload"}),
-        workload=answer.workload,
+        **fields,
         measured_time_s=judgement.measured_time,
         repeats=RepeatsOut.of(repeats),
         ratio=judgement.ratio,
