@@ -100,6 +100,9 @@ def require_writer(request: Request) -> str | None:
 
 
 WriterDep = Annotated[str | None, Depends(require_writer)]
+UNAUTHORIZED: dict[int | str, dict[str, str]] = {  # the routes that take WriterDep document it
+    401: {"description": "Writes are restricted and no valid bearer token was given."}
+}
 
 
 def same_origin(request: Request) -> bool:

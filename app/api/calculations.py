@@ -68,8 +68,6 @@ from app.engine.compare import summarise_times
 from app.engine.scaling import scaling
 from app.engine.training import Lora, Parallelism, Training, TrainingStep
 
-_TRAINING_DEFAULTS = TrainingFields()
-
 
 @dataclass(frozen=True, slots=True)
 class _Resolved:
@@ -258,11 +256,9 @@ def _warnings(model: _Model) -> list[str]:
             f"({arch.max_positions}); the model was not trained for that length."
         )
     if workload.phase != "training":
-        ignored = [
-            name
-            for name in TrainingFields.model_fields
-            if getattr(workload, name) != getattr(_TRAINING_DEFAULTS, name)
-        ]
+        ignored = list(
+            workload.model_dump(include=set(TrainingFields.model_fields), exclude_defaults=True)
+        )
         if ignored:
             warnings.append(f"Ignored, as they only apply to phase=training: {', '.join(ignored)}.")
     if arch.attention.heads % workload.tp:

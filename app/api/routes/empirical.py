@@ -14,7 +14,7 @@ from app.db import empirical
 from app.db.availability import UNAVAILABLE
 from app.db.models import HOST_LENGTH, EmpiricalProfileRow
 from app.engine import Dtype, EngineError, Unit
-from app.security import WriterDep
+from app.security import UNAUTHORIZED, WriterDep
 
 router = APIRouter(tags=["catalog"])
 MAX_RATE = 1e18  # 1 EFLOP/s or 1 EB/s: far beyond any single chip
@@ -70,7 +70,7 @@ def profile_view(row: EmpiricalProfileRow, record: ChipRecord) -> dict[str, Any]
 
 
 _RESPONSES: dict[int | str, dict[str, str]] = {
-    401: {"description": "Writes are restricted and no valid bearer token was given."},
+    **UNAUTHORIZED,
     404: {"description": "No such chip; with suggestions."},
     **UNAVAILABLE,
 }

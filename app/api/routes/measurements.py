@@ -22,7 +22,7 @@ from app.api.measurement_schemas import (
 )
 from app.db.availability import UNAVAILABLE
 from app.engine import InvalidInput
-from app.security import WriterDep
+from app.security import UNAUTHORIZED, WriterDep
 from app.web import pages
 
 router = APIRouter(tags=["measurements"])
@@ -30,9 +30,6 @@ router = APIRouter(tags=["measurements"])
 _NOT_FOUND: dict[int | str, dict[str, str]] = {
     404: {"description": "No such measurement, chip, model or catalog version."},
     **UNAVAILABLE,
-}
-_UNAUTHORIZED: dict[int | str, dict[str, str]] = {
-    401: {"description": "Writes are restricted and no valid bearer token was given."}
 }
 _Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 _Text = Annotated[str | None, Query(min_length=1, max_length=200)]
@@ -47,7 +44,7 @@ _Threshold = Annotated[
     response_model=MeasurementOut,
     responses={
         412: {"model": MeasurementOut, "description": "Stored, but the gate failed."},
-        **_UNAUTHORIZED,
+        **UNAUTHORIZED,
         **_NOT_FOUND,
     },
 )
@@ -127,7 +124,7 @@ def read(
 @router.post(
     "/measurements/{measurement_id}/rejudge",
     response_model=Rejudged,
-    responses=_NOT_FOUND | _UNAUTHORIZED,
+    responses=_NOT_FOUND | UNAUTHORIZED,
 )
 def rejudge(
     measurement_id: _Id,
