@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import EmpiricalProfileRow
@@ -34,11 +34,16 @@ def latest(factory: sessionmaker[Session], chip_id: str) -> EmpiricalProfileRow 
 
 
 def latest_by_chip(factory: sessionmaker[Session]) -> dict[str, EmpiricalProfileRow]:
-    """The newest profile of every chip that has one."""
+    """The newest profile of every chip that has one (one row per chip read, not all)."""
+    newest_first = func.row_number().over(
+        partition_by=EmpiricalProfileRow.chip_id,
+        order_by=(EmpiricalProfileRow.created_at.desc(), EmpiricalProfileRow.id.desc()),
+    )
+    ranked = select(EmpiricalProfileRow.id, newest_first.label("rank")).subquery()
     with factory() as session:
         rows = session.scalars(
-            select(EmpiricalProfileRow).order_by(
-                EmpiricalProfileRow.created_at, EmpiricalProfileRow.id
-            )
+            select(EmpiricalProfileRow)
+            .join(ranked, ranked.c.id == EmpiricalProfileRow.id)
+            .where(ranked.c.rank == 1)
         )
-        return {row.chip_id: row for row in rows}  # later rows replace earlier ones
+        return {row.chip_id: row for row in rows}

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from app.cli import run
+from app.db import empirical
 
 PROFILE = {
     "device": "NVIDIA A100-SXM4-80GB",
@@ -89,3 +90,16 @@ def test_the_catalog_page_shows_the_newest_profile_beside_the_datasheet(db_clien
     assert "Measured copy (torch, NVIDIA A100-SXM4-80GB, 2026-11-23)" in section
     assert "Measured bf16 matmul" in section and "Measured fp8 matmul" in section
     assert "83" in section  # 1.7 / 2.039 = 83.4% of the datasheet bandwidth
+
+
+def test_the_newest_profile_of_each_chip_is_the_one_read(db_client, db_app):
+    """Several profiles of two chips: one row per chip comes back, the newest (on SQLite and
+    PostgreSQL: a window over each chip's profiles)."""
+    for chip, copy in (("a100", 1.5e12), ("h100", 3.0e12), ("a100", 1.7e12), ("h100", 3.1e12)):
+        body = {**PROFILE, "copy_bytes_per_s": copy}
+        assert db_client.post(f"/chips/{chip}/empirical", json=body).status_code == 201
+    newest = empirical.latest_by_chip(db_app.state.database.sessions())
+    assert {chip: row.copy_bytes_per_s for chip, row in newest.items()} == {
+        "a100-sxm4-80gb": 1.7e12,
+        "h100-sxm5-80gb": 3.1e12,
+    }
