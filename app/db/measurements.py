@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -95,7 +95,8 @@ def page(
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One run in a workload's history: what its chart and table show."""
+    """One run in a workload's history: what its chart and table show (the columns of the
+    same names, read in this order)."""
 
     id: int
     created_at: datetime
@@ -113,19 +114,7 @@ class Run:
 def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     """The latest `limit` runs of one workload, oldest first (columns, not whole rows)."""
     newest = session.execute(
-        select(
-            MeasurementRow.id,
-            MeasurementRow.created_at,
-            MeasurementRow.measured_time_s,
-            MeasurementRow.expected_time_s,
-            MeasurementRow.ratio,
-            MeasurementRow.verdict,
-            MeasurementRow.label,
-            MeasurementRow.branch,
-            MeasurementRow.git_commit,
-            MeasurementRow.catalog_version,
-            MeasurementRow.expected_tokens_per_s,
-        )
+        select(*(getattr(MeasurementRow, f.name) for f in fields(Run)))
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
