@@ -45,9 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--copy-mib", type=int, default=1024, help="bytes copied, in MiB")
     probe.add_argument("--n", type=int, default=8192, help="matmul size n (GPU; CPU uses n/4)")
     probe.add_argument("--submit", metavar="CHIP", help="store the profile as this chip's")
-    probe.add_argument(
-        "--url", default=_first_env("ROOFCHECK_URL") or DEFAULT_URL, help="env ROOFCHECK_URL"
-    )
+    for client in (check, submit, probe):
+        client.add_argument(
+            "--url",
+            default=_first_env("ROOFCHECK_URL") or DEFAULT_URL,
+            help="service URL (env ROOFCHECK_URL)",
+        )
     for writer in (probe, submit):
         writer.add_argument(
             "--token",
@@ -56,11 +59,6 @@ def _parser() -> argparse.ArgumentParser:
         )
     commands.add_parser("validate", help="regenerate docs/validation.md from the validation set")
     for sub, fail_on in ((check, BAD_VERDICTS), (submit, BAD_VERDICTS + ",regression")):
-        sub.add_argument(
-            "--url",
-            default=_first_env("ROOFCHECK_URL") or DEFAULT_URL,
-            help="service URL (env ROOFCHECK_URL)",
-        )
         sub.add_argument("--chip", required=True, help="catalog id or alias, e.g. a100")
         what = sub.add_mutually_exclusive_group(required=True)
         what.add_argument("--model", help="a transformer from the catalog, e.g. llama-8b")
