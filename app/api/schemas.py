@@ -219,13 +219,17 @@ KernelWorkload = (
 Workload = Annotated[TransformerWorkload | KernelWorkload, Field(discriminator="kind")]
 
 
+_Chip = Annotated[str, _NAME, Field(description="Catalog id or alias, e.g. a100 (see /chips).")]
+_CatalogVersion = Annotated[
+    str | None, _NAME, Field(description="Chip catalog version; default the current one.")
+]
+
+
 class CalculationRequest(_Request):
     """A workload on a chip."""
 
-    chip: Annotated[str, _NAME] = Field(description="Catalog id or alias, e.g. a100 (see /chips).")
-    catalog_version: Annotated[str, _NAME] | None = Field(
-        None, description="Chip catalog version; default the current one."
-    )
+    chip: _Chip
+    catalog_version: _CatalogVersion = None
     workload: Workload
 
 
@@ -282,9 +286,9 @@ _Body = TypeVar("_Body", bound="CalculationRequest")
 class TransformerQuery(TransformerFields):
     """GET query parameters for transformer workloads (the POST body's fields, flat)."""
 
-    chip: Annotated[str, _NAME] = Field(description="Catalog id or alias, e.g. a100.")
+    chip: _Chip
     model: Annotated[str, _NAME] = Field(description="Catalog id or alias, e.g. llama-8b.")
-    catalog_version: Annotated[str, _NAME] | None = None
+    catalog_version: _CatalogVersion = None
 
     def to_request(self) -> CalculationRequest:
         """The equivalent POST body."""
