@@ -1,0 +1,113 @@
+"""The collectives of a training step: tensor, pipeline, expert and data parallel traffic and
+the time each takes on one chip (docs/formulas.md, "Training")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.architecture import Architecture
+from app.engine.hardware import Chip
+from app.engine.parallel import ring_allreduce_bytes, tensor_parallel_time
+from app.engine.training.footprint import state_bytes_per_param, trainable
+from app.engine.training.layout import Layout
+from app.engine.training.options import DataParallelAlgorithm, Parallelism, Training
+from app.engine.units import Dtype, dtype_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Communication:
+    """Seconds per step each collective takes on this chip, and where it runs."""
+
+    tensor_parallel: float
+    pipeline: float
+    expert: float
+    data_parallel: float
+    data_parallel_exposed: float
+    data_parallel_bytes: float
+    data_parallel_over_network: bool
+
+    @property
+    def exposed(self) -> float:
+        """Communication on the critical path: TP, PP, EP, and what of DP the overlap leaves."""
+        return self.tensor_parallel + self.pipeline + self.expert + self.data_parallel_exposed
+
+
+def _link(chip: Chip, parallel: Parallelism, span: int) -> tuple[float, bool]:
+    """Bandwidth (bytes/s, one direction) for a group spanning `span` consecutive chips, and
+    whether it crosses the scale-out network (slower of the two when it does)."""
+    if span <= 1:
+        return float("inf"), False
+    if span <= parallel.chips_per_node:
+        return chip.link_bandwidth_per_direction(), False
+    return min(parallel.network_bandwidth, chip.link_bandwidth_per_direction()), True
+
+
+def _gradient_sync_bytes(size: float, replicas: int, parallel: Parallelism) -> float:
+    """Bytes one chip sends to combine `size` bytes of gradients over `replicas` replicas."""
+    if replicas == 1:
+        return 0.0
+    if parallel.dp_algorithm is DataParallelAlgorithm.PARAMETER_SERVER:
+        return 2.0 * size * (replicas - 1)
+    ring = ring_allreduce_bytes(size, replicas)
+    return 1.5 * ring if parallel.zero >= 3 else ring
+
+
+def communication(
+    arch: Architecture,
+    chip: Chip,
+    lay: Layout,
+    *,
+    seq_len: float,
+    dtype: Dtype,
+    training: Training,
+    passes: int,
+    backward_time: float,
+) -> Communication:
+    """Per-step collective times of one chip (bandwidth terms only, like the roofline).
+
+    TP: 2 all-reduces of b S d per layer per pass (Shoeybi et al. 2019). PP: each micro-batch's
+    activations go forward and their gradients back, b S d / t per stage boundary (Narayanan et
+    al. 2021, scatter/gather). EP: dispatch and combine all-to-alls per MoE layer and pass,
+    each sending (e-1)/e of b S k d. DP: the trained gradients, ring all-reduce 2 (p-1)/p G, or
+    ZeRO-3's reduce-scatter plus two all-gathers 3 (p-1)/p G (Rajbhandari et al. 2020); a
+    parameter server receives and sends G from each of p-1 workers, 2 G (p-1) over its link.
+    """
+    p = training.parallel
+    s = dtype_bytes(dtype)
+    micro_tokens = lay.micro_batch * seq_len
+    # tensor_parallel_time counts every layer; this chip's stage holds L/p of them
+    tp_time = (
+        tensor_parallel_time(
+            arch,
+            chip,
+            tokens=lay.micro_batches * micro_tokens,
+            dtype=dtype,
+            tp=lay.tp,
+            allreduces_per_layer=2 * passes,
+        )
+        / lay.pp
+    )
+    pp_bw, _ = _link(chip, p, lay.chips)
+    pp_time = 0.0
+    if lay.pp > 1:
+        pp_time = lay.micro_batches * 2 * micro_tokens * arch.hidden * s / lay.tp / pp_bw
+    ep_time = 0.0
+    if lay.ep > 1 and arch.moe is not None:
+        ep_bw, _ = _link(chip, p, lay.tp * lay.ep)
+        k = arch.moe.experts_per_token
+        moe_layers = arch.moe.moe_layers / lay.pp
+        sent = micro_tokens * k * arch.hidden * s * (lay.ep - 1) / lay.ep / lay.tp
+        ep_time = lay.micro_batches * moe_layers * 2 * passes * sent / ep_bw
+    params = trainable(arch, dtype, lay, training.lora)
+    grad = state_bytes_per_param(training.optimizer, dtype)[0]
+    dp_bw, over_network = _link(chip, p, lay.tp * lay.ep * lay.dp)
+    dp_bytes = sum(
+        _gradient_sync_bytes(trained * grad, replicas, p)
+        for trained, replicas in (
+            (params.trained_dense, lay.replicas),
+            (params.trained_expert, lay.dp),
+        )
+    )
+    dp_time = dp_bytes / dp_bw if dp_bytes else 0.0
+    exposed = max(0.0, dp_time - backward_time) if p.overlap else dp_time
+    return Communication(tp_time, pp_time, ep_time, dp_time, exposed, dp_bytes, over_network)

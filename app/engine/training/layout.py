@@ -1,0 +1,74 @@
+"""Where a training step runs: the chips of each parallel degree and the batch each one sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.architecture import Architecture
+from app.engine.errors import InvalidInput
+from app.engine.training.options import MAX_CHIPS, Parallelism
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Chips of one training job and the batch each one sees."""
+
+    tp: int
+    dp: int
+    pp: int
+    ep: int
+    micro_batch: float  # sequences per micro-batch (a float so that memory can be probed at 0)
+    micro_batches: int  # per replica and step
+
+    @property
+    def chips(self) -> int:
+        """tp x dp x pp x ep."""
+        return self.tp * self.dp * self.pp * self.ep
+
+    @property
+    def replicas(self) -> int:
+        """Data-parallel replicas of the dense layers: dp x ep."""
+        return self.dp * self.ep
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle share of a 1F1B pipeline step: (p-1)/(m+p-1) (Narayanan et al. 2021, 2.2)."""
+        return (self.pp - 1) / (self.micro_batches + self.pp - 1)
+
+    @property
+    def in_flight(self) -> int:
+        """Micro-batches whose activations the first stage holds at once under 1F1B: min(p, m)."""
+        return min(self.pp, self.micro_batches)
+
+
+def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> Layout:
+    """Check the degrees against the model and the batch, and split the batch."""
+    p = parallel
+    for name, value in (("dp", p.dp), ("pp", p.pp), ("ep", p.ep)):
+        if not 1 <= value <= MAX_CHIPS:
+            raise InvalidInput(name, f"must be between 1 and {MAX_CHIPS}, got {value}")
+    if arch.layers % p.pp:
+        raise InvalidInput("pp", f"must divide the model's {arch.layers} layers, got {p.pp}")
+    if p.ep > 1 and arch.moe is None:
+        raise InvalidInput("ep", "expert parallelism needs a mixture-of-experts model; use ep=1")
+    experts = arch.moe.experts if arch.moe else 1
+    if experts % p.ep:
+        raise InvalidInput("ep", f"must divide the model's {experts} routed experts, got {p.ep}")
+    if not 0 <= p.zero <= 3:
+        raise InvalidInput("zero", f"must be a ZeRO stage between 0 and 3, got {p.zero}")
+    if p.chips_per_node < 1:
+        raise InvalidInput("chips_per_node", "must be >= 1")
+    if not p.network_bandwidth > 0:
+        raise InvalidInput("network_bandwidth", "must be > 0 bytes/s")
+    replicas = p.dp * p.ep
+    if batch % replicas:
+        raise InvalidInput(
+            "batch", f"must be a multiple of dp x ep = {replicas} (one share per replica)"
+        )
+    per_replica = batch // replicas
+    micro = p.micro_batch or per_replica
+    if micro < 1 or per_replica % micro:
+        raise InvalidInput(
+            "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
+        )
+    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro)

@@ -1,0 +1,118 @@
+"""The time of one training step: its roofline per chip, the pipeline bubble and the exposed
+communication (docs/formulas.md, "Training")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from app.engine.architecture import Architecture, param_counts
+from app.engine.errors import InvalidInput
+from app.engine.hardware import Chip
+from app.engine.roofline import Roofline, Work, place
+from app.engine.training.collectives import Communication, communication
+from app.engine.training.footprint import (
+    lora_params,
+    micro_batch_activations,
+    optimizer_traffic_per_param,
+    trainable,
+    zero_divisors,
+)
+from app.engine.training.layout import Layout, layout
+from app.engine.training.options import Training
+from app.engine.transformer import Precision, prefill, residual_bytes
+from app.engine.units import Unit
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingStep:
+    """One optimizer step over all chips, seen from one chip, and the run it is part of."""
+
+    roofline: Roofline  # per chip; realistic_time uses the given MFU when there is one
+    layout: Layout
+    communication: Communication
+    model_flops: float  # whole step, all chips: 6 N T + attention (no recomputation)
+    trained_params: float  # whole model
+    tokens_per_step: float
+    tokens: float | None  # to train on
+    given_mfu: float | None = None  # the MFU the realistic time assumes, when one was given
+
+    def mfu(self, time: float) -> float:
+        """Model FLOPs utilisation of a step taking `time`: model FLOPs / (chips x peak x time)."""
+        return self.model_flops / (self.layout.chips * self.roofline.peak.flops_per_s * time)
+
+    def time_to_train(self, time: float) -> float | None:
+        """Seconds to train on `tokens` at `time` per step: tokens / tokens per step x time."""
+        return None if self.tokens is None else self.tokens / self.tokens_per_step * time
+
+
+def training_step(
+    arch: Architecture,
+    chip: Chip,
+    *,
+    batch: int,
+    seq_len: int,
+    precision: Precision,
+    tp: int,
+    training: Training,
+    flash: bool,
+    recompute: bool,
+) -> TrainingStep:
+    """The roofline of one training step per chip, with its pipeline bubble and communication.
+
+    FLOPs: the forward F (the prefill count over all B S tokens), x3 for forward and backward
+    (x4 with recomputation); LoRA's frozen weights need no weight gradients, x2 (x3), plus
+    6 P_lora per token for the adapters; split evenly over the chips. Bytes per chip: its
+    weights read per micro-batch in the forward and the backward pass (and the recomputed
+    forward), the optimizer update of its (ZeRO-sharded) trained parameters, the saved
+    activations written then read, and the residual stream of each pass. Time: the roofline of
+    that work stretched by the pipeline bubble, m / (m + p - 1) busy, plus exposed communication.
+    """
+    lay = layout(arch, tp, batch, training.parallel)
+    dtype = precision.compute
+    forward = prefill(arch, batch, seq_len, precision, tp=1).flops
+    params = trainable(arch, dtype, lay, training.lora)
+    reads = 3 if recompute else 2
+    passes = reads + (1 if training.lora is None else 0)
+    tokens = batch * seq_len
+    trained = float(param_counts(arch).total)
+    if training.lora is not None:
+        trained = sum(lora_params(arch, training.lora))
+    adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
+    model_flops = forward * (passes - (1 if recompute else 0)) + adapters
+    flops = (forward * passes + adapters) / lay.chips
+
+    _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
+    micro_tokens = lay.micro_batch * seq_len
+    # one micro-batch's activations and logits, written in the forward, read in the backward
+    saved = sum(
+        micro_batch_activations(
+            arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
+        )
+    )
+    traffic = lay.micro_batches * (
+        reads * params.base_bytes
+        + 2 * saved
+        + passes * residual_bytes(arch, micro_tokens, dtype) / lay.pp
+    )
+    traffic += params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
+    work = Work(flops, traffic, dtype, Unit.MATRIX)
+
+    busy = place(work, chip).expected_time
+    comm = communication(
+        arch,
+        chip,
+        lay,
+        seq_len=seq_len,
+        dtype=dtype,
+        training=training,
+        passes=passes,
+        backward_time=busy * (passes - 1) / passes,
+    )
+    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
+    step = TrainingStep(roof, lay, comm, model_flops, trained, tokens, training.tokens)
+    if training.mfu is not None:
+        if not 0 < training.mfu <= 1:
+            raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
+        at_mfu = model_flops / (lay.chips * roof.peak.flops_per_s * training.mfu)
+        step = replace(step, roofline=replace(roof, realistic_time=at_mfu), given_mfu=training.mfu)
+    return step
