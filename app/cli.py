@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from app import formatting as fmt
+from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.units import MIB
+from app.probe import COPY_BYTES, MATMUL_N
 
 PASS, FAIL, ERROR = 0, 1, 2
 DEFAULT_URL = "http://localhost:8000"
@@ -42,8 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="judge a measured time (nothing is stored)")
     submit = commands.add_parser("submit", help="judge and store a measured time")
     probe = commands.add_parser("probe", help="measure this machine's copy and matmul ceilings")
-    probe.add_argument("--copy-mib", type=int, default=1024, help="bytes copied, in MiB")
-    probe.add_argument("--n", type=int, default=8192, help="matmul size n (GPU; CPU uses n/4)")
+    probe.add_argument(
+        "--copy-mib", type=int, default=COPY_BYTES // MIB, help="bytes copied, in MiB"
+    )
+    probe.add_argument("--n", type=int, default=MATMUL_N, help="matmul size n (GPU; CPU uses n/4)")
     probe.add_argument("--submit", metavar="CHIP", help="store the profile as this chip's")
     for client in (check, submit, probe):
         client.add_argument(
@@ -98,7 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--notes")
     submit.add_argument("--baseline-branch", help="compare with the latest run on this branch")
     submit.add_argument("--baseline-id", type=int)
-    submit.add_argument("--threshold", type=float, help="regression threshold (default 0.1)")
+    submit.add_argument(
+        "--threshold", type=float, help=f"regression threshold (default {DEFAULT_THRESHOLD:g})"
+    )
     submit.add_argument(
         "--idempotency-key", help="a retried submit with the same key is stored once"
     )
@@ -226,7 +233,7 @@ def run(argv: Sequence[str]) -> int:
     if args.command == "probe":
         from app.probe import probe  # noqa: PLC0415 (needs the optional numpy or torch)
 
-        result = probe(copy_bytes=args.copy_mib * 2**20, n=args.n, cpu_n=max(1, args.n // 4))
+        result = probe(copy_bytes=args.copy_mib * MIB, n=args.n, cpu_n=max(1, args.n // 4))
         print(json.dumps(result.as_dict(), indent=2))
         if args.submit:
             chip = urllib.parse.quote(args.submit, safe="")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+from app.engine.units import GIGA, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
+
+_PREFIXES = ((PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, ""))
 
 
 def _scaled(value: float, unit: str) -> str:
@@ -14,10 +16,10 @@ def _scaled(value: float, unit: str) -> str:
 
 def seconds(value: float) -> str:
     """1.5e-3 -> '1.5 ms'."""
-    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+    for factor, unit in ((1.0, "s"), (MILLI, "ms"), (MICRO, "µs")):
         if value >= factor:
             return f"{value / factor:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
+    return f"{value / NANO:.3g} ns"
 
 
 def bytes_(value: float) -> str:

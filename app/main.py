@@ -10,17 +10,23 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api import errors
-from app.api.answers import ServeStoredAnswers
-from app.api.catalogs import Catalogs, load_catalog_files, record_catalogs
-from app.api.routes import calculations, catalog, empirical, health, measurements
+from app.api import (
+    calculation_routes,
+    catalog_routes,
+    empirical_routes,
+    error_handlers,
+    health_routes,
+    measurement_routes,
+)
+from app.api.stored_answers import ServeStoredAnswers
 from app.catalog.loader import CatalogError
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.session import make_engine
+from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
+from app.services.catalogs import Catalogs, load_catalog_files, record_catalogs
 from app.settings import Settings, get_settings
-from app.web import pages
-from app.web import routes as web
+from app.web import negotiated_routes, page_routes, pages
 from app.web.templating import STATIC
 
 log = logging.getLogger(__name__)
@@ -44,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="roofcheck",
         version="1",
         description=DESCRIPTION,
-        default_response_class=errors.StrictJSONResponse,
+        default_response_class=StrictJSONResponse,
         responses={
             411: {"description": "A request body without Content-Length."},
             413: {"description": "A request body over ROOFCHECK_MAX_BODY_BYTES."},
@@ -66,17 +72,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_tokens = write_tokens
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
-    errors.install(app)
+    error_handlers.install(app)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE):
         app.add_exception_handler(unreachable, pages.database_unavailable)
     # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
     # jobs call by the thousand, come right after the trivial liveness check
-    app.include_router(health.router)
-    app.include_router(calculations.router)
-    app.include_router(catalog.router)
-    app.include_router(measurements.router)
-    app.include_router(empirical.router)
-    app.include_router(web.router)
+    app.include_router(health_routes.router)
+    app.include_router(calculation_routes.router)
+    app.include_router(catalog_routes.router)
+    # a browser's GET of a measurement endpoint gets its page: tried before the JSON routes
+    app.include_router(negotiated_routes.router)
+    app.include_router(measurement_routes.router)
+    app.include_router(empirical_routes.router)
+    app.include_router(page_routes.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 

@@ -17,6 +17,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.engine import Dtype, matmul, memcopy
+from app.engine.units import GIB, seconds_from_ms
+
+# what `roofcheck probe` copies (bytes) and multiplies (n x n) unless told otherwise
+COPY_BYTES = GIB
+MATMUL_N = 8192
 # dtypes measured per backend (NumPy has no half-precision BLAS worth timing)
 NUMPY_DTYPES = ("fp64", "fp32")
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -77,13 +83,13 @@ def probe_cpu(*, copy_bytes: int, n: int, warmup: int = 1, repeats: int = 5) -> 
             return a @ a
 
         matmul_s = median_time(wall(product), warmup=warmup, repeats=repeats)
-        rates[name] = 2.0 * n**3 / matmul_s
+        rates[name] = matmul(n, n, n, Dtype(name)).flops / matmul_s
     return Probe(
         device=platform.processor() or platform.machine(),
         backend="numpy",
         software={"numpy": np.__version__, "python": platform.python_version()},
         date=_today(),
-        copy_bytes_per_s=2.0 * src.nbytes / copy_s,
+        copy_bytes_per_s=memcopy(src.nbytes).bytes / copy_s,
         matmul_flops_per_s=rates,
         copy_bytes=int(src.nbytes),
         matmul_n=n,
@@ -101,7 +107,7 @@ def probe_gpu(torch: Any, *, copy_bytes: int, n: int, warmup: int = 3, repeats: 
             fn()
             end.record()
             end.synchronize()
-            return float(start.elapsed_time(end)) / 1e3  # elapsed_time is in milliseconds
+            return seconds_from_ms(float(start.elapsed_time(end)))
 
         return timed
 
@@ -117,20 +123,20 @@ def probe_gpu(torch: Any, *, copy_bytes: int, n: int, warmup: int = 3, repeats: 
             return a @ a
 
         matmul_s = median_time(events(product), warmup=warmup, repeats=repeats)
-        rates[name] = 2.0 * n**3 / matmul_s
+        rates[name] = matmul(n, n, n, Dtype(name)).flops / matmul_s
     return Probe(
         device=str(cuda.get_device_name()),
         backend="torch",
         software={"torch": str(torch.__version__), "cuda": str(torch.version.cuda)},
         date=_today(),
-        copy_bytes_per_s=2.0 * copy_bytes / copy_s,
+        copy_bytes_per_s=memcopy(copy_bytes).bytes / copy_s,
         matmul_flops_per_s=rates,
         copy_bytes=copy_bytes,
         matmul_n=n,
     )
 
 
-def probe(*, copy_bytes: int = 2**30, n: int = 8192, cpu_n: int = 2048) -> Probe:
+def probe(*, copy_bytes: int, n: int, cpu_n: int) -> Probe:
     """The GPU probe when PyTorch sees a CUDA device, the NumPy CPU probe otherwise."""
     try:
         torch: Any = importlib.import_module("torch")  # optional: only when installed
@@ -138,4 +144,4 @@ def probe(*, copy_bytes: int = 2**30, n: int = 8192, cpu_n: int = 2048) -> Probe
         torch = None
     if torch is not None and torch.cuda.is_available():
         return probe_gpu(torch, copy_bytes=copy_bytes, n=n)
-    return probe_cpu(copy_bytes=min(copy_bytes, 2**28), n=cpu_n)
+    return probe_cpu(copy_bytes=min(copy_bytes, GIB // 4), n=cpu_n)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.api.catalogs import load_catalog_files
 from app.catalog.loader import ChipCatalogVersion, ModelCatalogVersion
 from app.engine import (
     Dtype,
@@ -43,6 +42,7 @@ from app.engine import (
     saxpy,
 )
 from app.engine.roofline import Roofline, Work
+from app.services.catalogs import load_catalog_files
 from app.settings import Settings
 from app.web.svg import esc
 

@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, event, func, select
 
-from app.api import measurements
-from app.db.measurements import Filters
+from app.db.measurement_store import Filters
 from app.db.models import MeasurementRow
 from app.db.session import make_engine, session_factory
+from app.services import history
 from app.settings import Settings
 from bench.seed import seed
 from bench.server import free_port, uvicorn_server
@@ -92,10 +92,10 @@ def query_plans(
     engine = make_engine(Settings(database_url=database_url).database_url)
     sessions = session_factory(engine)
     calls: list[Callable[[], object]] = [
-        lambda: measurements.listing(
+        lambda: history.listing(
             sessions, Filters(model_id="llama-3.1-8b", branch="main"), limit=20, offset=0
         ),
-        lambda: measurements.compare(
+        lambda: history.compare(
             sessions, workload_key, baseline_id=None, baseline_branch="main", threshold=0.1
         ),
     ]

@@ -7,7 +7,7 @@ Each endpoint is measured right after the trivial GET /health of the same server
 ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
 /proc) gives the same ratio where the clients, not the server, are the bottleneck. A row sends
 one question over and over, as a CI job does (answered from the cache after the first time:
-app/api/answers.py), or, marked "distinct", a new question each time (computed every time).
+app/api/stored_answers.py), or, marked "distinct", a new question each time (computed every time).
 Then the engine alone, in-process, and its share of the server CPU time of the distinct
 request that computes it.
 """
@@ -53,7 +53,7 @@ class Target:
 
     A `distinct` target sends a different question each time (the integer field it names,
     a query parameter or a workload field, counts up), so that no answer comes from the cache
-    (app/api/answers.py): the cost of a calculation asked for the first time."""
+    (app/api/stored_answers.py): the cost of a calculation asked for the first time."""
 
     name: str
     method: str

@@ -18,10 +18,10 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from app.api.measurement_schemas import MeasurementIn
-from app.api.measurements import judged_row
 from app.db.models import MeasurementRow
 from app.main import create_app
+from app.schemas.measurement_bodies import MeasurementIn
+from app.services.recording import judged_row
 from app.settings import Settings
 
 CHIPS = ("a100", "h100", "h200-sxm-141gb", "mi300x", "l4")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.api.catalogs import load_catalog_files
+from app.services.catalogs import load_catalog_files
 from app.settings import Settings
 from app.validation import (
     CHART_PATH,

@@ -6,7 +6,7 @@ on every request (~150 µs for the 29 fields of a transformer query), and re-val
 returned model against the route's response model before turning it into JSON with the
 standard library (~60 µs for an optimal-batch answer). Here the query string is validated by
 `Model.model_validate` (~2 µs) and the answer serialised by pydantic's own JSON encoder
-(~15 µs), once per distinct request: app/api/answers.py serves it again. bench/load.py
+(~15 µs), once per distinct request: app/api/stored_answers.py serves it again. bench/load.py
 measures the difference. The routes still declare their response model, and
 `query_parameters` documents the query model, so the OpenAPI schema is the one FastAPI would
 write (tests/api/test_answers.py checks that).
@@ -22,7 +22,8 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-from app.api.answers import SCOPE_KEY, AnswerCache, key_of
+from app.api.stored_answers import SCOPE_KEY, key_of
+from app.services.answer_cache import AnswerCache
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -81,7 +82,7 @@ async def answer(
     request: Request, cache: AnswerCache, calculate: Callable[[], BaseModel]
 ) -> Response:
     """`calculate()` as a JSON response, stored in `cache` for the next identical request
-    (which app/api/answers.py serves before routing).
+    (which app/api/stored_answers.py serves before routing).
 
     Answer models refuse NaN and infinity when they are built (allow_inf_nan=False), so the
     JSON is always valid."""

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from app.engine.units import Dtype
+from app.engine.units import TERA, Dtype
 
 _ID = r"^[a-z0-9][a-z0-9._/-]*$"
 _MATRIX_DTYPES = frozenset(
@@ -112,7 +112,7 @@ def _is_sparse(figure: Figure) -> bool:
     those in T: TFLOP/s or TOPS)."""
     quoted = _SPARSE_QUOTE.findall(figure.note or "")
     return any(
-        math.isclose(figure.value / 1e12, float(q.replace(",", "")), rel_tol=5e-3) for q in quoted
+        math.isclose(figure.value / TERA, float(q.replace(",", "")), rel_tol=5e-3) for q in quoted
     )
 
 

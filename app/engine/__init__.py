@@ -16,7 +16,7 @@ from app.engine.architecture import (
 from app.engine.batch import LimitedBy, OptimalBatch, SweepPoint, optimal_batch
 from app.engine.errors import EngineError, InvalidArchitecture, InvalidInput, Unsupported
 from app.engine.fit import MemoryFit, memory_fit
-from app.engine.hardware import Chip, Peak
+from app.engine.hardware import Chip, Peak, ridge_intensity
 from app.engine.hf_config import architecture_from_config
 from app.engine.kernels import (
     RowOp,
@@ -24,6 +24,7 @@ from app.engine.kernels import (
     custom,
     elementwise,
     matmul,
+    memcopy,
     pointwise_flops,
     row_op,
     saxpy,
@@ -32,7 +33,7 @@ from app.engine.memory import MemoryBreakdown
 from app.engine.roofline import Bound, Roofline, Work, place
 from app.engine.transformer import Phase, Precision, kv_bytes_per_token
 from app.engine.units import Dtype, Unit, dtype_bytes
-from app.engine.verdict import Judgement, Verdict, judge
+from app.engine.verdict import Judgement, Verdict, efficiency, judge
 from app.engine.workload import TransformerEstimate, TransformerSpec, estimate
 
 __all__ = [
@@ -69,16 +70,19 @@ __all__ = [
     "attention",
     "custom",
     "dtype_bytes",
+    "efficiency",
     "elementwise",
     "estimate",
     "judge",
     "kv_bytes_per_token",
     "matmul",
+    "memcopy",
     "memory_fit",
     "optimal_batch",
     "param_counts",
     "place",
     "pointwise_flops",
+    "ridge_intensity",
     "row_op",
     "saxpy",
 ]

@@ -1,6 +1,7 @@
 """Transformer architectures and the parameter counts derived from them.
 
-Parameters are computed from the hyperparameters, never typed in (MODELLING.md). Notation:
+Parameters are computed from the hyperparameters, never typed in
+(docs/formulas.md#architectures-and-parameters). Notation:
 d hidden size, L layers, H query heads, Hkv key/value heads, dh head dim, F MLP width,
 V vocabulary, E routed experts, k experts per token.
 """

@@ -1,4 +1,4 @@
-"""The optimal batch (MODELLING.md, "Optimal batch"): the smallest compute-bound batch that fits.
+"""The optimal batch (docs/formulas.md#optimal-batch): the smallest compute-bound batch that fits.
 
 Every search here is over a monotone predicate: first a closed-form guess (FLOPs and bytes are
 affine in the batch for a dense model), checked in two evaluations, then, if the guess was
@@ -27,7 +27,8 @@ from app.engine.workload import (
     estimate,
 )
 
-# Throughput at this fraction of its large-batch limit is "close enough" (MODELLING.md).
+# Throughput at this fraction of its large-batch limit is "close enough"
+# (docs/formulas.md#optimal-batch).
 NEAR_ASYMPTOTE = 0.9
 _SWEEP_POINTS = 24  # powers of two shown in the sweep, plus the batches named in the answer
 

@@ -52,6 +52,10 @@ def change(new_time: float, old_time: float) -> float:
     return new_time / old_time - 1.0
 
 
+# slower than the baseline by more than this fraction flags a regression unless told otherwise
+DEFAULT_THRESHOLD = 0.1
+
+
 def is_regression(new_time: float, old_time: float, threshold: float) -> bool:
     """Slower than `old_time` by more than `threshold` (a fraction, e.g. 0.1)."""
     return change(new_time, old_time) > threshold

@@ -14,6 +14,11 @@ from app.engine.units import Dtype, Unit
 _NARROW = frozenset({Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.FP4, Dtype.INT4})
 
 
+def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
+    """FLOPs per byte where a peak's compute roof meets the memory roof ("machine balance")."""
+    return flops_per_s / bytes_per_s
+
+
 @dataclass(frozen=True, slots=True)
 class Peak:
     """The peak rate that applies to some work, and which dtype/unit row it came from."""
@@ -45,7 +50,7 @@ class Chip:
     host_bandwidth: float | None = None
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
-        """The peak for `dtype` on `unit`, following MODELLING.md's fallbacks.
+        """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline.
 
         Matrix tf32 falls back to matrix fp32 (AMD's fp32 matrix rate), which falls back to the
         vector fp32 peak (NVIDIA has no fp32 matrix path without TF32). Vector rates for narrow
@@ -72,6 +77,10 @@ class Chip:
             f"{self.id} has no published {dtype} vector peak; "
             f"available: {_names(self.vector_peaks)}",
         )
+
+    def ridge_intensity(self, dtype: Dtype, unit: Unit) -> float:
+        """FLOPs per byte where the roof of `dtype` on `unit` meets the memory roof."""
+        return ridge_intensity(self.peak(dtype, unit).flops_per_s, self.memory_bandwidth)
 
     def link_bandwidth_per_direction(self) -> float:
         """One direction of the chip-to-chip link (scale-up, else the host link)."""

@@ -1,4 +1,4 @@
-"""FLOPs and minimum bytes moved of single kernels (MODELLING.md, "Kernels").
+"""FLOPs and minimum bytes moved of single kernels (docs/formulas.md#kernels).
 
 Bytes are the floor: each input read once and each output written once, as a perfectly fused
 and tiled kernel would. A multiply-add counts as 2 FLOPs.
@@ -15,7 +15,7 @@ from app.engine.units import Dtype, Unit, dtype_bytes
 
 # FLOPs per element of named pointwise ops. Each op is one arithmetic instruction per element
 # (a transcendental is one special-function instruction), except a fused multiply-add (2),
-# following the "multiply-add is 2 FLOPs" convention of MODELLING.md.
+# following the "multiply-add is 2 FLOPs" convention of docs/formulas.md#units.
 POINTWISE_FLOPS: dict[str, int] = {
     **dict.fromkeys(("add", "sub", "mul", "div", "neg", "abs", "relu", "max", "min", "square"), 1),
     **dict.fromkeys(
@@ -121,7 +121,7 @@ def attention_pairs(q_len: int, kv_len: int, *, causal: bool, window: int | None
     """Number of (query, key) score entries computed, per head and sequence.
 
     Non-causal: Lq x Lk. Causal self-attention (Lq = Lk = L) computes half: L^2 / 2, as
-    MODELLING.md counts it. With a sliding window w < L each query sees at most w keys:
+    docs/formulas.md#kernels counts it. With a sliding window w < L each query sees at most w keys:
     w^2 / 2 + (L - w) w. A causal query block of Lq new tokens after Lk - Lq cached ones
     (chunked prefill) sees Lq (Lk - Lq) + Lq^2 / 2.
     """
@@ -181,6 +181,13 @@ def attention(
     if not flash:
         traffic += 4.0 * batch * heads * q_len * kv_len * s
     return Work(flops, traffic, dtype, Unit.MATRIX)
+
+
+def memcopy(bytes_copied: float) -> Work:
+    """A copy of `bytes_copied` bytes within device memory: each byte read once and written
+    once, 2x the bytes, no FLOPs (STREAM's copy kernel counts the same)."""
+    _positive("bytes", bytes_copied)
+    return Work(0.0, 2.0 * bytes_copied, Dtype.FP32, Unit.VECTOR)
 
 
 def custom(flops: float, bytes_moved: float, dtype: Dtype, unit: Unit) -> Work:

@@ -1,4 +1,4 @@
-"""Memory footprint per chip in inference (MODELLING.md, "Inference memory"); training's is in
+"""Memory footprint per chip in inference (docs/formulas.md#memory); training's is in
 training.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Communication between chips (MODELLING.md, "Several chips").
+"""Communication between chips (docs/formulas.md#several-chips).
 
 Bandwidth terms only: per-message latency is left out, so these are floors like the roofline.
 """

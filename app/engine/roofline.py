@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.errors import InvalidInput
-from app.engine.hardware import Chip, Peak
+from app.engine.hardware import Chip, Peak, ridge_intensity
 from app.engine.units import Dtype, Unit
 
 
@@ -69,7 +69,7 @@ class Roofline:
     @property
     def ridge_intensity(self) -> float:
         """The intensity at which the compute and memory roofs meet."""
-        return self.peak.flops_per_s / self.memory_bandwidth
+        return ridge_intensity(self.peak.flops_per_s, self.memory_bandwidth)
 
     @property
     def bound(self) -> Bound:

@@ -1,4 +1,4 @@
-"""FLOPs and bytes of transformer workloads per chip (MODELLING.md, "Transformer workloads").
+"""FLOPs and bytes of transformer workloads per chip (docs/formulas.md#transformer-workloads).
 
 Only the matrix products (linear layers, lm_head, attention) are counted as FLOPs; norms,
 activations and softmax add < 1% and run on the vector units concurrently. Tensor parallelism

@@ -4,19 +4,37 @@ Inside the engine everything is in SI base units: seconds, bytes, FLOPs, FLOP/s,
 Humans get formatted values only at the edges (API docs, HTML pages).
 
 - GB = 1e9 bytes, GiB = 2**30 bytes; bandwidths are decimal (1 TB/s = 1e12 bytes/s).
-- Dtype sizes follow MODELLING.md: fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1, fp4/int4 0.5 bytes.
+- Dtype sizes (docs/formulas.md#units): fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1,
+  fp4/int4 0.5 bytes.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-KB = 1e3
-MB = 1e6
-GB = 1e9
-TB = 1e12
-GIB = float(2**30)
-TERA = 1e12  # TFLOP/s -> FLOP/s
+# Decimal SI prefixes: GB = GIGA bytes, TFLOP/s = TERA FLOP/s, 1 TB/s = TERA bytes/s.
+KILO = 1e3
+MEGA = 1e6
+GIGA = 1e9
+TERA = 1e12
+PETA = 1e15
+MILLI = 1e-3
+MICRO = 1e-6
+NANO = 1e-9
+MIB = 2**20  # bytes: binary sizes of buffers (the probe's), never of capacities
+GIB = 2**30
+DAY = 86_400.0  # seconds
+BITS_PER_BYTE = 8
+
+
+def seconds_from_ms(milliseconds: float) -> float:
+    """Milliseconds (as users type them) to seconds."""
+    return milliseconds * MILLI
+
+
+def ms_from_seconds(seconds: float) -> float:
+    """Seconds to milliseconds (as users read them)."""
+    return seconds * KILO
 
 
 class Dtype(StrEnum):

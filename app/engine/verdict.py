@@ -1,4 +1,4 @@
-"""Does a measured runtime make sense? (MODELLING.md, "Verdict")
+"""Does a measured runtime make sense? (docs/formulas.md#verdict)
 
 ratio = measured / expected, where expected is the ideal roofline time: the physical floor.
 """
@@ -37,6 +37,17 @@ class Judgement:
     verdict: Verdict
     advice: tuple[str, ...]
 
+    @property
+    def efficiency(self) -> float:
+        """The fraction of the roofline reached (expected / measured)."""
+        return efficiency(self.ratio)
+
+
+def efficiency(ratio: float) -> float:
+    """expected / measured, the fraction of the roofline a run reached, from its ratio
+    measured / expected."""
+    return 1 / ratio
+
 
 def judge(roofline: Roofline, measured_time: float) -> Judgement:
     """Compare `measured_time` (seconds) with the roofline and say what to do next."""
@@ -61,8 +72,8 @@ def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
     gap = f"{ratio:.1f}x the roofline time"
     if verdict is Verdict.FASTER_THAN_ROOFLINE:
         return (
-            f"Measured {1 / ratio:.2f}x faster than the hardware allows: the measurement or "
-            "the inputs are wrong.",
+            f"Measured {efficiency(ratio):.2f}x faster than the hardware allows: the measurement "
+            "or the inputs are wrong.",
             "GPU work is asynchronous: synchronise (torch.cuda.synchronize()) before reading "
             "the clock, and time several iterations after a warm-up.",
             "Check the units (seconds vs milliseconds) and that no result was cached.",

@@ -105,7 +105,8 @@ def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
 
 
 def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roofline:
-    """Decode steps at contexts P .. P+G-1 (MODELLING.md's generate), summed in closed form."""
+    """Decode steps at contexts P .. P+G-1, summed in closed form (generate in
+    docs/formulas.md#transformer-workloads)."""
     window = arch.attention.sliding_window
 
     def step(context: int) -> Work:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app import formatting as fmt
-from app.api.schemas import ExpectedTime
-from app.engine import Chip, Unit
+from app.engine import Chip, Unit, ridge_intensity
+from app.schemas.answers import ExpectedTime
 from app.web.svg import (
     HEIGHT,
     WIDTH,
@@ -89,7 +89,7 @@ def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> 
 
 
 def _scales(data: RooflineData) -> tuple[Scale, Scale]:
-    ridges = [r.flops_per_s / data.bandwidth for r in data.roofs]
+    ridges = [ridge_intensity(r.flops_per_s, data.bandwidth) for r in data.roofs]
     xs = ridges + ([data.intensity] if data.flops > 0 else [])
     x_lo, x_hi = decades(min(xs) / 10, max(xs) * 10)
     ys = [data.bandwidth * x_lo, *(r.flops_per_s for r in data.roofs)]
@@ -120,7 +120,7 @@ def _roofs(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
     )
     last_label = -1e9
     for roof in sorted(data.roofs, key=lambda r: -r.flops_per_s):
-        ridge = roof.flops_per_s / data.bandwidth
+        ridge = ridge_intensity(roof.flops_per_s, data.bandwidth)
         py = y(roof.flops_per_s)
         svg.line(x(ridge), py, x(x.hi), py, "roof-used" if roof.used else "roof")
         label_y = max(py - 4, last_label + _LABEL_GAP)
@@ -136,7 +136,7 @@ def _roofs(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
 
 def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
     used = data.used
-    ridge = used.flops_per_s / data.bandwidth
+    ridge = ridge_intensity(used.flops_per_s, data.bandwidth)
     svg.point(x(ridge), y(used.flops_per_s), "ridge", f"ridge {ridge:.3g} FLOP/B")
     svg.text(x(ridge) - 10, y(used.flops_per_s) - 8, f"ridge {ridge:.3g} FLOP/B", "label", "end")
     if data.flops <= 0:

@@ -8,16 +8,23 @@ The form's names for a transformer are the query parameters of GET /expected-tim
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from app.api.catalogs import Catalogs
-from app.api.measurement_schemas import MeasurementIn
-from app.api.schemas import CalculationRequest, CheckRequest, ScalingQuery
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput
+from app.schemas.measurement_bodies import MeasurementIn
+from app.schemas.queries import ScalingQuery
+from app.schemas.requests import (
+    CalculationRequest,
+    CheckRequest,
+    ElementwiseWorkload,
+    ScalingRequest,
+    TransformerFields,
+)
+from app.services.catalogs import Catalogs
 
 KINDS = ("transformer", "matmul", "elementwise", "custom")
 # phase=training only; the form shows the ones engineers change most
@@ -47,42 +54,37 @@ FIELDS: dict[str, dict[str, str]] = {
     "custom": {"flops": "flops", "bytes": "bytes", "unit": "unit", "dtype": "dtype"},
 }
 STORE_FIELDS = ("label", "branch", "git_commit", "notes")
+
+
+def _text(value: object) -> str:
+    """A default as the form shows it: '' for none, true/false, 0.5, 2048, bf16."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _declared(model: type[BaseModel], names: Iterable[str]) -> dict[str, str]:
+    fields = model.model_fields
+    return {name: _text(fields[name].get_default(call_default_factory=True)) for name in names}
+
+
+# The order is the form's (links to the charts list the values in it). Kernel sizes and the
+# first chip and model shown are the form's own; everything the API also takes is read from
+# its declaration (tests/api/test_defaults.py pins both).
 DEFAULTS: dict[str, str] = {
     "kind": "transformer",
     "chip": "a100",
     "model": "llama-3.1-8b",
-    "phase": "decode",
-    "batch": "1",
-    "seq_len": "2048",
-    "gen_len": "256",
-    "dtype": "bf16",
-    "weight_dtype": "",
-    "kv_dtype": "",
-    "tp": "1",
-    "optimizer": "adamw",
-    "zero": "0",
-    "dp": "1",
-    "pp": "1",
-    "ep": "1",
-    "micro_batch": "",
-    "lora_rank": "",
-    "qlora": "false",
-    "recompute": "false",
-    "mfu": "",
-    "train_tokens": "",
-    "chip_counts": str(ScalingQuery.model_fields["chip_counts"].default),
-    "serial_fraction": "0",
-    "m": "4096",
-    "n": "4096",
-    "k": "4096",
-    "elements": "100000000",
-    "ops": "1",
-    "inputs": "1",
-    "fused": "true",
-    "flops": "1e12",
-    "bytes": "1e9",
-    "unit": "matrix",
-    "measured_ms": "",
+    **_declared(TransformerFields, [name for name in FIELDS["transformer"] if name != "model"]),
+    **_declared(ScalingQuery, ("chip_counts",)),
+    **_declared(ScalingRequest, ("serial_fraction",)),
+    **{"m": "4096", "n": "4096", "k": "4096", "elements": "100000000"},
+    **_declared(ElementwiseWorkload, ("ops", "inputs", "fused")),
+    **{"flops": "1e12", "bytes": "1e9", "unit": "matrix", "measured_ms": ""},
     **dict.fromkeys(STORE_FIELDS, ""),
 }
 GENERAL = "form"  # errors that belong to no single field

@@ -10,15 +10,18 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api import measurements
-from app.api.catalogs import Catalogs
-from app.api.errors import StrictJSONResponse
-from app.api.measurement_schemas import DEFAULT_THRESHOLD, MeasurementPage, MeasurementQuery
-from app.api.routes.empirical import profile_view
-from app.api.schemas import ExpectedTime
 from app.catalog.names import UnknownName
 from app.db import empirical
 from app.engine import EngineError, Phase
+from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.units import ms_from_seconds
+from app.http.negotiation import wants_html
+from app.http.responses import StrictJSONResponse
+from app.schemas.answers import ExpectedTime
+from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
+from app.services import history
+from app.services.catalogs import Catalogs
+from app.services.profiles import profile_view
 from app.web.charts import data_of, roofline_svg
 from app.web.templating import render
 from app.web.trends import history_svg
@@ -26,34 +29,6 @@ from app.web.views import chip_of, workload_params
 
 PHASES = [(str(p), str(p)) for p in Phase]
 FILTERS = ("chip", "model", "phase", "label", "branch", "since", "until")
-
-
-def wants_html(request: Request) -> bool:
-    """True when the Accept header prefers text/html over application/json (a browser).
-
-    Ties (`*/*`, no header) answer JSON, the API's default.
-    """
-    ranks: list[tuple[str, float]] = []
-    for part in request.headers.get("accept", "").split(","):
-        media, *params = (p.strip() for p in part.split(";"))
-        q = 1.0
-        for param in params:
-            if param.startswith("q="):
-                try:
-                    q = float(param[2:])
-                except ValueError:
-                    q = 0.0
-        ranks.append((media.lower(), q))
-
-    def quality(media: str) -> float:
-        kind = media.split("/", maxsplit=1)[0] + "/*"
-        for candidate in (media, kind, "*/*"):
-            found = [q for m, q in ranks if m == candidate]
-            if found:
-                return max(found)
-        return 0.0
-
-    return quality("text/html") > quality("application/json")
 
 
 def not_found(request: Request, message: str) -> HTMLResponse:
@@ -91,8 +66,8 @@ def measurement_list(
     except ValidationError as exc:
         errors = {_filter_name(e["loc"]): e["msg"] for e in exc.errors()}
         return render(request, "measurements.html", _list_context(values, errors), 422)
-    filters = measurements.filters_of(query)
-    page = measurements.listing(sessions, filters, limit=query.limit, offset=query.offset)
+    filters = history.filters_of(query)
+    page = history.listing(sessions, filters, limit=query.limit, offset=query.offset)
     more = {**given, "offset": str(query.offset + query.limit)}
     return render(request, "measurements.html", _list_context(values, {}, page, more))
 
@@ -110,14 +85,14 @@ def measurement_page(
 ) -> HTMLResponse:
     """One stored measurement: its verdict, comparison, metadata and roofline chart."""
     try:
-        stored = measurements.read(sessions, measurement_id)
+        stored = history.read(sessions, measurement_id)
     except UnknownName:
         return not_found(request, f"There is no measurement {measurement_id}.")
     context = {
         "m": stored,
         "chart": _chart(catalogs, stored.expectation, stored.measured_time_s),
         "again": workload_params(stored.workload, stored.chip.id)
-        | {"measured_ms": f"{stored.measured_time_s * 1e3:.6g}"},
+        | {"measured_ms": f"{ms_from_seconds(stored.measured_time_s):.6g}"},
     }
     return render(request, "measurement.html", context)
 
@@ -133,7 +108,7 @@ def workload_page(
 ) -> HTMLResponse:
     """One workload's runs: history chart and table, best, latest, baseline, regression."""
     try:
-        comparison = measurements.compare(
+        comparison = history.compare(
             sessions,
             workload_key,
             baseline_id=baseline_id,
@@ -173,7 +148,7 @@ def catalog_page(
 async def database_unavailable(request: Request, exc: Exception) -> Response:
     """503 while the database cannot be reached: a page for a browser, JSON otherwise."""
     message = "The measurement database is unreachable; the calculations still work. Retry soon."
-    if wants_html(request):
+    if wants_html(request.headers):
         context = {"title": "Database unavailable", "message": message}
         return render(request, "error.html", context, 503)
     body = {"detail": {"message": message, "type": "database_unavailable"}}

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from app.engine.units import GIGA, KILO, MEGA, PETA, TERA
+
 WIDTH = 640
 HEIGHT = 400
 
@@ -82,7 +84,7 @@ def nice_max(value: float) -> float:
 
 def si(value: float) -> str:
     """A tick label: 1e12 -> '1T', 0.01 -> '0.01', 2048 -> '2k'."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for factor, prefix in ((PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k")):
         if abs(value) >= factor:
             return f"{value / factor:.3g}{prefix}"
     return f"{value:.3g}"

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app import formatting as fmt
-from app.api.schemas import without_ignored_training
+from app.schemas.requests import without_ignored_training
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STATIC = Path(__file__).resolve().parent.parent / "static"

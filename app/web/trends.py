@@ -3,8 +3,9 @@ fraction of roofline over time), both as stacked SVG panels."""
 
 from __future__ import annotations
 
-from app.api.measurement_schemas import WorkloadComparison
-from app.api.schemas import OptimalBatchAnswer, ScalingAnswer
+from app.engine.units import ms_from_seconds
+from app.schemas.answers import OptimalBatchAnswer, ScalingAnswer
+from app.schemas.measurement_bodies import WorkloadComparison
 from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
 
 
@@ -27,7 +28,10 @@ def sweep_svg(answer: OptimalBatchAnswer) -> str:
     markers = _batch_markers(answer)
     throughput = Series("tokens/s", [(r.batch, r.tokens_per_s) for r in rows], "a", off)
     latency = Series(
-        "time per step (ms)", [(r.batch, r.expected_time_s * 1e3) for r in rows], "b", off
+        "time per step (ms)",
+        [(r.batch, ms_from_seconds(r.expected_time_s)) for r in rows],
+        "b",
+        off,
     )
     axis = XAxis(lo, hi, "batch", power_of_two_ticks(lo, hi), log=True)
     return stacked_svg(
@@ -71,12 +75,12 @@ def history_svg(comparison: WorkloadComparison) -> str:
         lo, hi = lo - 60, hi + 60
     measured = Series(
         "measured ms",
-        [(t, p.measured_time_s * 1e3) for t, p in zip(times, points, strict=True)],
+        [(t, ms_from_seconds(p.measured_time_s)) for t, p in zip(times, points, strict=True)],
         "b",
     )
     expected = Series(
         "roofline ms",
-        [(t, p.expected_time_s * 1e3) for t, p in zip(times, points, strict=True)],
+        [(t, ms_from_seconds(p.expected_time_s)) for t, p in zip(times, points, strict=True)],
         "c",
     )
     fraction = Series(

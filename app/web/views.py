@@ -8,20 +8,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.api import calculations
-from app.api.catalogs import Catalogs
-from app.api.schemas import (
-    CalculationRequest,
+from app.engine import Chip, EngineError
+from app.schemas.answers import (
     Check,
-    CheckRequest,
     ExpectedTime,
     MemoryFitAnswer,
     OptimalBatchAnswer,
     ScalingAnswer,
+)
+from app.schemas.requests import (
+    CalculationRequest,
+    CheckRequest,
     ScalingRequest,
     TransformerWorkload,
 )
-from app.engine import Chip, EngineError
+from app.services import expectations, planning
+from app.services.catalogs import Catalogs
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import FIELDS, SCALING_FIELDS, errors_of, scaling_of
 from app.web.trends import scaling_svg, sweep_svg
@@ -51,11 +53,11 @@ def roofline_for(catalogs: Catalogs, request: CalculationRequest) -> str:
     """The roofline chart of a request (with its measured point when it is a check)."""
     measured = None
     if isinstance(request, CheckRequest):
-        check = calculations.check(catalogs, request)
+        check = expectations.check(catalogs, request)
         answer: ExpectedTime = check
         measured = check.measured_time_s
     else:
-        answer = calculations.expected_time(catalogs, request)
+        answer = expectations.expected_time(catalogs, request)
     return roofline_svg(data_of(answer, chip_of(catalogs, answer), measured))
 
 
@@ -63,7 +65,7 @@ def scaling_for(
     catalogs: Catalogs, request: CalculationRequest, counts: list[int], serial_fraction: float
 ) -> ScalingAnswer:
     """The scaling curve of a training request over `counts` chips."""
-    return calculations.scale(
+    return planning.scale(
         catalogs,
         ScalingRequest(
             chip=request.chip,
@@ -95,13 +97,13 @@ def compute(
     """Expected time (and the check when a time was measured), memory fit and the batch sweep
     for transformers, the scaling curve for training (over the chip counts and serial
     fraction), and the charts."""
-    check = calculations.check(catalogs, request) if isinstance(request, CheckRequest) else None
-    answer = check if check is not None else calculations.expected_time(catalogs, request)
+    check = expectations.check(catalogs, request) if isinstance(request, CheckRequest) else None
+    answer = check if check is not None else expectations.expected_time(catalogs, request)
     memory = batch = None
     if isinstance(request.workload, TransformerWorkload):
-        memory = calculations.memory(catalogs, request)
+        memory = planning.memory(catalogs, request)
         try:
-            batch = calculations.best_batch(catalogs, request)
+            batch = planning.best_batch(catalogs, request)
         except EngineError:  # the sweep is extra; the answer stands without it
             batch = None
     curve, scaling_errors = None, {}

@@ -1,5 +1,5 @@
 """The calculation endpoints' hot path: GET queries parsed in one call, answers rendered once
-and served from the cache (app/api/wire.py, app/api/answers.py)."""
+and served from the cache (app/api/wire.py, app/api/stored_answers.py)."""
 
 import asyncio
 import dataclasses
@@ -15,12 +15,14 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
-from app.api.answers import AnswerCache, ServeStoredAnswers, key_of
-from app.api.catalogs import Catalogs
-from app.api.schemas import CheckQuery, ScalingQuery, SweepRow, TransformerQuery
+from app.api.stored_answers import ServeStoredAnswers, key_of
 from app.api.wire import query_parameters
 from app.engine import Bound
 from app.main import create_app
+from app.schemas.answers import SweepRow
+from app.schemas.queries import CheckQuery, ScalingQuery, TransformerQuery
+from app.services.answer_cache import AnswerCache
+from app.services.catalogs import Catalogs
 from app.settings import Settings
 
 MATMUL_CHECK = {

@@ -25,7 +25,7 @@ def test_derived_parameter_counts_match_the_official_ones_within_2_percent(model
 @pytest.mark.parametrize(
     ("model_id", "total"),
     [
-        # exact counts from the architecture (see ../shared/reference/models.md, Table 2)
+        # exact counts from the architecture (see docs/formulas.md#architectures-and-parameters)
         ("llama-3.1-8b", 8_030_261_248),
         ("llama-2-7b", 6_738_415_616),
         ("gpt2", 124_439_808),

@@ -2,8 +2,8 @@
 
 from concurrent.futures import ThreadPoolExecutor
 
-from app.api import measurements
-from app.api.measurement_schemas import MeasurementIn
+from app.schemas.measurement_bodies import MeasurementIn
+from app.services import recording
 
 POST = {
     "chip": "a100",
@@ -42,9 +42,7 @@ def test_concurrent_retries_store_once_and_keys_belong_to_their_writer(db_app, d
     body = MeasurementIn.model_validate(POST)
 
     def post(writer: str) -> int:
-        stored = measurements.record(
-            catalogs, sessions, body, writer=writer, idempotency_key="same"
-        )
+        stored = recording.record(catalogs, sessions, body, writer=writer, idempotency_key="same")
         return stored.id
 
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -7,9 +7,9 @@ from xml.etree import ElementTree
 
 import pytest
 
-from app.api.measurement_schemas import Comparison, HistoryPoint, Means, WorkloadComparison
-from app.api.schemas import OptimalBatchAnswer, SweepRow
 from app.engine import Chip, Dtype
+from app.schemas.answers import OptimalBatchAnswer, SweepRow
+from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
 from app.web import charts, svg
 from app.web.charts import BOX, Roof, RooflineData, roofline_svg, roofs_of
 from app.web.trends import history_svg, sweep_svg

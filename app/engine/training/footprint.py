@@ -123,7 +123,8 @@ def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
 def state_bytes_per_param(optimizer: Optimizer, dtype: Dtype) -> tuple[float, float]:
     """(gradient, optimizer incl. master weights) bytes per trained parameter.
 
-    16-bit AdamW: 2 + (4 + 4 + 4) = 14, which with the 2-byte weight makes MODELLING.md's 16.
+    16-bit AdamW: 2 + (4 + 4 + 4) = 14, which with the 2-byte weight makes the 16 bytes per
+    parameter of docs/formulas.md#training.
     """
     master = MASTER_WEIGHT_BYTES if _has_master(dtype) else 0.0
     return dtype_bytes(dtype), OPTIMIZER_STATE_BYTES[optimizer] + master

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from app.engine.units import BITS_PER_BYTE, GIGA
+
 # Scale-out bandwidth per chip and direction when none is given: one 400 Gb/s InfiniBand NDR
 # adapter per GPU, as in NVIDIA's DGX H100 (8 ConnectX-7 for 8 GPUs; DGX H100 user guide).
-DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
+DEFAULT_NETWORK_BANDWIDTH = 400 * GIGA / BITS_PER_BYTE
 # Chips sharing the scale-up link (NVLink/xGMI/ICI domain) when none is given: an 8-GPU node.
 DEFAULT_CHIPS_PER_NODE = 8
 MAX_CHIPS = 2**20

@@ -38,7 +38,14 @@ class TrainingStep:
 
     def mfu(self, time: float) -> float:
         """Model FLOPs utilisation of a step taking `time`: model FLOPs / (chips x peak x time)."""
-        return self.model_flops / (self.layout.chips * self.roofline.peak.flops_per_s * time)
+        return self.model_flops / (self._peak_flops_per_s() * time)
+
+    def time_at_mfu(self, mfu: float) -> float:
+        """The step time at which the step reaches `mfu`: model FLOPs / (chips x peak x MFU)."""
+        return self.model_flops / (self._peak_flops_per_s() * mfu)
+
+    def _peak_flops_per_s(self) -> float:
+        return self.layout.chips * self.roofline.peak.flops_per_s
 
     def time_to_train(self, time: float) -> float | None:
         """Seconds to train on `tokens` at `time` per step: tokens / tokens per step x time."""
@@ -113,6 +120,6 @@ def training_step(
     if training.mfu is not None:
         if not 0 < training.mfu <= 1:
             raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
-        at_mfu = model_flops / (lay.chips * roof.peak.flops_per_s * training.mfu)
+        at_mfu = step.time_at_mfu(training.mfu)
         step = replace(step, roofline=replace(roof, realistic_time=at_mfu), given_mfu=training.mfu)
     return step

@@ -10,13 +10,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
-from app.api import calculations, measurements
-from app.api.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
-from app.api.measurement_schemas import DEFAULT_THRESHOLD
 from app.catalog.names import UnknownName
 from app.engine import Dtype, EngineError, Phase, Unit
+from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.training import Optimizer
+from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
 from app.security import same_origin
+from app.services import planning, recording
 from app.web import forms, pages
 from app.web.svg import Svg
 from app.web.templating import render
@@ -24,6 +24,7 @@ from app.web.trends import scaling_svg, sweep_svg
 from app.web.views import Result, compute, roofline_for, scaling_for
 
 router = APIRouter(include_in_schema=False)
+
 _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"
 _UNITS = {Unit.MATRIX: "tensor cores", Unit.VECTOR: "vector ALUs"}
@@ -93,7 +94,7 @@ def batch_sweep_chart(request: Request, catalogs: CatalogsDep) -> Response:
     """The batch-sweep chart alone of a transformer workload (same parameters as /roofline.svg)."""
     values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
     try:
-        svg = sweep_svg(calculations.best_batch(catalogs, forms.calculation(values)))
+        svg = sweep_svg(planning.best_batch(catalogs, forms.calculation(values)))
     except _ERRORS as exc:
         return _svg_error(forms.errors_of(exc, values["kind"]))
     return Response(svg, media_type=SVG)
@@ -136,7 +137,7 @@ async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -
         # the database work runs in the thread pool, as POST /measurements does: on the event
         # loop it would hold up every other request while it waits for a commit
         stored = await run_in_threadpool(
-            measurements.record, catalogs, sessions, forms.measurement(values)
+            recording.record, catalogs, sessions, forms.measurement(values)
         )
     except _ERRORS as exc:
         errors = forms.errors_of(exc, values["kind"])

@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api.catalogs import Catalogs
 from app.db.availability import Database, DatabaseUnavailable
+from app.services.catalogs import Catalogs
 
 
 async def get_catalogs(request: Request) -> Catalogs:

@@ -7,12 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.api.schemas import Check, CheckRequest, ChipRef, RepeatsOut
 from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH
 from app.engine import Phase, Verdict
+from app.engine.compare import DEFAULT_THRESHOLD
+from app.schemas.answers import Check, ChipRef, RepeatsOut
+from app.schemas.requests import CheckRequest
 
 _Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
-DEFAULT_THRESHOLD = 0.1
 
 
 class MeasurementIn(CheckRequest):

@@ -1,48 +1,18 @@
-"""Store measurements with their verdict, and compare them with earlier runs."""
+"""Stored measurements read back: one, a filtered page, and every run of one workload compared
+(history, best, latest, means, regression, fixed overhead)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Sequence
-from typing import Any
-
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import formatting as fmt
-from app.api import calculations
-from app.api.catalogs import Catalogs
-from app.api.measurement_schemas import (
-    DEFAULT_THRESHOLD,
-    Comparison,
-    Gate,
-    HistoryPoint,
-    Means,
-    MeasurementIn,
-    MeasurementOut,
-    MeasurementPage,
-    MeasurementQuery,
-    MeasurementSummary,
-    Overhead,
-    Rejudged,
-    WorkloadComparison,
-)
-from app.api.schemas import (
-    Check,
-    CheckRequest,
-    ChipRef,
-    KernelWorkload,
-    RepeatsOut,
-    TransformerWorkload,
-    without_ignored_training,
-)
 from app.catalog.names import UnknownName
-from app.db import measurements as store
+from app.db import measurement_store as store
 from app.db.models import MeasurementRow
 from app.db.session import transaction
-from app.engine import InvalidInput
+from app.engine import InvalidInput, efficiency
 from app.engine.compare import (
+    DEFAULT_THRESHOLD,
     change,
     fit_overhead,
     is_regression,
@@ -50,38 +20,24 @@ from app.engine.compare import (
     mean_ratio,
     summarise_times,
 )
+from app.engine.units import seconds_from_ms
+from app.schemas.answers import ChipRef, RepeatsOut
+from app.schemas.measurement_bodies import (
+    Comparison,
+    HistoryPoint,
+    Means,
+    MeasurementOut,
+    MeasurementPage,
+    MeasurementQuery,
+    MeasurementSummary,
+    Overhead,
+    WorkloadComparison,
+)
 
-# The fields that set a workload's size; the rest (model, phase, dtypes, ...) is its family.
-SIZE_FIELDS: dict[str, tuple[str, ...]] = {
-    "transformer": ("batch", "seq_len", "gen_len"),
-    "matmul": ("m", "n", "k"),
-    "elementwise": ("n",),
-    "saxpy": ("n",),
-    "softmax": ("rows", "cols"),
-    "layernorm": ("rows", "cols"),
-    "rmsnorm": ("rows", "cols"),
-    "attention": ("batch", "q_len", "kv_len"),
-    "custom": ("flops", "bytes"),
-}
 HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
 
 
-def identity(workload: TransformerWorkload | KernelWorkload) -> dict[str, Any]:
-    """The fields that identify a workload: those not at their defaults (so a field added
-    later with a default leaves stored keys alone), without training fields outside training."""
-    fields = workload.model_dump(mode="json", exclude_defaults=True) | {"kind": workload.kind}
-    if isinstance(workload, TransformerWorkload):
-        fields = without_ignored_training(fields, workload.phase)
-    return fields
-
-
-def _key(chip_id: str, workload: dict[str, Any], drop: Sequence[str] = ()) -> str:
-    kept = {k: v for k, v in workload.items() if k not in drop}
-    canonical = json.dumps({"chip": chip_id, "workload": kept}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _compare(
+def comparison(
     session: Session, row: MeasurementRow, baseline: MeasurementRow | None, threshold: float
 ) -> Comparison:
     previous = store.previous(session, row)
@@ -102,7 +58,7 @@ def _compare(
     )
 
 
-def _baseline(
+def baseline_of(
     session: Session, row: MeasurementRow, baseline_id: int | None, branch: str | None
 ) -> MeasurementRow | None:
     if baseline_id is not None:
@@ -119,9 +75,9 @@ def _baseline(
     return None
 
 
-def _out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
+def stored_out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
     repeats = summarise_times(
-        [v * (1.0 if row.measured_unit == "s" else 1e-3) for v in row.measured_values]
+        [v if row.measured_unit == "s" else seconds_from_ms(v) for v in row.measured_values]
     )
     return MeasurementOut(
         id=row.id,
@@ -139,7 +95,7 @@ def _out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
         measured_time_s=row.measured_time_s,
         expected_time_s=row.expected_time_s,
         ratio=row.ratio,
-        efficiency=1 / row.ratio,
+        efficiency=efficiency(row.ratio),
         verdict=row.verdict,
         advice=row.expectation["advice"],
         label=row.label,
@@ -153,108 +109,13 @@ def _out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
     )
 
 
-def judged_row(
-    catalogs: Catalogs,
-    body: MeasurementIn,
-    *,
-    writer: str | None = None,
-    idempotency_key: str | None = None,
-) -> MeasurementRow:
-    """`body` judged against the roofline, as the row that stores it with its verdict."""
-    judged = calculations.check(catalogs, body)
-    workload = judged.workload.model_dump(mode="json")
-    kind = workload["kind"]
-    fields = identity(judged.workload)
-    return MeasurementRow(
-        catalog_version=judged.catalog_version,
-        chip_id=judged.chip.id,
-        kind=kind,
-        model_id=judged.model.id if judged.model else None,
-        phase=workload.get("phase"),
-        workload=workload,
-        workload_key=_key(judged.chip.id, fields),
-        family_key=_key(judged.chip.id, fields, SIZE_FIELDS[kind]),
-        measured_values=body.measured_values,
-        measured_unit=body.measured_unit,
-        measured_time_s=judged.measured_time_s,
-        expected_time_s=judged.expected_time_s,
-        ratio=judged.ratio,
-        verdict=judged.verdict,
-        expectation=judged.model_dump(mode="json"),
-        expected_tokens_per_s=judged.tokens_per_s,
-        label=body.label,
-        git_commit=body.git_commit,
-        branch=body.branch,
-        hostname=body.hostname,
-        software=body.software,
-        notes=body.notes,
-        written_by=writer,
-        idempotency_key=idempotency_key,
-    )
-
-
-def record(
-    catalogs: Catalogs,
-    sessions: sessionmaker[Session],
-    body: MeasurementIn,
-    *,
-    writer: str | None = None,
-    idempotency_key: str | None = None,
-) -> MeasurementOut:
-    """Judge `body` against the roofline and store it with its verdict and expectation, in
-    one transaction.
-
-    With an idempotency key, a retry of a stored post (even a concurrent one) stores
-    nothing and answers the measurement stored first.
-    """
-    key = None if idempotency_key is None else f"{writer or ''}:{idempotency_key}"
-    if key is not None and (stored := _stored_under(sessions, key, body)) is not None:
-        return stored
-    row = judged_row(catalogs, body, writer=writer, idempotency_key=key)
-    try:
-        with transaction(sessions, writes=True) as session:
-            store.add(session, row)
-            return _answer(session, row, body)
-    except IntegrityError:
-        if key is None or (stored := _stored_under(sessions, key, body)) is None:
-            raise
-        return stored  # a concurrent retry committed first
-
-
-def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
-    baseline = _baseline(session, row, body.baseline_id, body.baseline_branch)
-    return _out(row, _compare(session, row, baseline, body.regression_threshold))
-
-
-def _stored_under(
-    sessions: sessionmaker[Session], key: str, body: MeasurementIn
-) -> MeasurementOut | None:
-    with sessions() as session:
-        row = store.by_idempotency_key(session, key)
-        return None if row is None else _answer(session, row, body)
-
-
-def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:
-    """The measurement with its gate: failed when its verdict (or a regression) is in fail_on."""
-    reasons = []
-    if measurement.verdict in fail_on:
-        reasons.append(f"verdict {measurement.verdict}")
-    if "regression" in fail_on and measurement.comparison.regression:
-        against = measurement.comparison.change_vs_baseline
-        if against is None:
-            against = measurement.comparison.change_vs_previous
-        reasons.append(f"regression: {against:+.1%} slower")
-    verdict = Gate(fail_on=sorted(fail_on), failed=bool(reasons), reasons=reasons)
-    return measurement.model_copy(update={"gate": verdict})
-
-
 def read(sessions: sessionmaker[Session], measurement_id: int) -> MeasurementOut:
     """One stored measurement, compared with the run before it."""
     with transaction(sessions) as session:
         row = store.get(session, measurement_id)
         if row is None:
             raise UnknownName("measurement", str(measurement_id), [])
-        return _out(row, _compare(session, row, None, DEFAULT_THRESHOLD))
+        return stored_out(row, comparison(session, row, None, DEFAULT_THRESHOLD))
 
 
 def _summary(row: MeasurementRow) -> MeasurementSummary:
@@ -311,7 +172,7 @@ def _point(run: store.Run) -> HistoryPoint:
         measured_time_s=run.measured_time_s,
         expected_time_s=run.expected_time_s,
         ratio=run.ratio,
-        efficiency=1 / run.ratio,
+        efficiency=efficiency(run.ratio),
         verdict=run.verdict,
         tokens_per_s=None if rate is None else rate * run.expected_time_s / run.measured_time_s,
         label=run.label,
@@ -368,7 +229,7 @@ def compare(
         latest = store.get(session, runs[-1].id) if runs else None
         if latest is None:
             raise UnknownName("workload", workload_key, [])
-        baseline = _baseline(session, latest, baseline_id, baseline_branch)
+        baseline = baseline_of(session, latest, baseline_id, baseline_branch)
         points = [_point(run) for run in runs]
         rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
         return WorkloadComparison(
@@ -385,35 +246,8 @@ def compare(
                 efficiency=mean_ratio([p.efficiency for p in points]),
                 ratio=mean_ratio([r.ratio for r in runs]),
             ),
-            comparison=_compare(session, latest, baseline, threshold),
+            comparison=comparison(session, latest, baseline, threshold),
             overhead=_overhead(
                 store.family(session, latest.family_key, limit=HISTORY_LIMIT), latest
             ),
         )
-
-
-def rejudge(
-    catalogs: Catalogs, sessions: sessionmaker[Session], measurement_id: int, version: str | None
-) -> Rejudged:
-    """Judge a stored measurement again against `version` (default: current); nothing stored."""
-    with transaction(sessions) as session:
-        row = store.get(session, measurement_id)
-        if row is None:
-            raise UnknownName("measurement", str(measurement_id), [])
-    unit_field = "measured_time_s" if row.measured_unit == "s" else "measured_ms"
-    request = CheckRequest.model_validate(
-        {
-            "chip": row.chip_id,
-            "catalog_version": version or catalogs.current,
-            "workload": row.workload,
-            unit_field: row.measured_values,
-        }
-    )
-    judged: Check = calculations.check(catalogs, request)
-    return Rejudged(
-        measurement_id=row.id,
-        stored_catalog_version=row.catalog_version,
-        stored_expected_time_s=row.expected_time_s,
-        stored_verdict=row.verdict,
-        rejudged=judged,
-    )

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api.answers import AnswerCache
 from app.catalog.loader import (
     ChipCatalogVersion,
     ModelCatalogVersion,
@@ -15,6 +14,7 @@ from app.catalog.loader import (
 )
 from app.catalog.names import NameIndex
 from app.db import catalog_versions
+from app.services.answer_cache import AnswerCache
 from app.settings import Settings
 
 
@@ -26,7 +26,7 @@ class Catalogs:
     current: str
     models: ModelCatalogVersion
     _versions: NameIndex = field(init=False, repr=False, compare=False)
-    # what the calculation endpoints rendered from these catalogs (app/api/answers.py)
+    # what the calculation endpoints rendered from these catalogs (app/services/answer_cache.py)
     answers: AnswerCache = field(default_factory=AnswerCache, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import CatalogsDep
+from app.http.deps import CatalogsDep
+from app.schemas.catalog_bodies import Health
 
 router = APIRouter(tags=["catalog"])
 
 
-@router.get("/health")
-async def health(catalogs: CatalogsDep) -> dict[str, str]:
+@router.get("/health", response_model=Health)
+async def health(catalogs: CatalogsDep) -> Health:
     """Liveness, and the chip catalog version answers come from."""
-    return {"status": "ok", "catalog_version": catalogs.current}
+    return Health(status="ok", catalog_version=catalogs.current)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import JSONResponse
 
-from app.api import measurements
-from app.api.deps import CatalogsDep, SessionsDep
-from app.api.errors import StrictJSONResponse
-from app.api.measurement_schemas import (
-    DEFAULT_THRESHOLD,
+from app.db.availability import UNAVAILABLE
+from app.engine import InvalidInput
+from app.engine.compare import DEFAULT_THRESHOLD
+from app.http.deps import CatalogsDep, SessionsDep
+from app.http.params import BaselineId, MeasurementId, Text, Threshold, WorkloadKey
+from app.http.responses import StrictJSONResponse
+from app.schemas.measurement_bodies import (
     GATE_CHOICES,
     MeasurementIn,
     MeasurementOut,
@@ -20,10 +22,8 @@ from app.api.measurement_schemas import (
     Rejudged,
     WorkloadComparison,
 )
-from app.db.availability import UNAVAILABLE
-from app.engine import InvalidInput
 from app.security import UNAUTHORIZED, WriterDep
-from app.web import pages
+from app.services import history, recording
 
 router = APIRouter(tags=["measurements"])
 
@@ -31,11 +31,6 @@ _NOT_FOUND: dict[int | str, dict[str, str]] = {
     404: {"description": "No such measurement, chip, model or catalog version."},
     **UNAVAILABLE,
 }
-_Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
-_Text = Annotated[str | None, Query(min_length=1, max_length=200)]
-_Threshold = Annotated[
-    float, Query(gt=0, le=100, description="Slower by more than this fraction is a regression.")
-]
 
 
 @router.post(
@@ -76,12 +71,12 @@ def create(
 ) -> MeasurementOut | JSONResponse:
     """Judge a measured runtime against the roofline and store it with its verdict."""
     choices = None if fail_on is None else _gate_choices(fail_on)  # before anything is stored
-    stored = measurements.record(
+    stored = recording.record(
         catalogs, sessions, body, writer=writer, idempotency_key=idempotency_key
     )
     if choices is None:
         return stored
-    gated = measurements.gate(stored, choices)
+    gated = recording.gate(stored, choices)
     status = 412 if gated.gate and gated.gate.failed else 201
     return StrictJSONResponse(status_code=status, content=gated.model_dump(mode="json"))
 
@@ -97,28 +92,20 @@ def _gate_choices(fail_on: str) -> frozenset[str]:
 
 
 @router.get("/measurements", response_model=MeasurementPage, responses=UNAVAILABLE)
-def list_(
-    query: Annotated[MeasurementQuery, Query()], sessions: SessionsDep, request: Request
-) -> MeasurementPage | Response:
+def list_(query: Annotated[MeasurementQuery, Query()], sessions: SessionsDep) -> MeasurementPage:
     """Stored measurements, newest first, filtered; `chip` and `model` are catalog ids.
 
     A browser (Accept preferring text/html) gets the history page instead."""
-    if pages.wants_html(request):
-        return pages.measurement_list(request, sessions, request.query_params)
-    filters = measurements.filters_of(query)
-    return measurements.listing(sessions, filters, limit=query.limit, offset=query.offset)
+    filters = history.filters_of(query)
+    return history.listing(sessions, filters, limit=query.limit, offset=query.offset)
 
 
 @router.get("/measurements/{measurement_id}", response_model=MeasurementOut, responses=_NOT_FOUND)
-def read(
-    measurement_id: _Id, sessions: SessionsDep, catalogs: CatalogsDep, request: Request
-) -> MeasurementOut | Response:
+def read(measurement_id: MeasurementId, sessions: SessionsDep) -> MeasurementOut:
     """One stored measurement, as judged when stored, compared with the run before it.
 
     A browser (Accept preferring text/html) gets the measurement's page instead."""
-    if pages.wants_html(request):
-        return pages.measurement_page(request, catalogs, sessions, measurement_id)
-    return measurements.read(sessions, measurement_id)
+    return history.read(sessions, measurement_id)
 
 
 @router.post(
@@ -127,43 +114,33 @@ def read(
     responses=_NOT_FOUND | UNAUTHORIZED,
 )
 def rejudge(
-    measurement_id: _Id,
+    measurement_id: MeasurementId,
     _writer: WriterDep,
     catalogs: CatalogsDep,
     sessions: SessionsDep,
-    catalog_version: _Text = None,
+    catalog_version: Text = None,
 ) -> Rejudged:
     """Judge a stored measurement again against another catalog version (default: current).
 
     The stored judgement is left as it was.
     """
-    return measurements.rejudge(catalogs, sessions, measurement_id, catalog_version)
+    return recording.rejudge(catalogs, sessions, measurement_id, catalog_version)
 
 
 @router.get("/workloads/{workload_key}", response_model=WorkloadComparison, responses=_NOT_FOUND)
 def compare(
-    workload_key: Annotated[str, Path(max_length=64)],
+    workload_key: WorkloadKey,
     sessions: SessionsDep,
     *,
-    request: Request,
-    baseline_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
-    baseline_branch: _Text = None,
-    threshold: _Threshold = DEFAULT_THRESHOLD,
-) -> WorkloadComparison | Response:
+    baseline_id: BaselineId = None,
+    baseline_branch: Text = None,
+    threshold: Threshold = DEFAULT_THRESHOLD,
+) -> WorkloadComparison:
     """Every run of one workload on one chip: history, best, latest, means, regression, and
     the fixed overhead fitted across the workload's sizes.
 
     A browser (Accept preferring text/html) gets the workload's history page instead."""
-    if pages.wants_html(request):
-        return pages.workload_page(
-            request,
-            sessions,
-            workload_key,
-            baseline_id=baseline_id,
-            baseline_branch=baseline_branch,
-            threshold=threshold,
-        )
-    return measurements.compare(
+    return history.compare(
         sessions,
         workload_key,
         baseline_id=baseline_id,

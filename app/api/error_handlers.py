@@ -6,7 +6,6 @@ offending input left out (it may be a NaN, which JSON cannot carry).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from typing import Any
@@ -15,10 +14,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.api.measurement_schemas import MeasurementIn
-from app.api.schemas import ScalingRequest
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Unsupported
+from app.http.responses import StrictJSONResponse
+from app.schemas.measurement_bodies import MeasurementIn
+from app.schemas.requests import ScalingRequest
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +27,6 @@ _TOP_LEVEL = frozenset(
     (MeasurementIn.model_fields.keys() | ScalingRequest.model_fields.keys()) - {"workload"}
 )
 _QUERY_ONLY = frozenset({"fail_on"})
-
-
-class StrictJSONResponse(JSONResponse):
-    """JSON that refuses NaN and infinity instead of emitting invalid JSON."""
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(
-            content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-        ).encode("utf-8")
 
 
 def _loc(request: Request, field: str) -> list[str]:

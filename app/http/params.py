@@ -1,0 +1,16 @@
+"""Path and query parameters of the measurement endpoints, declared once for the JSON routes
+and the pages a browser gets at the same addresses."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Query
+
+MeasurementId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+WorkloadKey = Annotated[str, Path(max_length=64)]
+Text = Annotated[str | None, Query(min_length=1, max_length=200)]
+BaselineId = Annotated[int | None, Query(ge=1, le=2**31 - 1)]
+Threshold = Annotated[
+    float, Query(gt=0, le=100, description="Slower by more than this fraction is a regression.")
+]

@@ -1,0 +1,17 @@
+"""The JSON response of every endpoint."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+
+class StrictJSONResponse(JSONResponse):
+    """JSON that refuses NaN and infinity instead of emitting invalid JSON."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode("utf-8")

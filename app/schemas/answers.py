@@ -1,0 +1,223 @@
+"""Response bodies of the calculations (SI units: seconds, bytes, FLOPs, FLOP/s, bytes/s)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.engine import Bound, Dtype, LimitedBy, Unit, Verdict
+from app.engine.compare import Repeats
+from app.engine.scaling import ScalingMode
+from app.schemas.requests import KernelWorkload, TransformerWorkload
+
+
+class _Out(BaseModel):
+    # built with keyword arguments, so validated: a NaN or an infinity from a calculation
+    # fails here (a 500 that is logged), never reaching the JSON (app/api/wire.py)
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class ChipRef(_Out):
+    """The chip a name resolved to."""
+
+    id: str
+    name: str
+
+
+class ModelRef(_Out):
+    """The model a name resolved to (or 'custom' for an inline config)."""
+
+    id: str
+    name: str
+    params_total: int
+    params_active: int
+
+
+class PeakUsed(_Out):
+    """Which peak the compute term used."""
+
+    flops_per_s: float
+    dtype: Dtype
+    unit: Unit
+
+
+class MemoryBreakdownOut(_Out):
+    """Bytes per chip by what holds them."""
+
+    weights: float
+    kv_cache: float
+    activations: float
+    gradients: float
+    optimizer: float
+    reserve: float
+
+
+class CommunicationOut(_Out):
+    """Seconds per step of each collective on one chip."""
+
+    tensor_parallel_s: float
+    pipeline_s: float
+    expert_s: float
+    data_parallel_s: float
+    data_parallel_exposed_s: float = Field(description="What the overlap leaves exposed.")
+    data_parallel_bytes: float = Field(description="Bytes each chip sends per step.")
+    data_parallel_over_network: bool
+
+
+class TrainingOut(_Out):
+    """A training step over all chips, and the run it belongs to. The step's time is the
+    answer's expected_time_s (ideal) and realistic_time_s (at the sustained fractions, or at
+    the given MFU)."""
+
+    chips: int
+    layout: dict[str, int] = Field(description="tp, dp, pp, ep")
+    micro_batch: float
+    micro_batches: int = Field(description="Per replica and step.")
+    bubble_fraction: float = Field(description="(p-1)/(m+p-1) of the step is pipeline idle.")
+    tokens_per_step: float
+    trained_params: float
+    model_flops: float = Field(description="Per step, all chips: 6 N T + attention.")
+    mfu: float = Field(description="Model FLOPs utilisation at the ideal step time.")
+    realistic_mfu: float
+    time_to_train_s: float | None
+    realistic_time_to_train_s: float | None
+    realistic_time_to_train_days: float | None
+    communication: CommunicationOut
+
+
+class _Answer(_Out):
+    catalog_version: str
+    chip: ChipRef
+    workload: TransformerWorkload | KernelWorkload
+    model: ModelRef | None = None
+    explanation: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ExpectedTime(_Answer):
+    """The roofline time of a workload on a chip."""
+
+    flops: float
+    bytes: float
+    arithmetic_intensity: float = Field(description="FLOPs per byte.")
+    ridge_intensity: float = Field(description="peak / bandwidth, FLOPs per byte.")
+    peak_flops: float
+    peak: PeakUsed
+    memory_bandwidth: float = Field(description="bytes/s")
+    compute_time_s: float
+    memory_time_s: float
+    communication_time_s: float
+    expected_time_s: float = Field(description="Ideal roofline time: the physical floor.")
+    realistic_time_s: float = Field(description="With the chip's measured sustained fractions.")
+    sustained_compute_fraction: float
+    sustained_memory_fraction: float
+    bound: Bound
+    memory_required_bytes: float | None = None
+    memory_available_bytes: float | None = None
+    fits: bool | None = None
+    tokens_per_s: float | None = None
+    realistic_tokens_per_s: float | None = None
+    time_to_first_token_s: float | None = None
+    time_per_output_token_s: float | None = None
+    training: TrainingOut | None = None
+
+
+class RepeatsOut(_Out):
+    """Repeated measurements: the arithmetic mean of times is the one judged."""
+
+    count: int
+    mean_s: float
+    min_s: float
+    max_s: float
+    stdev_s: float
+
+    @classmethod
+    def of(cls, repeats: Repeats) -> RepeatsOut:
+        """The engine's summary, in seconds."""
+        return cls(
+            count=repeats.count,
+            mean_s=repeats.mean,
+            min_s=repeats.minimum,
+            max_s=repeats.maximum,
+            stdev_s=repeats.stdev,
+        )
+
+
+class Check(ExpectedTime):
+    """A measured time against the roofline."""
+
+    measured_time_s: float = Field(description="The mean of the repeats, in seconds.")
+    repeats: RepeatsOut
+    ratio: float = Field(description="measured / expected")
+    efficiency: float = Field(description="expected / measured: the fraction of the roofline.")
+    verdict: Verdict
+    advice: list[str]
+
+
+class MemoryFitAnswer(_Answer):
+    """Memory needed per chip and what fits."""
+
+    required_bytes: float
+    available_bytes: float
+    fits: bool
+    breakdown: MemoryBreakdownOut
+    max_batch: int
+    min_chips: int | None
+    min_chips_layout: dict[str, int] | None = Field(
+        None, description="The parallel degrees (tp, and in training pp, dp, ep) of min_chips."
+    )
+    max_trainable_params: float | None = Field(
+        None,
+        description="Training: the largest model whose weights and training state fit at this "
+        "layout, before activations.",
+    )
+
+
+class SweepRow(_Out):
+    """One batch size of the optimal-batch sweep."""
+
+    batch: int
+    compute_time_s: float
+    memory_time_s: float
+    expected_time_s: float
+    memory_required_bytes: float
+    fits: bool
+    tokens_per_s: float
+    bound: Bound
+
+
+class OptimalBatchAnswer(_Answer):
+    """The optimal batch and the sweep it came from."""
+
+    optimal_batch: int | None
+    limited_by: LimitedBy
+    ridge_batch: int | None
+    max_batch: int
+    throughput_asymptote_tokens_per_s: float
+    near_asymptote_batch: int
+    asymptotic_intensity: float = Field(description="FLOP/B as the batch grows without bound.")
+    ridge_intensity: float = Field(description="FLOP/B where compute and memory roofs meet.")
+    sweep: list[SweepRow]
+
+
+class ScalingRow(_Out):
+    """One chip count of the scaling curve."""
+
+    chips: int
+    dp: int
+    batch: int
+    step_time_s: float
+    tokens_per_s: float
+    speedup: float
+    efficiency: float
+    law_speedup: float = Field(description="Amdahl (strong) or Gustafson (weak) at f.")
+    communication_time_s: float
+    fits: bool
+
+
+class ScalingAnswer(_Answer):
+    """Speedup and efficiency of a training step over chip counts."""
+
+    mode: ScalingMode
+    serial_fraction: float
+    amdahl_limit: float | None = Field(description="1/f: no chip count goes beyond it.")
+    points: list[ScalingRow]

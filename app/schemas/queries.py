@@ -1,0 +1,102 @@
+"""GET query parameters of the calculation endpoints: the POST bodies' fields, flat."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field, field_validator
+
+from app.engine import Phase
+from app.engine.scaling import MAX_COUNTS, ScalingMode
+from app.engine.training import MAX_CHIPS
+from app.schemas.requests import (
+    NAME,
+    CalculationRequest,
+    CatalogVersionName,
+    CheckRequest,
+    ChipName,
+    Measured,
+    Millis,
+    ScalingRequest,
+    Seconds,
+    TransformerFields,
+    TransformerWorkload,
+)
+
+_Body = TypeVar("_Body", bound="CalculationRequest")
+
+
+class TransformerQuery(TransformerFields):
+    """GET query parameters for transformer workloads (the POST body's fields, flat)."""
+
+    chip: ChipName
+    model: Annotated[str, NAME] = Field(description="Catalog id or alias, e.g. llama-8b.")
+    catalog_version: CatalogVersionName = None
+
+    def to_body(self) -> CalculationRequest:
+        """The equivalent POST body."""
+        return self._body(CalculationRequest)
+
+    def _body(self, body: type[_Body], **fields: Any) -> _Body:
+        """`body` with this query's chip, catalog version and workload, and `fields`."""
+        # the same fields, already validated by the same declarations (TransformerFields) and
+        # with the model named, so the workload needs no second validation
+        workload = TransformerWorkload.model_construct(**self.model_dump(include=_WORKLOAD_FIELDS))
+        return body(
+            chip=self.chip, catalog_version=self.catalog_version, workload=workload, **fields
+        )
+
+
+# a query's own fields that make up its workload (the rest say where to look it up)
+_WORKLOAD_FIELDS = set(TransformerFields.model_fields) | {"model"}
+
+
+class CheckQuery(TransformerQuery, Measured):
+    """GET query parameters of /check: a transformer workload and the time it took."""
+
+    measured_time_s: Seconds | None = Field(None, description="Measured seconds.")
+    measured_ms: Millis | None = Field(None, description="Measured milliseconds.")
+
+    def to_body(self) -> CheckRequest:
+        """The equivalent POST body."""
+        return self._body(
+            CheckRequest, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
+        )
+
+
+_COUNTS = r"^\s*\d{1,7}(\s*,\s*\d{1,7})*\s*$"
+
+
+def _counts(value: str) -> list[int]:
+    return [int(n) for n in value.split(",")]
+
+
+class ScalingQuery(TransformerQuery):
+    """GET query parameters of /scaling (phase defaults to training)."""
+
+    phase: Phase = Phase.TRAINING
+    chip_counts: str = Field(
+        "8,16,32,64,128",
+        max_length=1000,
+        pattern=_COUNTS,
+        description="Comma-separated ascending chip counts.",
+    )
+    mode: ScalingMode = ScalingMode.STRONG
+    serial_fraction: float = Field(0.0, ge=0, le=1)
+
+    @field_validator("chip_counts")
+    @classmethod
+    def _counts_in_range(cls, value: str) -> str:
+        counts = _counts(value)
+        if len(counts) > MAX_COUNTS or not all(1 <= n <= MAX_CHIPS for n in counts):
+            raise ValueError(f"give 1 to {MAX_COUNTS} counts, each between 1 and {MAX_CHIPS}")
+        return value
+
+    def to_body(self) -> ScalingRequest:
+        """The equivalent POST body."""
+        return self._body(
+            ScalingRequest,
+            chip_counts=_counts(self.chip_counts),
+            mode=self.mode,
+            serial_fraction=self.serial_fraction,
+        )

@@ -1,0 +1,313 @@
+"""Request bodies of the calculations: workloads, chips, measured times (SI units: seconds,
+bytes, FLOPs). The GET query forms are in app/schemas/queries.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.engine import Dtype, Phase, TransformerSpec, Unit
+from app.engine.scaling import MAX_COUNTS, ScalingMode
+from app.engine.training import (
+    ALL_LINEAR,
+    MAX_CHIPS,
+    DataParallelAlgorithm,
+    Lora,
+    LoraTarget,
+    Optimizer,
+)
+from app.engine.units import seconds_from_ms
+
+_BIG = 10**15  # element counts: far beyond any device, keeps products finite
+NAME = Field(min_length=1, max_length=200)
+
+
+# The workloads' defaults are the engine's, declared once there (tests/api/test_defaults.py).
+_SPEC = TransformerSpec()
+_TRAINING = _SPEC.training
+_PARALLEL = _TRAINING.parallel
+_LORA = Lora()
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())
+
+
+class TrainingFields(Request):
+    """How a training step runs (phase=training only; docs/formulas.md, "Training")."""
+
+    optimizer: Optimizer = Field(
+        _TRAINING.optimizer,
+        description="adamw/adam (8 B of state per parameter), sgd_momentum (4), adam_8bit (2), "
+        "adafactor (factored, ~0); plus 4 B of fp32 master weights in 16-bit training.",
+    )
+    zero: int = Field(_PARALLEL.zero, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
+    dp: int = Field(_PARALLEL.dp, ge=1, le=MAX_CHIPS, description="Data-parallel replicas.")
+    pp: int = Field(
+        _PARALLEL.pp, ge=1, le=MAX_CHIPS, description="Pipeline stages (divide the layers)."
+    )
+    ep: int = Field(_PARALLEL.ep, ge=1, le=MAX_CHIPS, description="Expert-parallel degree (MoE).")
+    micro_batch: int | None = Field(
+        _PARALLEL.micro_batch,
+        ge=1,
+        le=10**9,
+        description="Sequences per micro-batch; default each replica's batch.",
+    )
+    lora_rank: int | None = Field(
+        None, ge=1, le=65536, description="Fine-tune with LoRA adapters of this rank."
+    )
+    lora_targets: list[LoraTarget] = Field(
+        default_factory=lambda: list(_LORA.targets),
+        min_length=1,
+        max_length=len(ALL_LINEAR),
+        description="Linear layers LoRA adapts (q, k, v, o, gate, up, down).",
+    )
+    qlora: bool = Field(
+        _LORA.quantized_base, description="With lora_rank: the frozen base in 4-bit NF4."
+    )
+    mfu: float | None = Field(
+        _TRAINING.mfu,
+        gt=0,
+        le=1,
+        description="Assumed model FLOPs utilisation for the realistic time.",
+    )
+    train_tokens: float | None = Field(
+        _TRAINING.tokens, gt=0, le=1e16, description="Tokens to train on, for the time to train."
+    )
+    chips_per_node: int = Field(
+        _PARALLEL.chips_per_node, ge=1, le=MAX_CHIPS, description="Chips on one scale-up link."
+    )
+    network_bandwidth: float = Field(
+        _PARALLEL.network_bandwidth,
+        gt=0,
+        le=1e15,
+        description="Scale-out bytes/s per chip and direction (default: 400 Gb/s InfiniBand).",
+    )
+    overlap: bool = Field(
+        _PARALLEL.overlap, description="Overlap the gradient reduction with the backward."
+    )
+    dp_algorithm: DataParallelAlgorithm = Field(
+        _PARALLEL.dp_algorithm, description="ring all-reduce or a parameter server."
+    )
+
+
+def without_ignored_training(fields: dict[str, Any], phase: str | None) -> dict[str, Any]:
+    """A transformer workload's `fields` without its training fields unless it is a training
+    step: elsewhere they are ignored (with a warning), so they neither identify a workload
+    nor describe it."""
+    if phase == "training":
+        return fields
+    return {k: v for k, v in fields.items() if k not in TrainingFields.model_fields}
+
+
+class TransformerFields(TrainingFields):
+    """What a transformer workload runs, in the POST body's workload and the GET query alike."""
+
+    phase: Phase = Field(_SPEC.phase, description="decode, prefill, generate or training.")
+    batch: int = Field(_SPEC.batch, ge=1, le=10**9, description="Sequences processed together.")
+    seq_len: int = Field(
+        _SPEC.seq_len,
+        ge=1,
+        le=10**8,
+        description="Context length (decode), prompt length (prefill, generate) or sequence "
+        "length (training), in tokens.",
+    )
+    gen_len: int = Field(_SPEC.gen_len, ge=1, le=10**8, description="New tokens (generate only).")
+    dtype: Dtype = Field(_SPEC.precision.compute, description="Compute and activation dtype.")
+    weight_dtype: Dtype | None = Field(
+        None, description="Dtype of stored linear weights (e.g. int4 for w4a16); default dtype."
+    )
+    kv_dtype: Dtype | None = Field(None, description="KV-cache dtype (e.g. fp8); default dtype.")
+    tp: int = Field(_SPEC.tp, ge=1, le=4096, description="Chips, tensor parallel.")
+    reserve_fraction: float = Field(
+        _SPEC.reserve_fraction,
+        ge=0,
+        lt=1,
+        description="Share of each chip's memory held back for the runtime (vLLM's default "
+        "gpu_memory_utilization=0.9 leaves 0.1).",
+    )
+    flash_attention: bool = Field(
+        _SPEC.flash_attention, description="Training: scores are not stored."
+    )
+    recompute: bool = Field(_SPEC.recompute, description="Training: full activation recomputation.")
+
+
+class TransformerWorkload(TransformerFields):
+    """A transformer model running one phase. Give `model` (a catalog name) or `config`."""
+
+    kind: Literal["transformer"] = "transformer"
+    model: Annotated[str, NAME] | None = Field(
+        None, description="Catalog id or alias, e.g. llama-8b (see /models)."
+    )
+    config: dict[str, Any] | None = Field(
+        None, description="A Hugging Face config.json, inline, for a model not in the catalog."
+    )
+
+    @model_validator(mode="after")
+    def _one_model(self) -> Self:
+        if (self.model is None) == (self.config is None):
+            raise ValueError("give exactly one of model (a catalog name) or config (inline)")
+        return self
+
+
+class MatmulWorkload(Request):
+    """(m x k) @ (k x n)."""
+
+    kind: Literal["matmul"]
+    m: int = Field(ge=1, le=10**9)
+    n: int = Field(ge=1, le=10**9)
+    k: int = Field(ge=1, le=10**9)
+    dtype: Dtype = Field(Dtype.FP32, description="Operand dtype; fp32 is PyTorch's default.")
+    allow_tf32: bool = Field(False, description="Let fp32 matmuls use the TF32 matrix peak.")
+
+
+_OpCount = Annotated[int, Field(ge=1, le=10**6)]
+_OpNames = Annotated[
+    list[Annotated[str, Field(max_length=32)]], Field(min_length=1, max_length=10**4)
+]
+
+
+class ElementwiseWorkload(Request):
+    """A chain of pointwise ops over n elements, fused into one kernel or one kernel per op."""
+
+    kind: Literal["elementwise"]
+    n: int = Field(ge=1, le=_BIG, description="Elements.")
+    ops: _OpCount | _OpNames = Field(
+        1, description="Number of ops in the chain, or their names (e.g. ['cos', 'cos'])."
+    )
+    flops_per_element: float | None = Field(
+        None, ge=0, le=10**6, description="FLOPs per element of the whole chain; default: ops."
+    )
+    fused: bool = True
+    inputs: int = Field(1, ge=1, le=64, description="Input tensors read (1 for x.cos()).")
+    dtype: Dtype = Dtype.FP32
+
+
+class SaxpyWorkload(Request):
+    """y = a x + y over n elements."""
+
+    kind: Literal["saxpy"]
+    n: int = Field(ge=1, le=_BIG)
+    dtype: Dtype = Dtype.FP32
+
+
+class RowwiseWorkload(Request):
+    """A fused softmax, layernorm or rmsnorm over the last dimension of (rows x cols)."""
+
+    kind: Literal["softmax", "layernorm", "rmsnorm"]
+    rows: int = Field(ge=1, le=_BIG)
+    cols: int = Field(ge=1, le=10**9)
+    dtype: Dtype = Dtype.FP32
+
+
+class AttentionWorkload(Request):
+    """One attention layer: softmax(Q K^T) V."""
+
+    kind: Literal["attention"]
+    batch: int = Field(1, ge=1, le=10**9)
+    heads: int = Field(ge=1, le=10**5)
+    kv_heads: int | None = Field(None, ge=1, le=10**5, description="Default: heads (MHA).")
+    q_len: int = Field(ge=1, le=10**8)
+    kv_len: int | None = Field(None, ge=1, le=10**8, description="Default: q_len.")
+    head_dim: int = Field(ge=1, le=10**5)
+    causal: bool = False
+    flash: bool = Field(True, description="Fused: scores never reach memory.")
+    dtype: Dtype = Dtype.BF16
+
+
+class CustomWorkload(Request):
+    """Work given directly as FLOPs and bytes moved."""
+
+    kind: Literal["custom"]
+    flops: float = Field(ge=0, le=1e30)
+    bytes: float = Field(gt=0, le=1e30)
+    dtype: Dtype = Dtype.FP32
+    unit: Unit = Field(Unit.VECTOR, description="matrix (tensor cores) or vector ALUs.")
+
+
+KernelWorkload = (
+    MatmulWorkload
+    | ElementwiseWorkload
+    | SaxpyWorkload
+    | RowwiseWorkload
+    | AttentionWorkload
+    | CustomWorkload
+)
+Workload = Annotated[TransformerWorkload | KernelWorkload, Field(discriminator="kind")]
+
+
+ChipName = Annotated[str, NAME, Field(description="Catalog id or alias, e.g. a100 (see /chips).")]
+CatalogVersionName = Annotated[
+    str | None, NAME, Field(description="Chip catalog version; default the current one.")
+]
+
+
+class CalculationRequest(Request):
+    """A workload on a chip."""
+
+    chip: ChipName
+    catalog_version: CatalogVersionName = None
+    workload: Workload
+
+
+Seconds = Annotated[float, Field(gt=0, le=1e9)]
+Millis = Annotated[float, Field(gt=0, le=1e12)]
+_REPEATS = 10_000
+
+
+class Measured(Request):
+    """A measured time in seconds or in milliseconds (exactly one): a value or repeats."""
+
+    measured_time_s: (
+        Seconds | Annotated[list[Seconds], Field(min_length=1, max_length=_REPEATS)] | None
+    ) = Field(
+        None, description="Measured seconds, or a list of repeats (their arithmetic mean is used)."
+    )
+    measured_ms: (
+        Millis | Annotated[list[Millis], Field(min_length=1, max_length=_REPEATS)] | None
+    ) = Field(None, description="Measured milliseconds, or a list of repeats.")
+
+    @model_validator(mode="after")
+    def _one_time(self) -> Self:
+        if (self.measured_time_s is None) == (self.measured_ms is None):
+            raise ValueError("give exactly one of measured_time_s or measured_ms")
+        return self
+
+    @property
+    def measured_unit(self) -> Literal["s", "ms"]:
+        """The unit the time was given in."""
+        return "s" if self.measured_time_s is not None else "ms"
+
+    @property
+    def measured_values(self) -> list[float]:
+        """The values as given (in `measured_unit`)."""
+        given = self.measured_time_s if self.measured_time_s is not None else self.measured_ms
+        if given is None:  # excluded by _one_time
+            return []
+        return given if isinstance(given, list) else [given]
+
+    @property
+    def measured_seconds(self) -> list[float]:
+        """The values in seconds."""
+        if self.measured_unit == "s":
+            return self.measured_values
+        return [seconds_from_ms(value) for value in self.measured_values]
+
+
+class CheckRequest(CalculationRequest, Measured):
+    """A workload on a chip and the time it took. Give measured_time_s or measured_ms."""
+
+
+class ScalingRequest(CalculationRequest):
+    """A training workload and the chip counts to scale it over."""
+
+    chip_counts: list[Annotated[int, Field(ge=1, le=MAX_CHIPS)]] = Field(
+        min_length=1,
+        max_length=MAX_COUNTS,
+        description="Ascending chip counts, e.g. [8, 16, 32, 64].",
+    )
+    mode: ScalingMode = Field(ScalingMode.STRONG, description="strong: fixed global batch.")
+    serial_fraction: float = Field(
+        0.0, ge=0, le=1, description="Serial fraction f for Amdahl's (strong) or Gustafson's law."
+    )

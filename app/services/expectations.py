@@ -1,0 +1,155 @@
+"""The expected time of a workload on a chip, and a measured time judged against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.engine import (
+    Roofline,
+    TransformerEstimate,
+    estimate,
+    judge,
+    place,
+)
+from app.engine.compare import summarise_times
+from app.engine.training import TrainingStep
+from app.engine.units import DAY
+from app.schemas.answers import (
+    Check,
+    ChipRef,
+    CommunicationOut,
+    ExpectedTime,
+    PeakUsed,
+    RepeatsOut,
+    TrainingOut,
+)
+from app.schemas.requests import (
+    CalculationRequest,
+    CheckRequest,
+    TransformerWorkload,
+)
+from app.services.catalogs import Catalogs
+from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
+from app.services.inputs import kernel_work, model_input, resolve, spec_of
+
+
+def _roofline_fields(roof: Roofline) -> dict[str, object]:
+    return {
+        "flops": roof.flops,
+        "bytes": roof.bytes,
+        "arithmetic_intensity": roof.arithmetic_intensity,
+        "ridge_intensity": roof.ridge_intensity,
+        "peak_flops": roof.peak.flops_per_s,
+        "peak": PeakUsed(
+            flops_per_s=roof.peak.flops_per_s, dtype=roof.peak.dtype, unit=roof.peak.unit
+        ),
+        "memory_bandwidth": roof.memory_bandwidth,
+        "compute_time_s": roof.compute_time,
+        "memory_time_s": roof.memory_time,
+        "communication_time_s": roof.communication_time,
+        "expected_time_s": roof.expected_time,
+        "realistic_time_s": roof.realistic_time,
+        "sustained_compute_fraction": roof.sustained_compute,
+        "sustained_memory_fraction": roof.sustained_memory,
+        "bound": roof.bound,
+    }
+
+
+def _training_out(step: TrainingStep) -> TrainingOut:
+    roof, lay, comm = step.roofline, step.layout, step.communication
+    realistic_train = step.time_to_train(roof.realistic_time)
+    return TrainingOut(
+        chips=lay.chips,
+        layout={"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "ep": lay.ep},
+        micro_batch=lay.micro_batch,
+        micro_batches=lay.micro_batches,
+        bubble_fraction=lay.bubble_fraction,
+        tokens_per_step=step.tokens_per_step,
+        trained_params=step.trained_params,
+        model_flops=step.model_flops,
+        mfu=step.mfu(roof.expected_time),
+        realistic_mfu=step.mfu(roof.realistic_time),
+        time_to_train_s=step.time_to_train(roof.expected_time),
+        realistic_time_to_train_s=realistic_train,
+        realistic_time_to_train_days=None if realistic_train is None else realistic_train / DAY,
+        communication=CommunicationOut(
+            tensor_parallel_s=comm.tensor_parallel,
+            pipeline_s=comm.pipeline,
+            expert_s=comm.expert,
+            data_parallel_s=comm.data_parallel,
+            data_parallel_exposed_s=comm.data_parallel_exposed,
+            data_parallel_bytes=comm.data_parallel_bytes,
+            data_parallel_over_network=comm.data_parallel_over_network,
+        ),
+    )
+
+
+def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
+    return {
+        "training": None if result.training is None else _training_out(result.training),
+        "memory_required_bytes": result.memory.total,
+        "memory_available_bytes": result.capacity,
+        "fits": result.fits,
+        "tokens_per_s": result.tokens_per_s,
+        "realistic_tokens_per_s": result.realistic_tokens_per_s,
+        "time_to_first_token_s": result.time_to_first_token,
+        "time_per_output_token_s": result.time_per_output_token,
+    }
+
+
+def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, Any], Roofline]:
+    """The fields of the request's ExpectedTime answer (a Check adds its own), and its roofline."""
+    resolved = resolve(catalogs, request)
+    chip = resolved.chip.chip
+    common = {
+        "catalog_version": resolved.catalog.version,
+        "chip": ChipRef(id=chip.id, name=chip.name),
+    }
+    if isinstance(request.workload, TransformerWorkload):
+        model = model_input(catalogs, request.workload)
+        result = estimate(model.arch, chip, spec_of(model.workload))
+        roof = result.roofline
+        fields = {
+            **common,
+            "workload": model.workload,
+            "model": model.ref,
+            "explanation": [
+                *roofline_lines(roof),
+                *([] if result.training is None else training_lines(result.training)),
+                memory_line(result.memory, result.capacity),
+            ],
+            "warnings": warnings_of(model),
+            **_roofline_fields(roof),
+            **_transformer_fields(result),
+        }
+        return fields, roof
+    work, filled = kernel_work(request.workload)
+    roof = place(work, chip)
+    fields = {
+        **common,
+        "workload": filled,
+        "explanation": roofline_lines(roof),
+        **_roofline_fields(roof),
+    }
+    return fields, roof
+
+
+def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
+    """The roofline time of the request's workload on its chip."""
+    return ExpectedTime(**_place(catalogs, request)[0])
+
+
+def check(catalogs: Catalogs, request: CheckRequest) -> Check:
+    """The request's measured time against its roofline: ratio, verdict and advice."""
+    fields, roof = _place(catalogs, request)
+    repeats = summarise_times(request.measured_seconds)
+    judgement = judge(roof, repeats.mean)
+    return Check(
+        **fields,
+        measured_time_s=judgement.measured_time,
+        repeats=RepeatsOut.of(repeats),
+        ratio=judgement.ratio,
+        efficiency=judgement.efficiency,
+        verdict=judgement.verdict,
+        advice=list(judgement.advice),
+    )

@@ -1,0 +1,143 @@
+"""The sentences of an answer's `explanation` and `warnings`, from the engine's results."""
+
+from __future__ import annotations
+
+from app import formatting as fmt
+from app.engine import (
+    LimitedBy,
+    MemoryBreakdown,
+    OptimalBatch,
+    Roofline,
+)
+from app.engine.training import TrainingStep
+from app.engine.units import DAY
+from app.schemas.requests import (
+    TrainingFields,
+)
+from app.services.inputs import ModelInput
+
+
+def roofline_lines(roof: Roofline) -> list[str]:
+    peak = roof.peak
+    lines = [
+        f"Compute: {fmt.flops(roof.flops)} at the {peak.dtype} {peak.unit} peak of "
+        f"{fmt.rate(peak.flops_per_s, 'FLOP/s')} takes {fmt.seconds(roof.compute_time)}.",
+        f"Memory: {fmt.bytes_(roof.bytes)} at {fmt.rate(roof.memory_bandwidth, 'B/s')} takes "
+        f"{fmt.seconds(roof.memory_time)}.",
+        f"Arithmetic intensity {roof.arithmetic_intensity:.3g} FLOP/B vs the ridge "
+        f"{roof.ridge_intensity:.3g} FLOP/B: {roof.bound}-bound.",
+    ]
+    if roof.communication_time:
+        lines.append(
+            f"Communication (and any pipeline idle) adds {fmt.seconds(roof.communication_time)} "
+            "on the critical path."
+        )
+    lines.append(
+        f"Expected (ideal roofline) time {fmt.seconds(roof.expected_time)}; at the chip's "
+        f"sustained {roof.sustained_compute:.0%} of peak compute and {roof.sustained_memory:.0%} "
+        f"of bandwidth, realistic {fmt.seconds(roof.realistic_time)}."
+    )
+    return lines
+
+
+def memory_line(memory: MemoryBreakdown, capacity: float) -> str:
+    parts = [
+        f"{name} {fmt.bytes_(value)}"
+        for name, value in (
+            ("weights", memory.weights),
+            ("KV cache", memory.kv_cache),
+            ("activations", memory.activations),
+            ("gradients", memory.gradients),
+            ("optimizer", memory.optimizer),
+            ("reserve", memory.reserve),
+        )
+        if value
+    ]
+    verdict = "fits" if memory.total <= capacity else "does NOT fit"
+    return (
+        f"Memory per chip: {' + '.join(parts)} = {fmt.bytes_(memory.total)} of "
+        f"{fmt.bytes_(capacity)}: {verdict}."
+    )
+
+
+def warnings_of(model: ModelInput) -> list[str]:
+    workload, arch = model.workload, model.arch
+    warnings = []
+    held = workload.seq_len + (workload.gen_len if workload.phase == "generate" else 0)
+    if arch.max_positions and held > arch.max_positions:
+        warnings.append(
+            f"{held} tokens exceed {model.ref.id}'s max_position_embeddings "
+            f"({arch.max_positions}); the model was not trained for that length."
+        )
+    if workload.phase != "training":
+        ignored = list(
+            workload.model_dump(include=set(TrainingFields.model_fields), exclude_defaults=True)
+        )
+        if ignored:
+            warnings.append(f"Ignored, as they only apply to phase=training: {', '.join(ignored)}.")
+    if arch.attention.heads % workload.tp:
+        warnings.append(
+            f"tp={workload.tp} does not divide the {arch.attention.heads} attention heads; "
+            "Megatron-style sharding needs it to."
+        )
+    return warnings
+
+
+def training_lines(step: TrainingStep) -> list[str]:
+    roof, lay, comm = step.roofline, step.layout, step.communication
+    lines = [
+        f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}); "
+        f"{lay.micro_batches} micro-batch(es) of {lay.micro_batch:g} sequences per replica.",
+        f"Model FLOPs per step {fmt.flops(step.model_flops)} (6 N T + attention); "
+        f"MFU {step.mfu(roof.expected_time):.0%} at the ideal step time "
+        f"{fmt.seconds(roof.expected_time)}, {step.mfu(roof.realistic_time):.0%} at the "
+        f"realistic {fmt.seconds(roof.realistic_time)}.",
+    ]
+    if step.given_mfu is not None:
+        lines.append(
+            f"The realistic time assumes the given MFU of {step.given_mfu:.0%}, instead of the "
+            "chip's sustained fractions."
+        )
+    if lay.pp > 1:
+        lines.append(f"Pipeline bubble: {lay.bubble_fraction:.0%} of the step is idle.")
+    if comm.data_parallel:
+        where = "the scale-out network" if comm.data_parallel_over_network else "the scale-up link"
+        lines.append(
+            f"Gradient reduction: {fmt.bytes_(comm.data_parallel_bytes)} per chip over {where}, "
+            f"{fmt.seconds(comm.data_parallel)}, of which "
+            f"{fmt.seconds(comm.data_parallel_exposed)} is not hidden behind the backward pass."
+        )
+    days = step.time_to_train(roof.realistic_time)
+    if days is not None:
+        lines.append(
+            f"Training on {step.tokens:.3g} tokens takes {days / DAY:.3g} days (realistic)."
+        )
+    return lines
+
+
+def batch_lines(answer: OptimalBatch) -> list[str]:
+    best, ridge, max_batch = answer.optimal_batch, answer.ridge_batch, answer.max_batch
+    lines = []
+    if ridge is None:
+        lines.append(
+            "No batch is compute-bound: the memory traffic that grows with the batch (the KV "
+            "cache in decode) keeps the arithmetic intensity below the ridge: it tends to "
+            f"{answer.asymptotic_intensity:.3g} FLOP/B as the batch grows, against a ridge of "
+            f"{answer.ridge_intensity:.3g} FLOP/B."
+        )
+    else:
+        lines.append(f"The smallest compute-bound batch (the ridge) is {ridge}.")
+    lines.append(
+        f"Memory allows at most batch {max_batch}." if max_batch else "Not even batch 1 fits."
+    )
+    if best is None:
+        lines.append("No batch fits: see /memory-fit for the fewest chips.")
+    elif answer.limited_by is LimitedBy.RIDGE:
+        lines.append(f"Optimal batch {best}: beyond it throughput stops growing, latency rises.")
+    else:
+        lines.append(f"Optimal batch {best}: the largest that fits (limited by memory).")
+    lines.append(
+        f"Throughput tends to {fmt.rate(answer.throughput_asymptote, 'tokens/s')} as the batch "
+        f"grows; batch {answer.near_asymptote_batch} reaches 90% of it."
+    )
+    return lines

@@ -1,0 +1,175 @@
+"""Requests turned into the engine's inputs: the chip and catalog version, the model's
+architecture, the transformer spec, a kernel's work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.catalog.loader import ChipCatalogVersion, ChipRecord
+from app.engine import (
+    Architecture,
+    InvalidInput,
+    Precision,
+    RowOp,
+    TransformerSpec,
+    Work,
+    architecture_from_config,
+    attention,
+    custom,
+    elementwise,
+    matmul,
+    param_counts,
+    pointwise_flops,
+    row_op,
+    saxpy,
+)
+from app.engine.training import Lora, Parallelism, Training
+from app.schemas.answers import (
+    ModelRef,
+)
+from app.schemas.requests import (
+    AttentionWorkload,
+    CalculationRequest,
+    CustomWorkload,
+    ElementwiseWorkload,
+    KernelWorkload,
+    MatmulWorkload,
+    RowwiseWorkload,
+    SaxpyWorkload,
+    TransformerWorkload,
+)
+from app.services.catalogs import Catalogs
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    catalog: ChipCatalogVersion
+    chip: ChipRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInput:
+    ref: ModelRef
+    arch: Architecture
+    workload: TransformerWorkload  # with defaults filled and the model's id
+
+
+def resolve(catalogs: Catalogs, request: CalculationRequest) -> Resolved:
+    catalog = catalogs.chips(request.catalog_version)
+    return Resolved(catalog, catalog.resolve(request.chip))
+
+
+def model_input(catalogs: Catalogs, workload: TransformerWorkload) -> ModelInput:
+    if workload.model is not None:
+        record = catalogs.models.resolve(workload.model)
+        arch, model_id, name = record.arch, record.entry.id, record.entry.name
+    else:
+        arch = architecture_from_config(workload.config or {})
+        model_id = "custom"
+        name = str((workload.config or {}).get("_name_or_path") or "custom architecture")
+    counts = param_counts(arch)
+    filled = workload.model_copy(
+        update={
+            "model": model_id if workload.model is not None else None,
+            "weight_dtype": workload.weight_dtype or workload.dtype,
+            "kv_dtype": workload.kv_dtype or workload.dtype,
+        }
+    )
+    ref = ModelRef(id=model_id, name=name, params_total=counts.total, params_active=counts.active)
+    return ModelInput(ref, arch, filled)
+
+
+def training_of(workload: TransformerWorkload) -> Training:
+    lora = None
+    if workload.lora_rank is not None:
+        lora = Lora(workload.lora_rank, tuple(workload.lora_targets), workload.qlora)
+    elif workload.qlora:
+        raise InvalidInput("qlora", "QLoRA needs lora_rank (the adapters' rank)")
+    return Training(
+        optimizer=workload.optimizer,
+        parallel=Parallelism(
+            dp=workload.dp,
+            pp=workload.pp,
+            ep=workload.ep,
+            micro_batch=workload.micro_batch,
+            zero=workload.zero,
+            chips_per_node=workload.chips_per_node,
+            network_bandwidth=workload.network_bandwidth,
+            overlap=workload.overlap,
+            dp_algorithm=workload.dp_algorithm,
+        ),
+        lora=lora,
+        mfu=workload.mfu,
+        tokens=workload.train_tokens,
+    )
+
+
+def spec_of(workload: TransformerWorkload) -> TransformerSpec:
+    return TransformerSpec(
+        phase=workload.phase,
+        batch=workload.batch,
+        seq_len=workload.seq_len,
+        gen_len=workload.gen_len,
+        precision=Precision(
+            compute=workload.dtype,
+            weights=workload.weight_dtype or workload.dtype,
+            kv=workload.kv_dtype or workload.dtype,
+        ),
+        tp=workload.tp,
+        reserve_fraction=workload.reserve_fraction,
+        flash_attention=workload.flash_attention,
+        recompute=workload.recompute,
+        training=training_of(workload),
+    )
+
+
+def kernel_work(workload: KernelWorkload) -> tuple[Work, KernelWorkload]:
+    """The kernel's work, and the workload with its defaults filled in."""
+    match workload:
+        case MatmulWorkload():
+            work = matmul(
+                workload.m, workload.n, workload.k, workload.dtype, allow_tf32=workload.allow_tf32
+            )
+            return work, workload
+        case ElementwiseWorkload():
+            if isinstance(workload.ops, list):
+                names: list[str] | None = workload.ops
+                count = len(workload.ops)
+            else:
+                names, count = None, workload.ops
+            per_element = workload.flops_per_element
+            if per_element is None and names is not None:
+                per_element = float(pointwise_flops(names))
+            if count == 0:
+                raise InvalidInput("ops", "needs at least one op")
+            work = elementwise(
+                workload.n,
+                workload.dtype,
+                ops=count,
+                flops_per_element=per_element,
+                fused=workload.fused,
+                inputs=workload.inputs,
+            )
+            return work, workload.model_copy(update={"flops_per_element": work.flops / workload.n})
+        case SaxpyWorkload():
+            return saxpy(workload.n, workload.dtype), workload
+        case RowwiseWorkload():
+            work = row_op(RowOp(workload.kind), workload.rows, workload.cols, workload.dtype)
+            return work, workload
+        case AttentionWorkload():
+            kv_len = workload.kv_len or workload.q_len
+            kv_heads = workload.kv_heads or workload.heads
+            work = attention(
+                batch=workload.batch,
+                heads=workload.heads,
+                q_len=workload.q_len,
+                kv_len=kv_len,
+                head_dim=workload.head_dim,
+                dtype=workload.dtype,
+                kv_heads=kv_heads,
+                causal=workload.causal,
+                flash=workload.flash,
+            )
+            return work, workload.model_copy(update={"kv_len": kv_len, "kv_heads": kv_heads})
+        case CustomWorkload():
+            return custom(workload.flops, workload.bytes, workload.dtype, workload.unit), workload

@@ -1,0 +1,167 @@
+"""Planning a transformer workload: memory per chip and what fits, the optimal batch, and
+scaling over chip counts."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from app.engine import (
+    InvalidInput,
+    memory_fit,
+    optimal_batch,
+)
+from app.engine.scaling import scaling
+from app.engine.units import GIGA
+from app.schemas.answers import (
+    ChipRef,
+    MemoryBreakdownOut,
+    MemoryFitAnswer,
+    OptimalBatchAnswer,
+    ScalingAnswer,
+    ScalingRow,
+    SweepRow,
+)
+from app.schemas.requests import (
+    CalculationRequest,
+    ScalingRequest,
+    TransformerWorkload,
+)
+from app.services.catalogs import Catalogs
+from app.services.explanations import batch_lines, memory_line, warnings_of
+from app.services.inputs import ModelInput, Resolved, model_input, resolve, spec_of
+
+
+def transformer_inputs(
+    catalogs: Catalogs, request: CalculationRequest, endpoint: str
+) -> tuple[Resolved, ModelInput]:
+    if not isinstance(request.workload, TransformerWorkload):
+        raise InvalidInput(
+            "kind", f"{endpoint} needs a transformer workload, got {request.workload.kind}"
+        )
+    return resolve(catalogs, request), model_input(catalogs, request.workload)
+
+
+def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
+    """The fields every transformer answer echoes: catalog, chip, workload, model, warnings."""
+    chip = resolved.chip.chip
+    return {
+        "catalog_version": resolved.catalog.version,
+        "chip": ChipRef(id=chip.id, name=chip.name),
+        "workload": model.workload,
+        "model": model.ref,
+        "warnings": warnings_of(model),
+    }
+
+
+def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
+    """Memory per chip of a transformer workload, the largest batch and the fewest chips."""
+    resolved, model = transformer_inputs(catalogs, request, "memory-fit")
+    chip = resolved.chip.chip
+    fit = memory_fit(model.arch, chip, spec_of(model.workload))
+    explanation = [memory_line(fit.breakdown, fit.capacity)]
+    explanation.append(
+        f"Largest batch that fits at this layout: {fit.max_batch}."
+        if fit.max_batch
+        else "Not even batch 1 fits at this layout."
+    )
+    explanation.append(
+        f"Fewest chips for batch {model.workload.batch}: {fit.min_chips} "
+        f"({', '.join(f'{k}={v}' for k, v in (fit.min_chips_layout or {}).items())})."
+        if fit.min_chips
+        else f"No layout up to tp={model.arch.attention.heads} (the heads) "
+        f"fits batch {model.workload.batch}."
+    )
+    if fit.max_trainable_params is not None:
+        explanation.append(
+            f"The largest model whose weights and training state fit at this layout, before "
+            f"activations: {fit.max_trainable_params / GIGA:.3g}B parameters."
+        )
+    return MemoryFitAnswer(
+        **header(resolved, model),
+        explanation=explanation,
+        required_bytes=fit.breakdown.total,
+        available_bytes=fit.capacity,
+        fits=fit.fits,
+        breakdown=MemoryBreakdownOut(**dataclasses.asdict(fit.breakdown)),
+        max_batch=fit.max_batch,
+        min_chips=fit.min_chips,
+        min_chips_layout=fit.min_chips_layout,
+        max_trainable_params=fit.max_trainable_params,
+    )
+
+
+def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
+    """Speedup and efficiency of a training step over the request's chip counts."""
+    resolved, model = transformer_inputs(catalogs, request, "scaling")
+    points = scaling(
+        model.arch,
+        resolved.chip.chip,
+        spec_of(model.workload),
+        request.chip_counts,
+        mode=request.mode,
+        serial_fraction=request.serial_fraction,
+    )
+    f = request.serial_fraction
+    last = points[-1]
+    explanation = [
+        f"{request.mode} scaling from {points[0].chips} to {last.chips} chips: speedup "
+        f"{last.speedup:.3g}x at {last.efficiency:.0%} efficiency (from the realistic step "
+        "time: sustained fractions plus exposed communication).",
+        "Amdahl's law limits strong scaling to 1/f" + (f" = {1 / f:.3g}x." if f else " (f = 0)."),
+    ]
+    return ScalingAnswer(
+        **header(resolved, model),
+        explanation=explanation,
+        mode=request.mode,
+        serial_fraction=f,
+        amdahl_limit=1 / f if f else None,
+        points=[
+            ScalingRow(
+                chips=p.chips,
+                dp=p.dp,
+                batch=p.batch,
+                step_time_s=p.step_time,
+                tokens_per_s=p.tokens_per_s,
+                speedup=p.speedup,
+                efficiency=p.efficiency,
+                law_speedup=p.law_speedup,
+                communication_time_s=p.communication_time,
+                fits=p.fits,
+            )
+            for p in points
+        ],
+    )
+
+
+def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchAnswer:
+    """The optimal batch of a transformer workload and the sweep behind it."""
+    resolved, model = transformer_inputs(catalogs, request, "optimal-batch")
+    chip = resolved.chip.chip
+    answer = optimal_batch(model.arch, chip, spec_of(model.workload))
+    sweep = [
+        SweepRow(
+            batch=p.batch,
+            compute_time_s=p.estimate.roofline.compute_time,
+            memory_time_s=p.estimate.roofline.memory_time,
+            expected_time_s=p.estimate.roofline.expected_time,
+            memory_required_bytes=p.estimate.memory.total,
+            fits=p.estimate.fits,
+            tokens_per_s=p.estimate.tokens_per_s,
+            bound=p.bound,
+        )
+        for p in answer.sweep
+    ]
+    return OptimalBatchAnswer(
+        **header(resolved, model),
+        explanation=batch_lines(answer),
+        optimal_batch=answer.optimal_batch,
+        limited_by=answer.limited_by,
+        ridge_batch=answer.ridge_batch,
+        max_batch=answer.max_batch,
+        throughput_asymptote_tokens_per_s=answer.throughput_asymptote,
+        near_asymptote_batch=answer.near_asymptote_batch,
+        asymptotic_intensity=answer.asymptotic_intensity,
+        ridge_intensity=answer.ridge_intensity,
+        sweep=sweep,
+    )

@@ -1,0 +1,182 @@
+"""Measurements judged and stored with their verdict, gated for CI, and judged again against
+another catalog version."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.catalog.names import UnknownName
+from app.db import measurement_store as store
+from app.db.models import MeasurementRow
+from app.db.session import transaction
+from app.schemas.answers import Check
+from app.schemas.measurement_bodies import (
+    Gate,
+    MeasurementIn,
+    MeasurementOut,
+    Rejudged,
+)
+from app.schemas.requests import (
+    CheckRequest,
+    KernelWorkload,
+    TransformerWorkload,
+    without_ignored_training,
+)
+from app.services.catalogs import Catalogs
+from app.services.expectations import check
+from app.services.history import baseline_of, comparison, stored_out
+
+SIZE_FIELDS: dict[str, tuple[str, ...]] = {
+    "transformer": ("batch", "seq_len", "gen_len"),
+    "matmul": ("m", "n", "k"),
+    "elementwise": ("n",),
+    "saxpy": ("n",),
+    "softmax": ("rows", "cols"),
+    "layernorm": ("rows", "cols"),
+    "rmsnorm": ("rows", "cols"),
+    "attention": ("batch", "q_len", "kv_len"),
+    "custom": ("flops", "bytes"),
+}
+
+
+def identity(workload: TransformerWorkload | KernelWorkload) -> dict[str, Any]:
+    """The fields that identify a workload: those not at their defaults (so a field added
+    later with a default leaves stored keys alone), without training fields outside training."""
+    fields = workload.model_dump(mode="json", exclude_defaults=True) | {"kind": workload.kind}
+    if isinstance(workload, TransformerWorkload):
+        fields = without_ignored_training(fields, workload.phase)
+    return fields
+
+
+def _key(chip_id: str, workload: dict[str, Any], drop: Sequence[str] = ()) -> str:
+    kept = {k: v for k, v in workload.items() if k not in drop}
+    canonical = json.dumps({"chip": chip_id, "workload": kept}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def judged_row(
+    catalogs: Catalogs,
+    body: MeasurementIn,
+    *,
+    writer: str | None = None,
+    idempotency_key: str | None = None,
+) -> MeasurementRow:
+    """`body` judged against the roofline, as the row that stores it with its verdict."""
+    judged = check(catalogs, body)
+    workload = judged.workload.model_dump(mode="json")
+    kind = workload["kind"]
+    fields = identity(judged.workload)
+    return MeasurementRow(
+        catalog_version=judged.catalog_version,
+        chip_id=judged.chip.id,
+        kind=kind,
+        model_id=judged.model.id if judged.model else None,
+        phase=workload.get("phase"),
+        workload=workload,
+        workload_key=_key(judged.chip.id, fields),
+        family_key=_key(judged.chip.id, fields, SIZE_FIELDS[kind]),
+        measured_values=body.measured_values,
+        measured_unit=body.measured_unit,
+        measured_time_s=judged.measured_time_s,
+        expected_time_s=judged.expected_time_s,
+        ratio=judged.ratio,
+        verdict=judged.verdict,
+        expectation=judged.model_dump(mode="json"),
+        expected_tokens_per_s=judged.tokens_per_s,
+        label=body.label,
+        git_commit=body.git_commit,
+        branch=body.branch,
+        hostname=body.hostname,
+        software=body.software,
+        notes=body.notes,
+        written_by=writer,
+        idempotency_key=idempotency_key,
+    )
+
+
+def record(
+    catalogs: Catalogs,
+    sessions: sessionmaker[Session],
+    body: MeasurementIn,
+    *,
+    writer: str | None = None,
+    idempotency_key: str | None = None,
+) -> MeasurementOut:
+    """Judge `body` against the roofline and store it with its verdict and expectation, in
+    one transaction.
+
+    With an idempotency key, a retry of a stored post (even a concurrent one) stores
+    nothing and answers the measurement stored first.
+    """
+    key = None if idempotency_key is None else f"{writer or ''}:{idempotency_key}"
+    if key is not None and (stored := _stored_under(sessions, key, body)) is not None:
+        return stored
+    row = judged_row(catalogs, body, writer=writer, idempotency_key=key)
+    try:
+        with transaction(sessions, writes=True) as session:
+            store.add(session, row)
+            return _answer(session, row, body)
+    except IntegrityError:
+        if key is None or (stored := _stored_under(sessions, key, body)) is None:
+            raise
+        return stored  # a concurrent retry committed first
+
+
+def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
+    baseline = baseline_of(session, row, body.baseline_id, body.baseline_branch)
+    return stored_out(row, comparison(session, row, baseline, body.regression_threshold))
+
+
+def _stored_under(
+    sessions: sessionmaker[Session], key: str, body: MeasurementIn
+) -> MeasurementOut | None:
+    with sessions() as session:
+        row = store.by_idempotency_key(session, key)
+        return None if row is None else _answer(session, row, body)
+
+
+def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:
+    """The measurement with its gate: failed when its verdict (or a regression) is in fail_on."""
+    reasons = []
+    if measurement.verdict in fail_on:
+        reasons.append(f"verdict {measurement.verdict}")
+    if "regression" in fail_on and measurement.comparison.regression:
+        against = measurement.comparison.change_vs_baseline
+        if against is None:
+            against = measurement.comparison.change_vs_previous
+        reasons.append(f"regression: {against:+.1%} slower")
+    verdict = Gate(fail_on=sorted(fail_on), failed=bool(reasons), reasons=reasons)
+    return measurement.model_copy(update={"gate": verdict})
+
+
+def rejudge(
+    catalogs: Catalogs, sessions: sessionmaker[Session], measurement_id: int, version: str | None
+) -> Rejudged:
+    """Judge a stored measurement again against `version` (default: current); nothing stored."""
+    with transaction(sessions) as session:
+        row = store.get(session, measurement_id)
+        if row is None:
+            raise UnknownName("measurement", str(measurement_id), [])
+    unit_field = "measured_time_s" if row.measured_unit == "s" else "measured_ms"
+    request = CheckRequest.model_validate(
+        {
+            "chip": row.chip_id,
+            "catalog_version": version or catalogs.current,
+            "workload": row.workload,
+            unit_field: row.measured_values,
+        }
+    )
+    judged: Check = check(catalogs, request)
+    return Rejudged(
+        measurement_id=row.id,
+        stored_catalog_version=row.catalog_version,
+        stored_expected_time_s=row.expected_time_s,
+        stored_verdict=row.verdict,
+        rejudged=judged,
+    )
