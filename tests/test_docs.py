@@ -103,9 +103,10 @@ def links(markdown: str) -> Iterator[tuple[int, str]]:
     """(line number, target) of every link in a Markdown text, outside code, in order."""
     for number, line in _prose(markdown):
         found = []
+        rest = line
         for pattern in _LINKS:  # each kind in what the ones before it left
-            found += [(m.start(), m.group(1)) for m in pattern.finditer(line)]
-            line = _blank(pattern, line)
+            found += [(m.start(), m.group(1)) for m in pattern.finditer(rest)]
+            rest = _blank(pattern, rest)
         for _, target in sorted(found):
             yield number, target.removeprefix("<").removesuffix(">")
 
@@ -114,10 +115,11 @@ def citations(text: str, *, markdown: bool = False) -> Iterator[tuple[int, str, 
     """(line number, docs/<name>.md, anchor or quoted section or None) of every citation;
     in Markdown, outside links (which are checked as links)."""
     for number, line in enumerate(text.splitlines(), start=1):
+        rest = line
         if markdown:
             for pattern in _LINKS:
-                line = _blank(pattern, line)
-        for match in _CITATION.finditer(line):
+                rest = _blank(pattern, rest)
+        for match in _CITATION.finditer(rest):
             path, anchor, section, parenthesised = match.groups()
             yield number, path, anchor or section or parenthesised
 
@@ -220,7 +222,7 @@ def test_links_and_citations_stay_inside_the_repository() -> None:
         ("Training (`training.py`, `scaling.py`)", "training-trainingpy-scalingpy"),
         ("Verdict: does the runtime make sense?", "verdict-does-the-runtime-make-sense"),
         ("GET /chips, /chips/{chip}", "get-chips-chipschip"),
-        ("1 – 1.5 **bold** and [a link](x.md)", "1--15-bold-and-a-link"),
+        ("1 \u2013 1.5 **bold** and [a link](x.md)", "1--15-bold-and-a-link"),
         ("max_batch <em>now</em>", "max_batch-now"),
         ("Straße über", "straße-über"),
     ],
