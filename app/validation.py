@@ -162,13 +162,14 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
     if unit == "out_tok/s":  # a whole generate request: batch x gen_len tokens at this rate
         return float(row.params["batch"] * row.params["gen_len"]) / value
     if unit == "out_tok/s/chip":  # the same, reported per GPU of a tp-way group
-        return float(row.params["batch"] * row.params["gen_len"]) / (value * row.params["tp"])
+        tp = float(row.params["tp"])
+        return float(row.params["batch"] * row.params["gen_len"]) / (value * tp)
     if unit == "tok/s":  # decode: batch new tokens per step; prefill: batch x seq_len prompt tokens
         p = row.params
         tokens = p["batch"] if p["phase"] == "decode" else p["batch"] * p["seq_len"]
         return float(tokens) / value
     if unit == "tok/s/chip":  # training: one step's tokens over the chips, at this rate per chip
-        return row.params["tokens_per_step"] / (row.params["chips"] * value)
+        return float(row.params["tokens_per_step"]) / (float(row.params["chips"]) * value)
     raise ValueError(f"{row.id}: unknown measured_unit {unit!r}")
 
 
