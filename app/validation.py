@@ -325,8 +325,8 @@ def report(results: list[Result], catalog_version: str, peers: dict[str, dict[st
         "",
         "## Not covered yet",
         "",
-        "Separate LLM decode-step (batch 1 and large batch) and prefill rows, peers on the",
-        "training rows, and LLM-Viewer are not in this revision.",
+        "Peers on the training, decode and prefill rows, and LLM-Viewer are not in this",
+        "revision.",
         "",
     ]
     return "\n".join(lines)
