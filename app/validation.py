@@ -10,7 +10,9 @@ How a reported figure becomes a measured time (the workload's FLOPs or bytes div
 reported rate, so the time is the one the source measured for that work):
   TFLOP/s -> flops / (value * 1e12); GB/s -> bytes / (value * 1e9);
   MFU -> flops / (value * catalog peak); s, ms -> the value itself;
-  out_tok/s (generate rows) -> batch * gen_len / value.
+  out_tok/s (generate rows) -> batch * gen_len / value; out_tok/s/chip -> the same over
+  value * tp; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value;
+  tok/s/chip (training rows) -> tokens_per_step / (chips * value).
 Transformer rows (decode, prefill, generate) use the engine's `estimate` on a catalog model.
 Training rows are `custom` work of 6 N D FLOPs per step (Kaplan et al. 2020,
 https://arxiv.org/abs/2001.08361, eq. 2.1: forward + backward ~ 6 FLOPs per parameter per
@@ -69,6 +71,7 @@ class Measurement:
     measured_unit: str
     source_url: str
     quote: str
+    software: str
 
     @property
     def in_sample(self) -> bool:
@@ -109,6 +112,7 @@ def load(path: Path = CSV_PATH) -> list[Measurement]:
                 measured_unit=r["measured_unit"],
                 source_url=r["source_url"],
                 quote=r["quote"],
+                software=r["software"],
             )
             for r in csv.DictReader(fh)
         ]
@@ -157,6 +161,15 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
         return value / 1e3
     if unit == "out_tok/s":  # a whole generate request: batch x gen_len tokens at this rate
         return float(row.params["batch"] * row.params["gen_len"]) / value
+    if unit == "out_tok/s/chip":  # the same, reported per GPU of a tp-way group
+        tp = float(row.params["tp"])
+        return float(row.params["batch"] * row.params["gen_len"]) / (value * tp)
+    if unit == "tok/s":  # decode: batch new tokens per step; prefill: batch x seq_len prompt tokens
+        p = row.params
+        tokens = p["batch"] if p["phase"] == "decode" else p["batch"] * p["seq_len"]
+        return float(tokens) / value
+    if unit == "tok/s/chip":  # training: one step's tokens over the chips, at this rate per chip
+        return float(row.params["tokens_per_step"]) / (float(row.params["chips"]) * value)
     raise ValueError(f"{row.id}: unknown measured_unit {unit!r}")
 
 
@@ -312,8 +325,8 @@ def report(results: list[Result], catalog_version: str, peers: dict[str, dict[st
         "",
         "## Not covered yet",
         "",
-        "Separate LLM decode-step (batch 1 and large batch) and prefill rows, peers on the",
-        "training rows, and LLM-Viewer are not in this revision.",
+        "Peers on the training, decode and prefill rows, and LLM-Viewer are not in this",
+        "revision.",
         "",
     ]
     return "\n".join(lines)

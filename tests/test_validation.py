@@ -24,10 +24,13 @@ RESULTS = evaluate(load(), CATALOG, MODELS)
 
 
 def test_every_row_is_sourced_and_the_set_spans_chips_and_kinds() -> None:
-    assert len(RESULTS) >= 48
+    assert len(RESULTS) >= 150
     for r in RESULTS:
         assert r.row.source_url.startswith("https://"), r.row.id
         assert len(r.row.quote) > 20, r.row.id
+        assert r.row.software, r.row.id
+    assert len({r.row.software for r in RESULTS}) >= 4
+    assert len({r.row.chip for r in RESULTS}) >= 12
     chips = {r.row.chip for r in RESULTS}
     assert {"a100-sxm4-80gb", "h100-sxm5-80gb", "tpu-v4", "mi300x", "gaudi3"} <= chips
     kinds = {r.row.category for r in RESULTS}
@@ -63,6 +66,17 @@ def test_training_row_uses_6nd_over_the_chips() -> None:
     # ideal at the A100 bf16 peak: 5.582e15 / 312e12 = 17.89 s; 60.1 s is 3.36x that
     assert math.isclose(r.roofline.expected_time, 17.891, rel_tol=1e-4)
     assert math.isclose(r.measured_over_ideal, 3.359, rel_tol=1e-3)
+
+
+def test_per_chip_token_rates_become_step_times() -> None:
+    r = next(r for r in RESULTS if r.row.id == "nemo2407-llama2-7b-h100-8gpu")
+    # 128 x 4096 tokens per step over 8 GPUs at 16847 tokens/s/GPU = 3.890 s per step
+    assert math.isclose(r.measured_s, 128 * 4096 / (8 * 16847))
+    g = next(r for r in RESULTS if r.row.id == "trtllm061-llama70b-h100-b1024-tp2-in128-out128")
+    # 1024 x 128 output tokens at 2657 out tok/s/GPU on each of 2 GPUs = 24.67 s
+    assert math.isclose(g.measured_s, 1024 * 128 / (2657 * 2))
+    d = next(r for r in RESULTS if r.row.id == "llamacpp4766-llama7b-f16-rtx4090-pp512")
+    assert math.isclose(d.measured_s, 512 / 11048.22)  # one 512-token prompt at 11048 tok/s
 
 
 def test_committed_report_and_chart_are_current() -> None:
