@@ -40,10 +40,12 @@ from app.engine import (
     custom,
     estimate,
     matmul,
+    memcopy,
     place,
     saxpy,
 )
 from app.engine.roofline import Roofline, Work
+from app.engine.units import GIGA, TERA, ms_from_seconds, seconds_from_ms
 from app.services.catalogs import load_catalog_files
 from app.settings import Settings
 from app.web.svg import esc
@@ -136,8 +138,8 @@ def work(row: Measurement) -> Work:
             dtype=Dtype(p["dtype"]),
             causal=p["causal"],
         )
-    if row.workload == "copy":  # read once, write once
-        return custom(0.0, 2.0 * p["bytes_copied"], Dtype.FP32, Unit.VECTOR)
+    if row.workload == "copy":
+        return memcopy(p["bytes_copied"])
     if row.workload == "triad":  # a = b + s c: saxpy's 2 FLOPs and 3 arrays per element
         return saxpy(p["elements"], Dtype(p["dtype"]))
     if row.workload == "training":
@@ -150,15 +152,15 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
     """The measured time of the row's work (module docstring)."""
     unit, value = row.measured_unit, row.measured
     if unit == "TFLOP/s":
-        return roof.flops / (value * 1e12)
+        return roof.flops / (value * TERA)
     if unit == "GB/s":
-        return roof.bytes / (value * 1e9)
+        return roof.bytes / (value * GIGA)
     if unit == "MFU":
         return roof.flops / (value * roof.peak.flops_per_s)
     if unit == "s":
         return value
     if unit == "ms":
-        return value / 1e3
+        return seconds_from_ms(value)
     if unit == "out_tok/s":  # a whole generate request: batch x gen_len tokens at this rate
         return float(row.params["batch"] * row.params["gen_len"]) / value
     if unit == "out_tok/s/chip":  # the same, reported per GPU of a tp-way group
@@ -278,7 +280,7 @@ def _category_lines(results: list[Result]) -> list[str]:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4g}"
+    return f"{ms_from_seconds(seconds):.4g}"
 
 
 def report(results: list[Result], catalog_version: str, peers: dict[str, dict[str, float]]) -> str:
