@@ -247,7 +247,7 @@ def run(argv: Sequence[str]) -> int:
             print(f"roofcheck: stored empirical profile #{answer['id']} of {answer['chip']}")
         return PASS
     if args.command == "validate":
-        from app.validation import main as validate  # noqa: PLC0415
+        from app.validation.report import main as validate  # noqa: PLC0415
 
         validate()
         return PASS

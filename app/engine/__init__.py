@@ -30,24 +30,29 @@ from app.engine.kernels import (
     saxpy,
 )
 from app.engine.memory import MemoryBreakdown
+from app.engine.realism import Fitted, Realism, fitted, place_kernel, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, place
+from app.engine.stacks import Kind, Software
 from app.engine.transformer import Phase, Precision, kv_bytes_per_token
 from app.engine.units import Dtype, Unit, dtype_bytes
-from app.engine.verdict import Judgement, Verdict, efficiency, judge
+from app.engine.verdict import AgainstPublished, Judgement, Verdict, efficiency, judge
 from app.engine.workload import TransformerEstimate, TransformerSpec, estimate
 
 __all__ = [
     "MLA",
     "MLP",
+    "AgainstPublished",
     "Architecture",
     "Attention",
     "Bound",
     "Chip",
     "Dtype",
     "EngineError",
+    "Fitted",
     "InvalidArchitecture",
     "InvalidInput",
     "Judgement",
+    "Kind",
     "LimitedBy",
     "MemoryBreakdown",
     "MemoryFit",
@@ -57,8 +62,10 @@ __all__ = [
     "Peak",
     "Phase",
     "Precision",
+    "Realism",
     "Roofline",
     "RowOp",
+    "Software",
     "SweepPoint",
     "TransformerEstimate",
     "TransformerSpec",
@@ -73,6 +80,7 @@ __all__ = [
     "efficiency",
     "elementwise",
     "estimate",
+    "fitted",
     "judge",
     "kv_bytes_per_token",
     "matmul",
@@ -81,8 +89,11 @@ __all__ = [
     "optimal_batch",
     "param_counts",
     "place",
+    "place_kernel",
     "pointwise_flops",
+    "realize",
     "ridge_intensity",
     "row_op",
     "saxpy",
+    "step_kernels",
 ]

@@ -133,7 +133,7 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
     compute = _Line(one.compute_time, two.compute_time - one.compute_time)
     memory = _Line(one.memory_time, two.memory_time - one.memory_time)
     ridge = smallest_batch(
-        lambda b: at(b).roofline.bound is Bound.COMPUTE, guess=compute.first_above(memory)
+        lambda b: at(b).roofline.roof is Bound.COMPUTE, guess=compute.first_above(memory)
     )
     max_batch = largest_fitting_batch(arch, chip, spec)
     unbounded = at(MAX_BATCH)

@@ -14,6 +14,13 @@ from app.engine.units import Dtype, Unit
 _NARROW = frozenset({Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.FP4, Dtype.INT4})
 
 
+def pointwise_dtype(dtype: Dtype) -> Dtype:
+    """The dtype a pointwise kernel computes in: fp32 for narrower inputs (PyTorch's opmath
+    type), so its compute roof is the fp32 vector peak even where a chip publishes a faster
+    16-bit vector rate (A100, V100)."""
+    return Dtype.FP32 if dtype in _NARROW else dtype
+
+
 def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     """FLOPs per byte where a peak's compute roof meets the memory roof ("machine balance")."""
     return flops_per_s / bytes_per_s

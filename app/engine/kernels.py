@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from app.engine.errors import InvalidInput
+from app.engine.hardware import pointwise_dtype
 from app.engine.roofline import Work
+from app.engine.stacks import Kind
 from app.engine.units import Dtype, Unit, dtype_bytes
 
 # FLOPs per element of named pointwise ops. Each op is one arithmetic instruction per element
@@ -41,6 +43,10 @@ class RowOp(StrEnum):
 ROW_OP_FLOPS: dict[RowOp, int] = {RowOp.SOFTMAX: 5, RowOp.LAYERNORM: 7, RowOp.RMSNORM: 4}
 
 
+# pointwise kernels (elementwise chains, norms, softmax, copies) are calibrated together
+_POINTWISE = Kind.ELEMENTWISE
+
+
 def _positive(field: str, value: float) -> None:
     if not value > 0:
         raise InvalidInput(field, f"must be > 0, got {value}")
@@ -55,7 +61,9 @@ def matmul(m: int, n: int, k: int, dtype: Dtype, *, allow_tf32: bool = False) ->
         _positive(field, value)
     elements = m * k + k * n + m * n
     peak_dtype = Dtype.TF32 if dtype is Dtype.FP32 and allow_tf32 else dtype
-    return Work(2.0 * m * n * k, elements * dtype_bytes(dtype), peak_dtype, Unit.MATRIX)
+    return Work(
+        2.0 * m * n * k, elements * dtype_bytes(dtype), peak_dtype, Unit.MATRIX, Kind.MATMUL
+    )
 
 
 def pointwise_flops(ops: Sequence[str]) -> int:
@@ -94,13 +102,16 @@ def elementwise(
     traffic = (inputs + 1) * n * s
     if not fused:
         traffic += (ops - 1) * 2 * n * s
-    return Work(n * per_element, traffic, dtype, Unit.VECTOR)
+    kernels = 1 if fused else ops
+    return Work(n * per_element, traffic, pointwise_dtype(dtype), Unit.VECTOR, _POINTWISE, kernels)
 
 
 def saxpy(n: int, dtype: Dtype) -> Work:
     """y = a x + y: one multiply-add (2 FLOPs) per element; read x and y, write y: 3 n s."""
     _positive("n", n)
-    return Work(2.0 * n, 3 * n * dtype_bytes(dtype), dtype, Unit.VECTOR)
+    return Work(
+        2.0 * n, 3 * n * dtype_bytes(dtype), pointwise_dtype(dtype), Unit.VECTOR, _POINTWISE
+    )
 
 
 def row_op(op: RowOp, rows: int, cols: int, dtype: Dtype) -> Work:
@@ -112,8 +123,9 @@ def row_op(op: RowOp, rows: int, cols: int, dtype: Dtype) -> Work:
     _positive("cols", cols)
     params = {RowOp.SOFTMAX: 0, RowOp.LAYERNORM: 2, RowOp.RMSNORM: 1}[op]
     elements = 2 * rows * cols + params * cols
+    flops = float(ROW_OP_FLOPS[op] * rows * cols)
     return Work(
-        float(ROW_OP_FLOPS[op] * rows * cols), elements * dtype_bytes(dtype), dtype, Unit.VECTOR
+        flops, elements * dtype_bytes(dtype), pointwise_dtype(dtype), Unit.VECTOR, _POINTWISE
     )
 
 
@@ -180,14 +192,15 @@ def attention(
     traffic = (qo + kv) * s
     if not flash:
         traffic += 4.0 * batch * heads * q_len * kv_len * s
-    return Work(flops, traffic, dtype, Unit.MATRIX)
+    # flash: one fused kernel; naive: QK^T, the softmax and PV, each its own kernel
+    return Work(flops, traffic, dtype, Unit.MATRIX, Kind.ATTENTION, 1 if flash else 3)
 
 
 def memcopy(bytes_copied: float) -> Work:
     """A copy of `bytes_copied` bytes within device memory: each byte read once and written
     once, 2x the bytes, no FLOPs (STREAM's copy kernel counts the same)."""
     _positive("bytes", bytes_copied)
-    return Work(0.0, 2.0 * bytes_copied, Dtype.FP32, Unit.VECTOR)
+    return Work(0.0, 2.0 * bytes_copied, Dtype.FP32, Unit.VECTOR, _POINTWISE)
 
 
 def custom(flops: float, bytes_moved: float, dtype: Dtype, unit: Unit) -> Work:

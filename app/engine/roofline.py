@@ -16,14 +16,18 @@ from enum import StrEnum
 
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip, Peak, ridge_intensity
+from app.engine.stacks import Kind
 from app.engine.units import Dtype, Unit
 
 
 class Bound(StrEnum):
-    """Which roof limits the work."""
+    """What limits the work (its regime): a roof (compute, memory), the collectives on the
+    critical path (communication), or fixed costs (overhead: launches, framework steps)."""
 
     COMPUTE = "compute"
     MEMORY = "memory"
+    COMMUNICATION = "communication"
+    OVERHEAD = "overhead"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +38,26 @@ class Work:
     bytes: float
     dtype: Dtype
     unit: Unit
+    kind: Kind = Kind.CUSTOM  # which published runs its realistic time is calibrated on
+    kernels: int = 1  # launches it takes
 
     def __add__(self, other: Work) -> Work:
         if (self.dtype, self.unit) != (other.dtype, other.unit):
             raise ValueError("cannot add work that runs at different peaks")
-        return Work(self.flops + other.flops, self.bytes + other.bytes, self.dtype, self.unit)
+        return Work(
+            self.flops + other.flops,
+            self.bytes + other.bytes,
+            self.dtype,
+            self.unit,
+            self.kind if self.kind == other.kind else Kind.CUSTOM,
+            self.kernels + other.kernels,
+        )
 
     def scaled(self, factor: float) -> Work:
         """The same work `factor` times."""
-        return Work(self.flops * factor, self.bytes * factor, self.dtype, self.unit)
+        return Work(
+            self.flops * factor, self.bytes * factor, self.dtype, self.unit, self.kind, self.kernels
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +75,19 @@ class Roofline:
     realistic_time: float
     sustained_compute: float
     sustained_memory: float
+    # what real software adds (app/engine/realism.py): the time at the sustained fractions
+    # alone, the range published runs of this kind of work fall in, the fixed costs, and the
+    # kernels launched; until realized, the realistic time is the sustained one
+    sustained_time: float = math.nan
+    realistic_low: float = math.nan
+    realistic_high: float = math.nan
+    overhead_time: float = 0.0
+    kernels: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("sustained_time", "realistic_low", "realistic_high"):
+            if math.isnan(getattr(self, name)):
+                object.__setattr__(self, name, self.realistic_time)
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -72,9 +100,21 @@ class Roofline:
         return ridge_intensity(self.peak.flops_per_s, self.memory_bandwidth)
 
     @property
-    def bound(self) -> Bound:
-        """Compute-bound when the compute term is at least the memory term."""
+    def roof(self) -> Bound:
+        """The roof that limits the busy time: compute when the compute term is at least the
+        memory term (intensity at or above the ridge), else memory."""
         return Bound.COMPUTE if self.compute_time >= self.memory_time else Bound.MEMORY
+
+    @property
+    def bound(self) -> Bound:
+        """The regime: communication when the collectives on the critical path take longer
+        than the chip's own work, overhead when fixed costs do, else the roof."""
+        busy = self.expected_time - self.communication_time
+        if self.communication_time > busy:
+            return Bound.COMMUNICATION
+        if self.overhead_time > self.realistic_time - self.overhead_time:
+            return Bound.OVERHEAD
+        return self.roof
 
 
 def roofline_time(compute_time: float, memory_time: float) -> float:

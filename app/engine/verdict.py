@@ -1,6 +1,8 @@
 """Does a measured runtime make sense? (docs/formulas.md#verdict)
 
 ratio = measured / expected, where expected is the ideal roofline time: the physical floor.
+Beside it, where the run sits against what published runs of the same kind of work reach:
+the realistic range (app/engine/realism.py).
 """
 
 from __future__ import annotations
@@ -28,14 +30,24 @@ class Verdict(StrEnum):
     ORDER_OF_MAGNITUDE_SLOWER = "order_of_magnitude_slower"
 
 
+class AgainstPublished(StrEnum):
+    """Where a measurement sits against the realistic range of published runs."""
+
+    FASTER = "faster_than_published"
+    WITHIN = "within_published"
+    SLOWER = "slower_than_published"
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """A measurement judged against its roofline."""
+    """A measurement judged against its roofline and against published runs."""
 
     measured_time: float
     ratio: float
     verdict: Verdict
     advice: tuple[str, ...]
+    realistic_ratio: float  # measured / realistic
+    against_published: AgainstPublished
 
     @property
     def efficiency(self) -> float:
@@ -56,6 +68,7 @@ def judge(roofline: Roofline, measured_time: float) -> Judgement:
             "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
         )
     ratio = measured_time / roofline.expected_time
+    place = _against_published(roofline, measured_time)
     if ratio < 1:
         verdict = Verdict.FASTER_THAN_ROOFLINE
     elif ratio < NEAR_ROOFLINE:
@@ -64,12 +77,47 @@ def judge(roofline: Roofline, measured_time: float) -> Judgement:
         verdict = Verdict.ROOM_TO_IMPROVE
     else:
         verdict = Verdict.ORDER_OF_MAGNITUDE_SLOWER
-    return Judgement(measured_time, ratio, verdict, _advice(verdict, roofline, ratio))
+    advice = _advice(verdict, roofline, ratio)
+    if verdict is not Verdict.FASTER_THAN_ROOFLINE:
+        advice = (*advice, *_published_advice(place, roofline, measured_time))
+    realistic_ratio = measured_time / roofline.realistic_time
+    return Judgement(measured_time, ratio, verdict, advice, realistic_ratio, place)
+
+
+def _against_published(roof: Roofline, measured_time: float) -> AgainstPublished:
+    if measured_time < roof.realistic_low:
+        return AgainstPublished.FASTER
+    if measured_time > roof.realistic_high:
+        return AgainstPublished.SLOWER
+    return AgainstPublished.WITHIN
+
+
+def _published_advice(
+    place: AgainstPublished, roof: Roofline, measured_time: float
+) -> tuple[str, ...]:
+    over = measured_time / roof.realistic_time
+    if place is AgainstPublished.WITHIN:
+        return (
+            "Within the range published runs of this kind of work reach on this chip: as fast "
+            "as tuned software gets. To go faster, change the work (batch, precision, fusion, "
+            "parallel layout), not the implementation.",
+        )
+    if place is AgainstPublished.FASTER:
+        return (
+            "Faster than the published runs of this kind of work on this chip: better than "
+            "typical tuned software (or a smaller workload ran than the one described).",
+        )
+    return (
+        f"{over:.1f}x the realistic estimate, above the range published runs reach: the "
+        "implementation, not the hardware, is the limit.",
+    )
 
 
 def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
     bound = roof.bound
     gap = f"{ratio:.1f}x the roofline time"
+    if verdict is not Verdict.FASTER_THAN_ROOFLINE and bound in _REGIME_ADVICE:
+        return _REGIME_ADVICE[bound]
     if verdict is Verdict.FASTER_THAN_ROOFLINE:
         return (
             f"Measured {efficiency(ratio):.2f}x faster than the hardware allows: the measurement "
@@ -116,3 +164,24 @@ def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
         "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
         "measure at two sizes; time that barely grows with the work means overhead-bound.",
     )
+
+
+_REGIME_ADVICE = {
+    Bound.COMMUNICATION: (
+        "Communication-bound: the collectives on the critical path take longer than the "
+        "chip's own work.",
+        "Overlap them with compute (asynchronous tensor/sequence parallelism, bucketed "
+        "gradient reduction), send fewer and larger messages, or lower the degree that "
+        "communicates (a smaller tp, more data parallelism).",
+        "Keep tensor parallelism inside one scale-up domain (NVLink, xGMI, ICI): across the "
+        "network each collective is several times slower.",
+    ),
+    Bound.OVERHEAD: (
+        "Overhead-bound: fixed costs (kernel launches, the framework's host work, collective "
+        "latencies) take longer than the work itself.",
+        "Capture the step in a CUDA graph or compile it (torch.compile, a serving engine), so "
+        "the host launches once instead of once per op.",
+        "Give each launch more work: a larger batch, fused kernels, fewer synchronisations "
+        "(.item(), .cpu(), prints) in the loop.",
+    ),
+}

@@ -13,7 +13,9 @@ from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
+from app.engine.realism import Realism, realize, step_kernels
 from app.engine.roofline import Roofline, Work, combine, place, place_steps
+from app.engine.stacks import Kind, Software
 from app.engine.training import Training, TrainingStep, layout, training_memory, training_step
 from app.engine.transformer import Phase, Precision, decode, prefill
 
@@ -41,6 +43,7 @@ class TransformerSpec:
     flash_attention: bool = True
     recompute: bool = False
     training: Training = field(default_factory=Training)
+    software: Software = Software.TYPICAL
 
     def with_batch(self, batch: int) -> TransformerSpec:
         """The same workload at another batch size."""
@@ -133,6 +136,7 @@ def _training(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Training
         training=spec.training,
         flash=spec.flash_attention,
         recompute=spec.recompute,
+        software=spec.software,
     )
 
 
@@ -172,6 +176,20 @@ def memory_needed(
     )
 
 
+def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: int = 1) -> Realism:
+    """How `forwards` forward passes run on the spec's software: their kernels, and, under
+    tensor parallelism, the two all-reduces of every layer (Shoeybi et al. 2019)."""
+    tp_collectives = 2 * arch.layers if spec.tp > 1 else 0
+    return Realism(
+        kind,
+        spec.software,
+        kernels=step_kernels(arch, spec.software) * forwards,
+        steps=forwards,
+        collectives=tp_collectives * forwards,
+        across_nodes=spec.tp > spec.training.parallel.chips_per_node,
+    )
+
+
 def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`."""
     _validate(arch, spec)
@@ -180,6 +198,7 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         roof = _prefill(arch, chip, spec, spec.batch)
         tokens = spec.batch * spec.seq_len
         ttft = roof.expected_time
+        roof = realize(roof, _realism(Kind.PREFILL, arch, spec))
     elif spec.phase is Phase.DECODE:
         roof = place(
             decode(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
@@ -188,6 +207,7 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         )
         tokens = spec.batch
         tpot = roof.expected_time
+        roof = realize(roof, _realism(Kind.DECODE, arch, spec))
     elif spec.phase is Phase.GENERATE:
         first = _prefill(arch, chip, spec, spec.batch)
         steps = _decode_steps(arch, chip, spec)
@@ -195,6 +215,8 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         tokens = spec.batch * spec.gen_len
         ttft = first.expected_time
         tpot = steps.expected_time / spec.gen_len
+        # the prefill, then one step per new token
+        roof = realize(roof, _realism(Kind.GENERATE, arch, spec, forwards=1 + spec.gen_len))
     else:
         step = _training(arch, chip, spec)
         roof = step.roofline

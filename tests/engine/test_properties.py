@@ -39,7 +39,7 @@ def test_time_is_never_below_either_term(flops, nbytes, dtype, unit):
     assert roof.expected_time >= roof.memory_time
     assert roof.expected_time == max(roof.compute_time, roof.memory_time)
     assert roof.realistic_time >= roof.expected_time
-    assert (roof.bound is Bound.COMPUTE) == (roof.arithmetic_intensity >= roof.ridge_intensity)
+    assert (roof.roof is Bound.COMPUTE) == (roof.arithmetic_intensity >= roof.ridge_intensity)
 
 
 @settings(max_examples=150, deadline=None)
@@ -85,9 +85,9 @@ def test_the_optimal_batch_fits_and_is_the_smallest_compute_bound_one(
     assert best.fits
     if answer.limited_by is LimitedBy.RIDGE:
         assert answer.optimal_batch == answer.ridge_batch
-        assert best.roofline.bound is Bound.COMPUTE
+        assert best.roofline.roof is Bound.COMPUTE
         if answer.optimal_batch > 1:
-            assert at(answer.optimal_batch - 1).roofline.bound is Bound.MEMORY
+            assert at(answer.optimal_batch - 1).roofline.roof is Bound.MEMORY
     else:
         assert answer.optimal_batch == answer.max_batch
         assert not at(answer.max_batch + 1).fits

@@ -8,7 +8,9 @@ from dataclasses import dataclass, replace
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
+from app.engine.realism import COLLECTIVE_BANDWIDTH_FRACTION, fitted
 from app.engine.roofline import Roofline, Work, place
+from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
 from app.engine.training.footprint import (
     lora_params,
@@ -63,6 +65,7 @@ def training_step(
     training: Training,
     flash: bool,
     recompute: bool,
+    software: Software = Software.TYPICAL,
 ) -> TrainingStep:
     """The roofline of one training step per chip, with its pipeline bubble and communication.
 
@@ -117,9 +120,40 @@ def training_step(
     )
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
     step = TrainingStep(roof, lay, comm, model_flops, trained, tokens, training.tokens)
+    if training.mfu is None:
+        return replace(step, roofline=_published(step, chip, software))
     if training.mfu is not None:
         if not 0 < training.mfu <= 1:
             raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
         at_mfu = step.time_at_mfu(training.mfu)
-        step = replace(step, roofline=replace(roof, realistic_time=at_mfu), given_mfu=training.mfu)
+        at_given = replace(
+            roof,
+            sustained_time=roof.realistic_time,
+            realistic_time=at_mfu,
+            realistic_low=at_mfu,
+            realistic_high=at_mfu,
+        )
+        step = replace(step, roofline=at_given, given_mfu=training.mfu)
     return step
+
+
+def _published(step: TrainingStep, chip: Chip, software: Software) -> Roofline:
+    """The step's roofline with the realistic time published training runs reach: their
+    ratio to the model FLOPs at the chip's sustained matrix rate (1 / ratio of that rate is
+    their MFU), plus this layout's exposed communication at the bandwidth collectives reach;
+    never faster than the step's own sustained time (bubble and communication included)."""
+    roof = step.roofline
+    published, _ = fitted(Kind.TRAINING, software)
+    basis = step.time_at_mfu(chip.sustained_matrix)
+    communication = roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+
+    def at(ratio: float) -> float:
+        return max(basis * ratio + communication, roof.realistic_time)
+
+    return replace(
+        roof,
+        sustained_time=roof.realistic_time,
+        realistic_time=at(published.ratio),
+        realistic_low=at(published.low),
+        realistic_high=at(published.high),
+    )

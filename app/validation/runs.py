@@ -25,15 +25,17 @@ from __future__ import annotations
 import csv
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from app.catalog.loader import ChipCatalogVersion, ModelCatalogVersion
 from app.engine import (
     Dtype,
+    Kind,
     Phase,
     Precision,
+    Software,
     TransformerSpec,
     Unit,
     attention,
@@ -41,20 +43,39 @@ from app.engine import (
     estimate,
     matmul,
     memcopy,
-    place,
+    place_kernel,
     saxpy,
 )
 from app.engine.roofline import Roofline, Work
-from app.engine.units import GIGA, TERA, ms_from_seconds, seconds_from_ms
-from app.services.catalogs import load_catalog_files
-from app.settings import Settings
-from app.web.svg import esc
+from app.engine.units import GIGA, TERA, seconds_from_ms
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 CSV_PATH = ROOT / "validation" / "measurements.csv"
 REPORT_PATH = ROOT / "docs" / "validation.md"
 CHART_PATH = ROOT / "docs" / "validation.svg"
 PEERS_PATH = ROOT / "validation" / "peers.csv"  # written by validation/run_peers.py
+KINDS = {
+    "matmul": Kind.MATMUL,
+    "attention": Kind.ATTENTION,
+    "hbm-copy": Kind.ELEMENTWISE,
+    "decode": Kind.DECODE,
+    "prefill": Kind.PREFILL,
+    "generation": Kind.GENERATE,
+    "training": Kind.TRAINING,
+}
+# The CSV's stacks by the engine profile they are runs of. NIM and NeMo inference serve
+# through TensorRT-LLM; NeMo and Megatron-Bridge train with Megatron-Core. Kernel rows (a
+# single GEMM, attention or copy) are typical whatever launched them: a stack changes only
+# their fixed costs, which these large kernels do not feel.
+PROFILES = {
+    "tensorrt-llm": Software.TENSORRT_LLM,
+    "nim": Software.TENSORRT_LLM,
+    "llama.cpp": Software.LLAMA_CPP,
+    "megatron": Software.MEGATRON,
+    "megatron-bridge": Software.MEGATRON,
+    "megatron-deepspeed": Software.MEGATRON,
+    "maxtext": Software.MAXTEXT,
+}
 # Rows whose own figure set a catalog sustained fraction (in-sample: their realistic error
 # is zero by construction); the median error is also stated without them.
 CALIBRATION_SOURCES = ("maximum-achievable-matmul-flops", "a10g", "BabelStream", "gpu-workshop")
@@ -74,6 +95,21 @@ class Measurement:
     source_url: str
     quote: str
     software: str
+
+    @property
+    def kind(self) -> Kind:
+        """The kind of work whose published ratio this row informs."""
+        return KINDS[self.category]
+
+    @property
+    def profile(self) -> Software:
+        """The engine's software profile this row's stack belongs to (typical if none)."""
+        return PROFILES.get(self.software, Software.TYPICAL)
+
+    @property
+    def source(self) -> str:
+        """The publication the row comes from (its URL without the fragment)."""
+        return self.source_url.split("#", maxsplit=1)[0]
 
     @property
     def in_sample(self) -> bool:
@@ -144,7 +180,9 @@ def work(row: Measurement) -> Work:
         return saxpy(p["elements"], Dtype(p["dtype"]))
     if row.workload == "training":
         flops = 6.0 * p["params"] * p["tokens_per_step"] / p["chips"]
-        return custom(flops, 2.0 * p["params"] / p["chips"], Dtype(p["dtype"]), Unit.MATRIX)
+        bytes_moved = 2.0 * p["params"] / p["chips"]
+        step = custom(flops, bytes_moved, Dtype(p["dtype"]), Unit.MATRIX)
+        return replace(step, kind=Kind.TRAINING)
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
 
 
@@ -178,7 +216,7 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
 def _roofline(row: Measurement, chips: ChipCatalogVersion, models: ModelCatalogVersion) -> Roofline:
     chip = chips.resolve(row.chip).chip
     if row.workload != "transformer":
-        return place(work(row), chip)
+        return place_kernel(work(row), chip, row.profile)
     p = row.params
     dtype = Dtype(p["dtype"])
     spec = TransformerSpec(
@@ -188,6 +226,7 @@ def _roofline(row: Measurement, chips: ChipCatalogVersion, models: ModelCatalogV
         gen_len=p.get("gen_len", 1),
         precision=Precision(dtype, dtype, dtype),
         tp=p.get("tp", 1),
+        software=row.profile,
     )
     return estimate(models.resolve(p["model"]).arch, chip, spec).roofline
 
@@ -206,142 +245,3 @@ def evaluate(
 def median_error(results: list[Result]) -> float:
     """Median relative error of the realistic estimate."""
     return statistics.median(r.realistic_error for r in results)
-
-
-def load_peers(path: Path = PEERS_PATH) -> dict[str, dict[str, float]]:
-    """Peer predictions (seconds) by peer name ("name version") and row id; {} without a file."""
-    if not path.exists():
-        return {}
-    peers: dict[str, dict[str, float]] = {}
-    with path.open(newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            peers.setdefault(f"{r['peer']} {r['peer_version']}", {})[r["id"]] = float(
-                r["predicted_s"]
-            )
-    return peers
-
-
-def _peer_lines(results: list[Result], peers: dict[str, dict[str, float]]) -> list[str]:
-    lines = ["", "## Peers on the same rows", ""]
-    if not peers:
-        return [*lines, "No peer predictions (validation/peers.csv is absent).", ""]
-    lines += [
-        "Predictions from `validation/run_peers.py` (run in `.venv-peers`, not a dependency)."
-        " LLM-Viewer was not run: it is not in the package lists available here.",
-        "",
-        "| peer | rows | peer median error | roofcheck realistic | roofcheck ideal |",
-        "| :-- | --: | --: | --: | --: |",
-    ]
-    by_id = {r.row.id: r for r in results}
-    for name, predictions in sorted(peers.items()):
-        common = [(by_id[i], t) for i, t in predictions.items() if i in by_id]
-        peer = statistics.median(abs(t - r.measured_s) / r.measured_s for r, t in common)
-        ideal = statistics.median(
-            abs(r.roofline.expected_time - r.measured_s) / r.measured_s for r, _ in common
-        )
-        mine = median_error([r for r, _ in common])
-        lines.append(f"| {name} | {len(common)} | {peer:.1%} | {mine:.1%} | {ideal:.1%} |")
-    return [*lines, ""]
-
-
-def _svg(results: list[Result]) -> str:
-    """A horizontal bar chart of measured / ideal per row (1 = on the roofline)."""
-    bar_h, left, width = 14, 260, 420
-    top = max(4.0, *(r.measured_over_ideal for r in results))
-    height = bar_h * len(results) + 40
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}"'
-        ' font-family="sans-serif" font-size="10">',
-        f'<text x="{left}" y="12">measured / ideal roofline (bar); realistic / ideal (tick)</text>',
-    ]
-    for i, r in enumerate(results):
-        y = 20 + i * bar_h
-        w = width * r.measured_over_ideal / top
-        tick = left + width * (r.roofline.realistic_time / r.roofline.expected_time) / top
-        parts += [
-            f'<text x="{left - 4}" y="{y + 10}" text-anchor="end">{esc(r.row.id)}</text>',
-            f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{bar_h - 4}" fill="#4a7ab7"/>',
-            f'<line x1="{tick:.1f}" x2="{tick:.1f}" y1="{y}" y2="{y + bar_h}" stroke="#d33"/>',
-            f'<text x="{left + w + 3:.1f}" y="{y + 10}">{r.measured_over_ideal:.2f}</text>',
-        ]
-    one = left + width / top
-    parts.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="16" y2="{height}" stroke="#000"/>')
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
-
-
-def _category_lines(results: list[Result]) -> list[str]:
-    lines = []
-    for category in sorted({r.row.category for r in results}):
-        group = [r for r in results if r.row.category == category]
-        ratio = statistics.median(r.measured_over_ideal for r in group)
-        lines.append(f"| {category} | {len(group)} | {ratio:.2f} | {median_error(group):.1%} |")
-    return lines
-
-
-def _ms(seconds: float) -> str:
-    return f"{ms_from_seconds(seconds):.4g}"
-
-
-def report(results: list[Result], catalog_version: str, peers: dict[str, dict[str, float]]) -> str:
-    """The Markdown report."""
-    out_of_sample = [r for r in results if not r.row.in_sample]
-    chips = sorted({r.row.chip for r in results})
-    lines = [
-        "# Validation against published measurements",
-        "",
-        "Generated by `python -m app.validation` from `validation/measurements.csv`"
-        f" (chip catalog {catalog_version}); do not edit by hand.",
-        "",
-        f"- Rows: {len(results)} real, published measurements on {len(chips)} chips"
-        f" ({', '.join(chips)}).",
-        f"- Faster than the ideal roofline: "
-        f"{sum(r.measured_over_ideal < 1 for r in results)} rows (must be 0).",
-        f"- Median absolute error of the realistic estimate: {median_error(results):.1%} over all"
-        f" rows; {median_error(out_of_sample):.1%} over the {len(out_of_sample)} rows whose"
-        " source did not calibrate the catalog (in-sample rows are marked *).",
-        "- Peers: see [Peers on the same rows](#peers-on-the-same-rows).",
-        "",
-        "| kind | rows | median measured/ideal | median realistic error |",
-        "| :-- | --: | --: | --: |",
-        *_category_lines(results),
-        "",
-        "![measured over ideal](validation.svg)",
-        "",
-        "| id | chip | kind | ideal ms | realistic ms | measured ms | measured/ideal"
-        " | realistic error | source |",
-        "| :-- | :-- | :-- | --: | --: | --: | --: | --: | :-- |",
-    ]
-    for r in results:
-        star = "*" if r.row.in_sample else ""
-        lines.append(
-            f"| {r.row.id}{star} | {r.row.chip} | {r.row.category} | "
-            f"{_ms(r.roofline.expected_time)} | {_ms(r.roofline.realistic_time)} | "
-            f"{_ms(r.measured_s)} | {r.measured_over_ideal:.2f} | {r.realistic_error:.1%} | "
-            f"[link]({r.row.source_url}) |"
-        )
-    lines += _peer_lines(results, peers)
-    lines += ["## Quotes", ""]
-    lines += [f"- **{r.row.id}**: {r.row.quote}" for r in results]
-    lines += [
-        "",
-        "## Not covered yet",
-        "",
-        "Peers on the training, decode and prefill rows, and LLM-Viewer are not in this",
-        "revision.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def main() -> None:
-    """Regenerate docs/validation.md and docs/validation.svg."""
-    catalog, models = load_catalog_files(Settings())
-    results = evaluate(load(), catalog, models)
-    REPORT_PATH.write_text(report(results, catalog.version, load_peers()), encoding="utf-8")
-    CHART_PATH.write_text(_svg(results), encoding="utf-8")
-    print(f"wrote {REPORT_PATH} ({len(results)} rows, median error {median_error(results):.1%})")
-
-
-if __name__ == "__main__":
-    main()

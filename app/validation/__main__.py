@@ -1,0 +1,5 @@
+"""`python -m app.validation`."""
+
+from app.validation.report import main
+
+main()

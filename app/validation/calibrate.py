@@ -1,0 +1,195 @@
+"""What published runs reach: the engine's table of ratios (app/engine/published_runs.py),
+fitted on the validation set, and the same fit with each source left out, so that every
+row is also predicted by a table that never saw its source.
+
+A row's ratio is (measured - fixed costs - communication) / sustained-kernel busy time, with
+the fixed costs and communication the engine adds for it (app/engine/realism.py). Per kind of
+work, `typical` is the median over every row of the kind; a stack gets its own median where
+at least MIN_RUNS of its runs were published. The range is the 10th to 90th percentile of
+how far the runs of the kind fell from what a fit without their source predicted (all
+kinds pooled for a kind published by fewer than MIN_SOURCES sources).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.engine import Fitted, Kind, Software
+from app.engine.realism import COLLECTIVE_BANDWIDTH_FRACTION
+from app.validation.runs import ROOT, Result
+
+TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
+MIN_RUNS = 3  # runs of one stack before it gets its own median
+MIN_SOURCES = 3  # sources of a kind before its range is its own (else: all kinds pooled)
+Table = dict[Kind, dict[Software, Fitted]]
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """A row's predicted time split into what scales with the ratio and what does not."""
+
+    busy: float  # sustained-kernel device time
+    fixed: float  # fixed costs and communication at the realistic bandwidth
+    ideal: float
+
+    def at(self, ratio: float) -> float:
+        """The realistic time at `ratio`, never below the ideal."""
+        return max(self.busy * ratio + self.fixed, self.ideal)
+
+
+def parts(result: Result) -> Parts:
+    """The engine's busy and fixed parts of a row's realistic time."""
+    roof = result.roofline
+    busy = roof.sustained_time - roof.communication_time
+    fixed = roof.overhead_time + roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+    return Parts(busy, fixed, roof.expected_time)
+
+
+def ratio(result: Result) -> float:
+    """(measured - fixed) / busy: what this published run reached against the sustained
+    kernels (at least the ideal's ratio, where fixed costs would leave nothing)."""
+    p = parts(result)
+    return max(result.measured_s - p.fixed, p.ideal - p.fixed) / p.busy
+
+
+def _deciles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
+    cuts = statistics.quantiles(values, n=10, method="inclusive")
+    return cuts[0], cuts[-1]
+
+
+def medians(results: Iterable[Result]) -> dict[Kind, dict[Software, list[Result]]]:
+    """The rows behind each entry: every row of a kind for typical, a stack's own rows where
+    at least MIN_RUNS were published."""
+    groups: dict[Kind, dict[Software, list[Result]]] = {}
+    for r in results:
+        by_stack = groups.setdefault(r.row.kind, {Software.TYPICAL: []})
+        by_stack[Software.TYPICAL].append(r)
+        if r.row.profile is not Software.TYPICAL:
+            by_stack.setdefault(r.row.profile, []).append(r)
+    return {
+        kind: {
+            p: rows
+            for p, rows in by_stack.items()
+            if p is Software.TYPICAL or len(rows) >= MIN_RUNS
+        }
+        for kind, by_stack in sorted(groups.items())
+    }
+
+
+def _points(results: Iterable[Result]) -> dict[Kind, dict[Software, float]]:
+    return {
+        kind: {p: statistics.median(ratio(r) for r in rows) for p, rows in by_stack.items()}
+        for kind, by_stack in medians(results).items()
+    }
+
+
+def _point(points: dict[Kind, dict[Software, float]], kind: Kind, profile: Software) -> float:
+    entries = points.get(kind, {})
+    return entries.get(profile, entries.get(Software.TYPICAL, 1.0))
+
+
+def fit(results: Iterable[Result]) -> Table:
+    """The table of ratios from `results`: medians per entry, and a range from how far each
+    row's ratio fell from the median a fit without its source predicts (10th-90th percentile
+    per kind), so that the range holds what happens to a run the table has not seen."""
+    rows = list(results)
+    points = _points(rows)
+    left_out = {
+        source: _points(r for r in rows if r.row.source != source)
+        for source in {r.row.source for r in rows}
+    }
+    surprise: dict[Kind, list[float]] = {}
+    for r in rows:
+        predicted = _point(left_out[r.row.source], r.row.kind, r.row.profile)
+        surprise.setdefault(r.row.kind, []).append(ratio(r) / predicted)
+    pooled = [q for qs in surprise.values() for q in qs]
+    table: Table = {}
+    for kind, by_stack in medians(rows).items():
+        sources = len({r.row.source for r in rows if r.row.kind is kind})
+        low, high = _deciles(surprise[kind] if sources >= MIN_SOURCES else pooled)
+        table[kind] = {
+            profile: Fitted(
+                ratio=round(points[kind][profile], 4),
+                low=round(points[kind][profile] * low, 4),
+                high=round(points[kind][profile] * high, 4),
+                runs=len(group),
+                sources=len({r.row.source for r in group}),
+            )
+            for profile, group in by_stack.items()
+        }
+    return table
+
+
+def lookup(table: Table, kind: Kind, profile: Software) -> Fitted:
+    """The entry the engine would use: the stack's own, else typical (1.0 without any)."""
+    entries = table.get(kind, {})
+    return entries.get(profile) or entries.get(Software.TYPICAL) or Fitted(1.0, 1.0, 1.0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A row predicted by a table fitted without its source."""
+
+    result: Result
+    realistic: float
+    low: float
+    high: float
+
+    @property
+    def error(self) -> float:
+        """|realistic - measured| / measured."""
+        return abs(self.realistic - self.result.measured_s) / self.result.measured_s
+
+    @property
+    def inside(self) -> bool:
+        """Whether the measured time lies inside the predicted range."""
+        return self.low <= self.result.measured_s <= self.high
+
+
+def leave_one_source_out(results: list[Result]) -> list[Prediction]:
+    """Each row's realistic time predicted by the medians of every other source, with the
+    range of its kind (whose width comes from those same leave-one-source-out residuals)."""
+    full = fit(results)
+    tables = {
+        source: fit(r for r in results if r.row.source != source)
+        for source in {r.row.source for r in results}
+    }
+    predictions = []
+    for r in results:
+        point = lookup(tables[r.row.source], r.row.kind, r.row.profile).ratio
+        kind = lookup(full, r.row.kind, Software.TYPICAL)
+        p = parts(r)
+        low, high = point * kind.low / kind.ratio, point * kind.high / kind.ratio
+        predictions.append(Prediction(r, p.at(point), p.at(low), p.at(high)))
+    return predictions
+
+
+def render(table: Table) -> str:
+    """app/engine/published_runs.py for `table`."""
+    lines = [
+        '"""What published runs reach, relative to the sustained-kernel roofline: per kind of',
+        "work and software stack, (median, 10th percentile, 90th percentile, runs, sources) of",
+        "(measured - fixed costs) / sustained-kernel time. Generated by `python -m app.validation`",
+        "from validation/measurements.csv (every row a published, sourced measurement); do not",
+        'edit."""',
+        "",
+        "FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {",
+    ]
+    for kind, entries in table.items():
+        lines.append(f'    "{kind}": {{')
+        for profile, e in entries.items():
+            values = f"({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources})"
+            lines.append(f'        "{profile}": {values},')
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(table: Table, path: Path = TABLE_PATH) -> None:
+    """Write the engine's table."""
+    path.write_text(render(table), encoding="utf-8")

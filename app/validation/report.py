@@ -1,0 +1,194 @@
+"""The validation report (docs/validation.md and its chart): every row against the ideal, and
+the realistic estimate of each row as a table fitted without the row's source predicts it."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.engine.units import ms_from_seconds
+from app.services.catalogs import load_catalog_files
+from app.settings import Settings
+from app.validation.calibrate import Prediction, fit, leave_one_source_out, write_table
+from app.validation.runs import CHART_PATH, PEERS_PATH, REPORT_PATH, Result, evaluate, load
+from app.web.svg import esc
+
+
+def load_peers(path: Path = PEERS_PATH) -> dict[str, dict[str, float]]:
+    """Peer predictions (seconds) by peer name ("name version") and row id; {} without a file."""
+    if not path.exists():
+        return {}
+    peers: dict[str, dict[str, float]] = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            peers.setdefault(f"{r['peer']} {r['peer_version']}", {})[r["id"]] = float(
+                r["predicted_s"]
+            )
+    return peers
+
+
+def median_error(predictions: Sequence[Prediction]) -> float:
+    """Median |realistic - measured| / measured."""
+    return statistics.median(p.error for p in predictions)
+
+
+def percentile_90(values: Sequence[float]) -> float:
+    """The 90th percentile (inclusive method; the value itself for one value)."""
+    if len(values) < 2:
+        return values[0]
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+def inside_share(predictions: Sequence[Prediction]) -> float:
+    """The share of rows whose measured time lies inside the predicted range."""
+    return sum(p.inside for p in predictions) / len(predictions)
+
+
+def _peer_lines(predictions: list[Prediction], peers: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["", "## Peers on the same rows", ""]
+    if not peers:
+        return [*lines, "No peer predictions (validation/peers.csv is absent).", ""]
+    lines += [
+        "Predictions from `validation/run_peers.py` (run in `.venv-peers`, not a dependency)."
+        " LLM-Viewer was not run: it is not in the package lists available here.",
+        "",
+        "| peer | rows | peer median error | roofcheck realistic (cross-validated) "
+        "| roofcheck ideal |",
+        "| :-- | --: | --: | --: | --: |",
+    ]
+    by_id = {p.result.row.id: p for p in predictions}
+    for name, predicted in sorted(peers.items()):
+        common = [(by_id[i], t) for i, t in predicted.items() if i in by_id]
+        measured = [p.result.measured_s for p, _ in common]
+        peer = statistics.median(abs(t - m) / m for (_, t), m in zip(common, measured, strict=True))
+        ideal = statistics.median(
+            abs(p.result.roofline.expected_time - m) / m
+            for (p, _), m in zip(common, measured, strict=True)
+        )
+        mine = median_error([p for p, _ in common])
+        lines.append(f"| {name} | {len(common)} | {peer:.1%} | {mine:.1%} | {ideal:.1%} |")
+    return [*lines, ""]
+
+
+def svg(predictions: list[Prediction]) -> str:
+    """Bars of measured / ideal per row (1 = on the roofline), the predicted range as a line
+    and the realistic estimate as a tick."""
+    bar_h, left, width = 14, 260, 420
+    top = max(4.0, *(p.result.measured_over_ideal for p in predictions))
+    top = max(top, *(p.high / p.result.roofline.expected_time for p in predictions))
+    height = bar_h * len(predictions) + 40
+
+    def x(seconds: float, ideal: float) -> float:
+        return left + width * (seconds / ideal) / top
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}"'
+        ' font-family="sans-serif" font-size="10">',
+        f'<text x="{left}" y="12">measured / ideal roofline (bar); realistic (tick) and its'
+        " range (line), cross-validated</text>",
+    ]
+    for i, p in enumerate(predictions):
+        r, y = p.result, 20 + i * bar_h
+        ideal = r.roofline.expected_time
+        w = width * r.measured_over_ideal / top
+        mid = y + bar_h / 2
+        parts += [
+            f'<text x="{left - 4}" y="{y + 10}" text-anchor="end">{esc(r.row.id)}</text>',
+            f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{bar_h - 4}" fill="#4a7ab7"/>',
+            f'<line x1="{x(p.low, ideal):.1f}" x2="{x(p.high, ideal):.1f}" y1="{mid}" '
+            f'y2="{mid}" stroke="#d33"/>',
+            f'<line x1="{x(p.realistic, ideal):.1f}" x2="{x(p.realistic, ideal):.1f}" y1="{y}" '
+            f'y2="{y + bar_h}" stroke="#d33"/>',
+            f'<text x="{left + w + 3:.1f}" y="{y + 10}">{r.measured_over_ideal:.2f}</text>',
+        ]
+    one = left + width / top
+    parts.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="16" y2="{height}" stroke="#000"/>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _kind_lines(predictions: list[Prediction]) -> list[str]:
+    lines = []
+    for kind in sorted({p.result.row.kind for p in predictions}):
+        group = [p for p in predictions if p.result.row.kind is kind]
+        ratio = statistics.median(p.result.measured_over_ideal for p in group)
+        errors = [p.error for p in group]
+        lines.append(
+            f"| {kind} | {len(group)} | {len({p.result.row.source for p in group})} | "
+            f"{ratio:.2f} | {statistics.median(errors):.1%} | {percentile_90(errors):.1%} | "
+            f"{inside_share(group):.0%} |"
+        )
+    return lines
+
+
+def _ms(seconds: float) -> str:
+    return f"{ms_from_seconds(seconds):.4g}"
+
+
+def report(
+    predictions: list[Prediction], catalog_version: str, peers: dict[str, dict[str, float]]
+) -> str:
+    """The Markdown report."""
+    results = [p.result for p in predictions]
+    chips = sorted({r.row.chip for r in results})
+    stacks = sorted({r.row.software for r in results})
+    errors = [p.error for p in predictions]
+    lines = [
+        "# Validation against published measurements",
+        "",
+        "Generated by `python -m app.validation` from `validation/measurements.csv`"
+        f" (chip catalog {catalog_version}); do not edit by hand.",
+        "",
+        f"- Rows: {len(results)} real, published measurements from"
+        f" {len({r.row.source for r in results})} sources on {len(chips)} chips"
+        f" ({', '.join(chips)}) and {len(stacks)} software stacks ({', '.join(stacks)}).",
+        f"- Faster than the ideal roofline: "
+        f"{sum(r.measured_over_ideal < 1 for r in results)} rows (must be 0).",
+        "- The realistic estimate of every row is predicted by the published-runs table fitted"
+        " **without the row's source** (leave one source out): median absolute error"
+        f" {statistics.median(errors):.1%}, 90th percentile {percentile_90(errors):.1%};"
+        f" {inside_share(predictions):.0%} of the rows lie inside the predicted 10th-90th"
+        " percentile range. Rows whose source also set a chip's sustained fractions are marked *.",
+        "- Peers: see [Peers on the same rows](#peers-on-the-same-rows).",
+        "",
+        "| kind | rows | sources | median measured/ideal | median error | 90th pct error "
+        "| inside range |",
+        "| :-- | --: | --: | --: | --: | --: | --: |",
+        *_kind_lines(predictions),
+        "",
+        "![measured over ideal](validation.svg)",
+        "",
+        "| id | chip | kind | stack | ideal ms | realistic ms (range) | measured ms"
+        " | measured/ideal | error | source |",
+        "| :-- | :-- | :-- | :-- | --: | --: | --: | --: | --: | :-- |",
+    ]
+    for p in predictions:
+        r = p.result
+        star = "*" if r.row.in_sample else ""
+        lines.append(
+            f"| {r.row.id}{star} | {r.row.chip} | {r.row.kind} | {r.row.software} | "
+            f"{_ms(r.roofline.expected_time)} | {_ms(p.realistic)} ({_ms(p.low)}-{_ms(p.high)})"
+            f" | {_ms(r.measured_s)} | {r.measured_over_ideal:.2f} | {p.error:.1%} | "
+            f"[link]({r.row.source_url}) |"
+        )
+    lines += _peer_lines(predictions, peers)
+    lines += ["## Quotes", ""]
+    lines += [f"- **{r.row.id}**: {r.row.quote}" for r in results]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Fit the engine's published-runs table, then write docs/validation.md and its chart."""
+    catalog, models = load_catalog_files(Settings())
+    rows = load()
+    results: list[Result] = evaluate(rows, catalog, models)
+    write_table(fit(results))
+    predictions = leave_one_source_out(results)
+    REPORT_PATH.write_text(report(predictions, catalog.version, load_peers()), encoding="utf-8")
+    CHART_PATH.write_text(svg(predictions), encoding="utf-8")
+    print(
+        f"wrote {REPORT_PATH} ({len(results)} rows, cross-validated median error "
+        f"{median_error(predictions):.1%}, {inside_share(predictions):.0%} inside the range)"
+    )

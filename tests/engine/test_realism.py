@@ -1,0 +1,146 @@
+"""The realistic time: fixed costs, published ratios, regimes and where a run sits against
+the published range. Every expected value is derived by hand in the comment beside it."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from app.engine import (
+    AgainstPublished,
+    Bound,
+    Dtype,
+    Kind,
+    Realism,
+    Software,
+    Unit,
+    custom,
+    elementwise,
+    fitted,
+    judge,
+    place,
+    place_kernel,
+    realize,
+    saxpy,
+    step_kernels,
+)
+from app.engine.realism import fixed_costs
+from tests.engine.chips import A100
+from tests.engine.models import LLAMA_8B, MIXTRAL
+
+US = 1e-6
+
+
+def test_eager_host_dispatch_outlasts_a_tiny_kernel():
+    # 2 kernels: device gaps 2 x 2.31 us = 4.62 us; host dispatch 2 x 8 us = 16 us, which
+    # outlasts 1 ns of device work plus the gaps: the costs add 16 - 0.000001 us in all
+    costs = fixed_costs(Software.EAGER, kernels=2, steps=1)
+    assert costs.gaps == pytest.approx(4.62 * US)
+    assert costs.dispatch == pytest.approx(16 * US)
+    assert costs.steps == 0  # no graph to launch
+    assert costs.on_top_of(1e-9) == pytest.approx(16 * US - 1e-9)
+    # with 1 ms of device work the host keeps ahead: only the gaps remain
+    assert costs.on_top_of(1e-3) == pytest.approx(4.62 * US)
+
+
+def test_graphed_stacks_pay_a_small_gap_per_kernel_and_one_launch_per_step():
+    # 292 kernels x 0.58 us = 169.36 us, plus one 15 us graph launch = 184.36 us
+    costs = fixed_costs(Software.VLLM, kernels=292, steps=1)
+    assert costs.on_top_of(0.01) == pytest.approx(184.36 * US)
+    # 64 all-reduces inside a node at 12.5 us = 800 us; across nodes at 40 us = 2.56 ms
+    assert fixed_costs(Software.VLLM, kernels=0, steps=0, collectives=64).collectives == (
+        pytest.approx(800 * US)
+    )
+    across = fixed_costs(Software.VLLM, kernels=0, steps=0, collectives=64, across_nodes=True)
+    assert across.collectives == pytest.approx(2560 * US)
+
+
+def test_kernels_per_forward_pass():
+    # Llama 3.1 8B, 32 layers: fused 32 x 9 + 4 = 292; eager 32 x 40 + 8 = 1288
+    assert step_kernels(LLAMA_8B, Software.TYPICAL) == 292
+    assert step_kernels(LLAMA_8B, Software.EAGER) == 1288
+    # Mixtral 8x7B, 32 MoE layers, 2 experts per token: fused + 32 x 2 = 356;
+    # eager + 32 x 7 x 2 = 1736
+    assert step_kernels(MIXTRAL, Software.VLLM) == 356
+    assert step_kernels(MIXTRAL, Software.EAGER) == 1736
+
+
+def test_work_without_published_runs_is_its_sustained_time_plus_fixed_costs():
+    # 1e12 FLOPs, 1e9 bytes, bf16 matrix on the test A100: compute 1e12 / 312e12 = 3.205 ms,
+    # sustained 3.205 / 0.869 = 3.688 ms; custom work has no published runs (ratio 1); one
+    # kernel on the typical (graphed) stack adds 0.58 + 15 us
+    roof = place_kernel(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
+    sustained = 1e12 / 312e12 / 0.869
+    assert roof.sustained_time == pytest.approx(sustained)
+    assert roof.realistic_time == pytest.approx(sustained + 15.58 * US)
+    assert roof.realistic_low == roof.realistic_high == roof.realistic_time
+    assert roof.kernels == 1
+
+
+def test_the_published_ratio_scales_the_busy_time_and_its_range():
+    # a kind with published runs: realistic = busy x median + fixed, range at the deciles
+    published, used = fitted(Kind.MATMUL, Software.EAGER)
+    assert used is Software.TYPICAL  # no stack-specific matmul entry: typical's is used
+    roof = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
+    busy = roof.realistic_time
+    real = realize(roof, Realism(Kind.MATMUL, Software.TYPICAL))
+    fixed = 15.58 * US
+    assert real.realistic_time == pytest.approx(max(busy * published.ratio + fixed, 1e12 / 312e12))
+    assert real.realistic_high == pytest.approx(busy * published.high + fixed)
+    assert real.realistic_low <= real.realistic_time <= real.realistic_high
+
+
+def test_communication_is_added_at_the_bandwidth_collectives_reach():
+    # 1 ms of tensor-parallel traffic at line rate takes 1 / (370 / 450) = 1.2162 ms
+    roof = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100, 1e-3)
+    real = realize(roof, Realism(Kind.CUSTOM, Software.TYPICAL, kernels=0, steps=0))
+    busy = 1e12 / 312e12 / 0.869
+    assert real.realistic_time == pytest.approx(busy + 1e-3 * 450 / 370)
+
+
+def test_regimes():
+    tiny = place_kernel(saxpy(1000, Dtype.FP32), A100, Software.EAGER)
+    # 24 kB at 2.039 TB/s = 11.8 ns of work against 15.6 us of fixed costs
+    assert tiny.bound is Bound.OVERHEAD
+    assert tiny.roof is Bound.MEMORY
+    chatty = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100, 5e-3)
+    # 5 ms of collectives against 3.2 ms of compute
+    assert chatty.bound is Bound.COMMUNICATION
+    busy = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100, 1e-3)
+    assert busy.bound is Bound.COMPUTE  # 1 ms of collectives < 3.2 ms of compute
+
+
+def test_sixteen_bit_pointwise_math_runs_at_the_fp32_vector_peak():
+    # bf16 x.cos() over 1e9 elements: 1e9 FLOPs at A100's fp32 vector 19.5 TFLOP/s = 51.3 us,
+    # even if a chip published a faster bf16 vector rate; bytes 2 x 2e9 = 4e9 at 2.039 TB/s
+    work = elementwise(10**9, Dtype.BF16, ops=1)
+    assert work.dtype is Dtype.FP32
+    a100 = replace(A100, vector_peaks={**A100.vector_peaks, Dtype.BF16: 78e12})
+    roof = place(work, a100)
+    assert roof.compute_time == pytest.approx(1e9 / 19.5e12)
+    assert roof.memory_time == pytest.approx(4e9 / 2.039e12)
+
+
+def test_unfused_chains_launch_one_kernel_per_op():
+    assert elementwise(1000, Dtype.FP32, ops=4, fused=False).kernels == 4
+    assert elementwise(1000, Dtype.FP32, ops=4).kernels == 1
+
+
+@pytest.mark.parametrize(
+    ("measured", "place_"),
+    [
+        (0.99, AgainstPublished.FASTER),  # just below the low end
+        (1.0, AgainstPublished.WITHIN),  # at the low end (inclusive)
+        (2.0, AgainstPublished.WITHIN),  # at the high end (inclusive)
+        (2.01, AgainstPublished.SLOWER),  # just above it
+    ],
+)
+def test_where_a_run_sits_against_the_published_range(measured, place_):
+    # a roofline whose realistic range is [1.0, 2.0] s around 1.5 s (ideal 0.5 s)
+    roof = place(custom(156e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
+    roof = replace(roof, realistic_time=1.5, realistic_low=1.0, realistic_high=2.0)
+    judgement = judge(roof, measured)
+    assert judgement.against_published is place_
+    assert math.isclose(judgement.realistic_ratio, measured / 1.5)
+    if place_ is AgainstPublished.SLOWER:
+        assert judgement.advice[-1].startswith(f"{measured / 1.5:.1f}x the realistic estimate")
