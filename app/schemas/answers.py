@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.engine import Bound, Dtype, LimitedBy, Unit, Verdict
+from app.engine import AgainstPublished, Bound, Dtype, LimitedBy, Software, Unit, Verdict
 from app.engine.compare import Repeats
 from app.engine.scaling import ScalingMode
 from app.schemas.requests import KernelWorkload, TransformerWorkload
@@ -91,6 +91,9 @@ class _Answer(_Out):
     model: ModelRef | None = None
     explanation: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    assumptions: list[str] = Field(
+        default_factory=list, description="Every assumption that changed these numbers."
+    )
 
 
 class ExpectedTime(_Answer):
@@ -107,10 +110,30 @@ class ExpectedTime(_Answer):
     memory_time_s: float
     communication_time_s: float
     expected_time_s: float = Field(description="Ideal roofline time: the physical floor.")
-    realistic_time_s: float = Field(description="With the chip's measured sustained fractions.")
+    realistic_time_s: float = Field(
+        description="What published runs of this kind of work on this stack reach: the "
+        "sustained-kernel time times their median ratio, plus fixed costs."
+    )
+    realistic_range_s: list[float] = Field(
+        description="[low, high]: the 10th-90th percentile of published runs (cross-validated)."
+    )
+    sustained_time_s: float = Field(
+        description="At the chip's best-case kernel fractions alone (sustained_*_fraction)."
+    )
+    overhead_time_s: float = Field(
+        description="Fixed costs in the realistic time: kernel gaps, graph launches, "
+        "collective latencies, eager host dispatch."
+    )
+    kernels: int = Field(description="Kernel launches the workload takes on this stack.")
+    stack: Software = Field(description="The stack the realistic time is for.")
+    published_stack: Software = Field(
+        description="The stack whose published runs set the realistic ratio: the stack's "
+        "own where runs were published, else typical (tuned software as published)."
+    )
+    published_runs: int = Field(description="Published runs behind the realistic ratio.")
     sustained_compute_fraction: float
     sustained_memory_fraction: float
-    bound: Bound
+    bound: Bound = Field(description="compute, memory, communication or overhead.")
     memory_required_bytes: float | None = None
     memory_available_bytes: float | None = None
     fits: bool | None = None
@@ -150,6 +173,10 @@ class Check(ExpectedTime):
     ratio: float = Field(description="measured / expected")
     efficiency: float = Field(description="expected / measured: the fraction of the roofline.")
     verdict: Verdict
+    realistic_ratio: float = Field(description="measured / realistic")
+    against_published: AgainstPublished = Field(
+        description="Where the run sits against realistic_range_s."
+    )
     advice: list[str]
 
 

@@ -11,6 +11,7 @@ from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import MAX_CHIPS
 from app.schemas.requests import (
     NAME,
+    STACK_DEFAULT,
     CalculationRequest,
     CatalogVersionName,
     CheckRequest,
@@ -19,6 +20,7 @@ from app.schemas.requests import (
     Millis,
     ScalingRequest,
     Seconds,
+    StackName,
     TransformerFields,
     TransformerWorkload,
 )
@@ -32,6 +34,7 @@ class TransformerQuery(TransformerFields):
     chip: ChipName
     model: Annotated[str, NAME] = Field(description="Catalog id or alias, e.g. llama-8b.")
     catalog_version: CatalogVersionName = None
+    stack: StackName = STACK_DEFAULT
 
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
@@ -43,7 +46,11 @@ class TransformerQuery(TransformerFields):
         # with the model named, so the workload needs no second validation
         workload = TransformerWorkload.model_construct(**self.model_dump(include=_WORKLOAD_FIELDS))
         return body(
-            chip=self.chip, catalog_version=self.catalog_version, workload=workload, **fields
+            chip=self.chip,
+            catalog_version=self.catalog_version,
+            stack=self.stack,
+            workload=workload,
+            **fields,
         )
 
 

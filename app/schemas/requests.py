@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.engine import Dtype, Phase, TransformerSpec, Unit
+from app.engine import Dtype, Phase, Software, TransformerSpec, Unit
 from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import (
     ALL_LINEAR,
@@ -243,11 +243,22 @@ CatalogVersionName = Annotated[
 ]
 
 
+StackName = Annotated[
+    Software,
+    Field(
+        description="The software stack that runs the work: the realistic time and its range "
+        "come from published runs on it (typical: every published run of the kind of work)."
+    ),
+]
+STACK_DEFAULT = _SPEC.software  # the engine calls the stack its software
+
+
 class CalculationRequest(Request):
     """A workload on a chip."""
 
     chip: ChipName
     catalog_version: CatalogVersionName = None
+    stack: StackName = STACK_DEFAULT
     workload: Workload
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine import (
+    Kind,
     Roofline,
+    Software,
     TransformerEstimate,
     estimate,
+    fitted,
     judge,
-    place,
+    place_kernel,
 )
 from app.engine.compare import summarise_times
 from app.engine.training import TrainingStep
@@ -28,13 +31,18 @@ from app.schemas.requests import (
     CheckRequest,
     TransformerWorkload,
 )
+from app.services.assumptions import PHASE_KIND, assumptions
 from app.services.catalogs import Catalogs
 from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
 
 
-def _roofline_fields(roof: Roofline) -> dict[str, object]:
+def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, object]:
+    published, used = fitted(kind, stack)
     return {
+        "stack": stack,
+        "published_stack": used,
+        "published_runs": published.runs,
         "flops": roof.flops,
         "bytes": roof.bytes,
         "arithmetic_intensity": roof.arithmetic_intensity,
@@ -49,6 +57,10 @@ def _roofline_fields(roof: Roofline) -> dict[str, object]:
         "communication_time_s": roof.communication_time,
         "expected_time_s": roof.expected_time,
         "realistic_time_s": roof.realistic_time,
+        "realistic_range_s": [roof.realistic_low, roof.realistic_high],
+        "sustained_time_s": roof.sustained_time,
+        "overhead_time_s": roof.overhead_time,
+        "kernels": roof.kernels,
         "sustained_compute_fraction": roof.sustained_compute,
         "sustained_memory_fraction": roof.sustained_memory,
         "bound": roof.bound,
@@ -107,8 +119,9 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
     }
     if isinstance(request.workload, TransformerWorkload):
         model = model_input(catalogs, request.workload)
-        result = estimate(model.arch, chip, spec_of(model.workload))
+        result = estimate(model.arch, chip, spec_of(model.workload, request.stack))
         roof = result.roofline
+        kind = PHASE_KIND[model.workload.phase]
         fields = {
             **common,
             "workload": model.workload,
@@ -119,17 +132,19 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
                 memory_line(result.memory, result.capacity),
             ],
             "warnings": warnings_of(model),
-            **_roofline_fields(roof),
+            "assumptions": assumptions(model.workload, kind, request.stack, roof),
+            **_roofline_fields(roof, kind, request.stack),
             **_transformer_fields(result),
         }
         return fields, roof
     work, filled = kernel_work(request.workload)
-    roof = place(work, chip)
+    roof = place_kernel(work, chip, request.stack)
     fields = {
         **common,
         "workload": filled,
         "explanation": roofline_lines(roof),
-        **_roofline_fields(roof),
+        "assumptions": assumptions(filled, work.kind, request.stack, roof),
+        **_roofline_fields(roof, work.kind, request.stack),
     }
     return fields, roof
 
@@ -151,5 +166,7 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
         ratio=judgement.ratio,
         efficiency=judgement.efficiency,
         verdict=judgement.verdict,
+        realistic_ratio=judgement.realistic_ratio,
+        against_published=judgement.against_published,
         advice=list(judgement.advice),
     )

@@ -25,7 +25,7 @@ def roofline_lines(roof: Roofline) -> list[str]:
         f"Memory: {fmt.bytes_(roof.bytes)} at {fmt.rate(roof.memory_bandwidth, 'B/s')} takes "
         f"{fmt.seconds(roof.memory_time)}.",
         f"Arithmetic intensity {roof.arithmetic_intensity:.3g} FLOP/B vs the ridge "
-        f"{roof.ridge_intensity:.3g} FLOP/B: {roof.bound}-bound.",
+        f"{roof.ridge_intensity:.3g} FLOP/B: under the {roof.roof} roof.",
     ]
     if roof.communication_time:
         lines.append(
@@ -35,7 +35,17 @@ def roofline_lines(roof: Roofline) -> list[str]:
     lines.append(
         f"Expected (ideal roofline) time {fmt.seconds(roof.expected_time)}; at the chip's "
         f"sustained {roof.sustained_compute:.0%} of peak compute and {roof.sustained_memory:.0%} "
-        f"of bandwidth, realistic {fmt.seconds(roof.realistic_time)}."
+        f"of bandwidth, {fmt.seconds(roof.sustained_time)}."
+    )
+    published = (
+        f" (published runs: {fmt.seconds(roof.realistic_low)} to "
+        f"{fmt.seconds(roof.realistic_high)})"
+    )
+    overhead = f", of which {fmt.seconds(roof.overhead_time)} fixed costs" * (
+        roof.overhead_time > 0
+    )
+    lines.append(
+        f"Realistic {fmt.seconds(roof.realistic_time)}{published}{overhead}: {roof.bound}-bound."
     )
     return lines
 

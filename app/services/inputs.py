@@ -11,6 +11,7 @@ from app.engine import (
     InvalidInput,
     Precision,
     RowOp,
+    Software,
     TransformerSpec,
     Work,
     architecture_from_config,
@@ -104,8 +105,10 @@ def training_of(workload: TransformerWorkload) -> Training:
     )
 
 
-def spec_of(workload: TransformerWorkload) -> TransformerSpec:
+def spec_of(workload: TransformerWorkload, software: Software) -> TransformerSpec:
+    """The engine's spec of a transformer workload run on `software`."""
     return TransformerSpec(
+        software=software,
         phase=workload.phase,
         batch=workload.batch,
         seq_len=workload.seq_len,

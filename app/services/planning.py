@@ -27,6 +27,7 @@ from app.schemas.requests import (
     ScalingRequest,
     TransformerWorkload,
 )
+from app.services.assumptions import transformer_assumptions
 from app.services.catalogs import Catalogs
 from app.services.explanations import batch_lines, memory_line, warnings_of
 from app.services.inputs import ModelInput, Resolved, model_input, resolve, spec_of
@@ -43,7 +44,8 @@ def transformer_inputs(
 
 
 def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
-    """The fields every transformer answer echoes: catalog, chip, workload, model, warnings."""
+    """The fields every transformer answer echoes: catalog, chip, workload, model, warnings,
+    assumptions."""
     chip = resolved.chip.chip
     return {
         "catalog_version": resolved.catalog.version,
@@ -51,6 +53,7 @@ def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
         "workload": model.workload,
         "model": model.ref,
         "warnings": warnings_of(model),
+        "assumptions": transformer_assumptions(model.workload),
     }
 
 
@@ -58,7 +61,7 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
     """Memory per chip of a transformer workload, the largest batch and the fewest chips."""
     resolved, model = transformer_inputs(catalogs, request, "memory-fit")
     chip = resolved.chip.chip
-    fit = memory_fit(model.arch, chip, spec_of(model.workload))
+    fit = memory_fit(model.arch, chip, spec_of(model.workload, request.stack))
     explanation = [memory_line(fit.breakdown, fit.capacity)]
     explanation.append(
         f"Largest batch that fits at this layout: {fit.max_batch}."
@@ -97,7 +100,7 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
     points = scaling(
         model.arch,
         resolved.chip.chip,
-        spec_of(model.workload),
+        spec_of(model.workload, request.stack),
         request.chip_counts,
         mode=request.mode,
         serial_fraction=request.serial_fraction,
@@ -138,7 +141,7 @@ def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchA
     """The optimal batch of a transformer workload and the sweep behind it."""
     resolved, model = transformer_inputs(catalogs, request, "optimal-batch")
     chip = resolved.chip.chip
-    answer = optimal_batch(model.arch, chip, spec_of(model.workload))
+    answer = optimal_batch(model.arch, chip, spec_of(model.workload, request.stack))
     sweep = [
         SweepRow(
             batch=p.batch,

@@ -20,6 +20,7 @@ from app.schemas.queries import ScalingQuery
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
+    CustomWorkload,
     ElementwiseWorkload,
     ScalingRequest,
     TransformerFields,
@@ -79,12 +80,19 @@ DEFAULTS: dict[str, str] = {
     "kind": "transformer",
     "chip": "a100",
     "model": "llama-3.1-8b",
-    **_declared(TransformerFields, [name for name in FIELDS["transformer"] if name != "model"]),
+    **_declared(
+        TransformerFields,
+        [name for name in FIELDS["transformer"] if name not in ("model", "dtype")],
+    ),
+    "dtype": "",  # each kind's own default: bf16 for models and attention, fp32 for kernels
+    **_declared(CalculationRequest, ("stack",)),
     **_declared(ScalingQuery, ("chip_counts",)),
     **_declared(ScalingRequest, ("serial_fraction",)),
     **{"m": "4096", "n": "4096", "k": "4096", "elements": "100000000"},
     **_declared(ElementwiseWorkload, ("ops", "inputs", "fused")),
-    **{"flops": "1e12", "bytes": "1e9", "unit": "matrix", "measured_ms": ""},
+    **{"flops": "1e12", "bytes": "1e9"},
+    **_declared(CustomWorkload, ("unit",)),
+    "measured_ms": "",
     **dict.fromkeys(STORE_FIELDS, ""),
 }
 GENERAL = "form"  # errors that belong to no single field
@@ -170,6 +178,8 @@ def _body(values: Mapping[str, str]) -> dict[str, Any]:
     if values.get("kind") not in KINDS:
         raise UnknownName("workload kind", values.get("kind", ""), list(KINDS))
     body: dict[str, Any] = {"chip": values.get("chip", ""), "workload": _workload(values)}
+    if values.get("stack"):
+        body["stack"] = values["stack"]
     measured = measured_ms(values)
     if measured is not None:
         body["measured_ms"] = measured[0] if len(measured) == 1 else measured

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
 from app.catalog.names import UnknownName
-from app.engine import Dtype, EngineError, Phase, Unit
+from app.engine import Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.training import Optimizer
 from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
@@ -39,6 +39,7 @@ def _choices(catalogs: CatalogsDep) -> dict[str, object]:
         "dtype_options": [(str(d), str(d)) for d in Dtype],
         "unit_options": [(str(u), f"{u} ({_UNITS[u]})") for u in Unit],
         "optimizer_options": [(str(o), str(o)) for o in Optimizer],
+        "stack_options": [(str(s), str(s)) for s in Software],
         "kinds": forms.KINDS,
     }
 

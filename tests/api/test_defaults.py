@@ -11,7 +11,13 @@ from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.training import DataParallelAlgorithm, Lora, Optimizer, Parallelism, Training
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.queries import ScalingQuery
-from app.schemas.requests import ElementwiseWorkload, ScalingRequest, TransformerFields
+from app.schemas.requests import (
+    CalculationRequest,
+    CustomWorkload,
+    ElementwiseWorkload,
+    ScalingRequest,
+    TransformerFields,
+)
 from app.web.forms import DEFAULTS
 
 SPEC = TransformerSpec()
@@ -74,7 +80,9 @@ def test_the_api_reads_the_engine_defaults(field, engine):
         ("batch", "1"),
         ("seq_len", "2048"),
         ("gen_len", "256"),
-        ("dtype", "bf16"),
+        ("dtype", ""),  # blank: each kind's API default (bf16 for models, fp32 for kernels)
+        ("stack", "typical"),
+        ("unit", "vector"),
         ("tp", "1"),
         ("phase", "decode"),
         ("optimizer", "adamw"),
@@ -94,7 +102,13 @@ def test_the_form_shows_the_api_defaults(form, expected):
 
 def test_the_form_and_the_api_agree_on_every_shared_field():
     shared: dict[str, type[BaseModel]] = {
-        **{n: TransformerFields for n in TransformerFields.model_fields if n in DEFAULTS},
+        **{
+            n: TransformerFields
+            for n in TransformerFields.model_fields
+            if n in DEFAULTS and n != "dtype"
+        },
+        "stack": CalculationRequest,
+        "unit": CustomWorkload,
         "chip_counts": ScalingQuery,
         "serial_fraction": ScalingRequest,
         **dict.fromkeys(("ops", "inputs", "fused"), ElementwiseWorkload),

@@ -1,0 +1,110 @@
+"""The `assumptions` of an answer: every choice, given or defaulted, that changed its numbers,
+so that the form, the API and the CLI can never silently disagree."""
+
+from __future__ import annotations
+
+from app import formatting as fmt
+from app.engine import Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine.realism import EAGER_DISPATCH_S, GRAPHED
+from app.schemas.requests import (
+    AttentionWorkload,
+    ElementwiseWorkload,
+    KernelWorkload,
+    MatmulWorkload,
+    TransformerWorkload,
+)
+
+PHASE_KIND = {
+    Phase.DECODE: Kind.DECODE,
+    Phase.PREFILL: Kind.PREFILL,
+    Phase.GENERATE: Kind.GENERATE,
+    Phase.TRAINING: Kind.TRAINING,
+}
+
+
+def transformer_assumptions(w: TransformerWorkload) -> list[str]:
+    """What a transformer workload's numbers assumed, whatever is asked of it."""
+    lines = [
+        f"dtype: compute {w.dtype}, weights {w.weight_dtype or w.dtype}, "
+        f"KV cache {w.kv_dtype or w.dtype}",
+        {
+            Phase.DECODE: f"decode: batch {w.batch}, one new token each after "
+            f"{w.seq_len} cached tokens",
+            Phase.PREFILL: f"prefill: batch {w.batch} prompts of {w.seq_len} tokens",
+            Phase.GENERATE: f"generate: batch {w.batch}, {w.seq_len}-token prompts, "
+            f"{w.gen_len} new tokens each",
+            Phase.TRAINING: f"training: batch {w.batch} sequences of {w.seq_len} "
+            "tokens per optimizer step",
+        }[w.phase],
+        f"tensor parallel over {w.tp} chip(s)",
+        f"{w.reserve_fraction:.0%} of each chip's memory held back for the runtime",
+    ]
+    if w.phase is Phase.TRAINING and w.mfu is not None:
+        lines.append(f"realistic time at the given MFU of {w.mfu:.0%}")
+    return lines
+
+
+def _workload_lines(workload: TransformerWorkload | KernelWorkload, roof: Roofline) -> list[str]:
+    match workload:
+        case TransformerWorkload():
+            return transformer_assumptions(workload)
+        case MatmulWorkload() if workload.dtype == "fp32":
+            tf32 = "TF32 allowed" if workload.allow_tf32 else "no TF32 (allow_tf32=false)"
+            return [f"dtype fp32, {tf32}"]
+        case ElementwiseWorkload():
+            lines = [f"dtype {workload.dtype}"]
+            if roof.peak.dtype != workload.dtype:
+                lines.append(f"pointwise math in {roof.peak.dtype}, as PyTorch computes it")
+            ops = workload.ops if isinstance(workload.ops, int) else len(workload.ops)
+            if workload.fused:
+                lines.append(
+                    "fused: the chain is one kernel (eager PyTorch runs each op as its own "
+                    "kernel: give fused=false)"
+                )
+            else:
+                lines.append(f"unfused: {ops} kernels, each reading and writing memory")
+            return lines
+        case AttentionWorkload():
+            impl = "a fused (flash) kernel" if workload.flash else "naive: scores in memory"
+            return [f"dtype {workload.dtype}", f"attention as {impl}"]
+    return [f"dtype {workload.dtype}"]
+
+
+def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> list[str]:
+    published, used = fitted(kind, stack)
+    if published.runs == 0:
+        lines = [f"no published runs of {kind} work: realistic = the sustained-kernel time"]
+    elif used is stack:
+        lines = [
+            f"stack {stack}: published {kind} runs take {published.ratio:.2f}x the "
+            f"sustained-kernel time ({published.runs} runs, {published.sources} sources)"
+        ]
+    else:
+        lines = [
+            f"no published {kind} runs on {stack}: typical tuned software's "
+            f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
+            f"{published.sources} sources)"
+        ]
+    compute = (
+        f"{roof.sustained_compute:.0%} of the {roof.peak.dtype} matrix peak"
+        if roof.peak.unit is Unit.MATRIX
+        else f"the {roof.peak.dtype} vector peak"
+    )
+    lines.append(
+        f"sustained kernels reach {compute} and {roof.sustained_memory:.0%} of the bandwidth "
+        "on this chip"
+    )
+    if stack in GRAPHED:
+        lines.append(f"{roof.kernels} kernels, launched from a CUDA graph or compiled")
+    else:
+        lines.append(
+            f"{roof.kernels} kernels, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch"
+        )
+    return lines
+
+
+def assumptions(
+    workload: TransformerWorkload | KernelWorkload, kind: Kind, stack: Software, roof: Roofline
+) -> list[str]:
+    """What the numbers of `workload` on `stack` assumed."""
+    return [*_workload_lines(workload, roof), *_stack_lines(kind, stack, roof)]
