@@ -61,6 +61,11 @@ def test_matmul_4096_bf16_on_a100(client):
         ({"kind": "saxpy", "n": 1000}, 2000, 12000),
         ({"kind": "softmax", "rows": 10, "cols": 100}, 5000, 8000),
         ({"kind": "rmsnorm", "rows": 10, "cols": 100}, 4000, 8400),
+        # layernorm: 7 FLOPs per element; read and write 1000 fp32 elements plus gamma and beta
+        # (2 * 100): (2000 + 200) * 4 bytes
+        ({"kind": "layernorm", "rows": 10, "cols": 100}, 7000, 8800),
+        # a fused multiply-add is 2 FLOPs per element, cos 1: 3 * 1000; one input, one output
+        ({"kind": "elementwise", "n": 1000, "ops": ["fma", "cos"]}, 3000, 8000),
         # 4 B H Lq Lk d = 4 * 2 * 16 * 16 * 8 = 16,384; Q, K, V, O: 4 * 2 * 16 * 8 * 2 bytes
         ({"kind": "attention", "heads": 2, "q_len": 16, "head_dim": 8}, 16384, 2048),
         ({"kind": "custom", "flops": 1e9, "bytes": 1e6}, 1e9, 1e6),
