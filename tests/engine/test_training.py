@@ -352,3 +352,23 @@ def test_each_micro_batch_moves_the_same_bytes_however_many_are_in_flight():
     ]
     steps = [b - a for a, b in itertools.pairwise(traffic)]
     assert steps == pytest.approx([steps[0]] * len(steps), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("tp", "flash", "activations"),
+    [
+        # b = 1, S = 2048, d = 4096, a = 32 heads, L = 32, bf16; S b d = 8,388,608.
+        # tp = 2, no flash: per layer S b d (10 + 24/2) = 184,549,376 plus the scores
+        # 5 a S^2 b / t = 5 * 32 * 2048^2 / 2 = 335,544,320: 520,093,696; x 32 layers =
+        # 16,642,998,272; logits b S V 4 / t = 2048 * 128,256 * 4 / 2 = 525,336,576
+        (2, False, 17_168_334_848),
+        # tp = 4, no flash: S b d (10 + 6) = 134,217,728 + 5 * 32 * 2048^2 / 4 = 167,772,160:
+        # 301,989,888 x 32 = 9,663,676,416; logits / 4 = 262,668,288
+        (4, False, 9_926_344_704),
+        # tp = 2, flash: no scores: 184,549,376 x 32 = 5,905,580,032 + 525,336,576
+        (2, True, 6_430_916_608),
+    ],
+)
+def test_attention_scores_are_saved_and_split_over_tensor_parallel_chips(tp, flash, activations):
+    spec = replace(_train(batch=1), tp=tp, flash_attention=flash)
+    assert estimate(LLAMA_8B, H100, spec).memory.activations == activations
