@@ -17,10 +17,9 @@ def test_expected_time_of_llama_decode_on_h100(client):
     assert body["model"]["id"] == "llama-3.1-8b"
     assert body["bytes"] == 15_144_198_144
     assert body["bound"] == "memory"
-    assert body["expected_time_s"] == pytest.approx(
-        15_144_198_144 / body["memory_bandwidth"], rel=1e-12
-    )
-    assert body["memory_bandwidth"] == pytest.approx(3.35e12, rel=0.01)
+    # the catalog's H100 SXM5 bandwidth is the datasheet's 3.35 TB/s
+    assert body["memory_bandwidth"] == 3.35e12
+    assert body["expected_time_s"] == pytest.approx(15_144_198_144 / 3.35e12, rel=1e-12)
     assert body["tokens_per_s"] == pytest.approx(1 / body["expected_time_s"])
     assert body["time_per_output_token_s"] == body["expected_time_s"]
     assert body["realistic_time_s"] > body["expected_time_s"]
@@ -61,6 +60,11 @@ def test_matmul_4096_bf16_on_a100(client):
         ({"kind": "saxpy", "n": 1000}, 2000, 12000),
         ({"kind": "softmax", "rows": 10, "cols": 100}, 5000, 8000),
         ({"kind": "rmsnorm", "rows": 10, "cols": 100}, 4000, 8400),
+        # layernorm: 7 FLOPs per element; read and write 1000 fp32 elements plus gamma and beta
+        # (2 * 100): (2000 + 200) * 4 bytes
+        ({"kind": "layernorm", "rows": 10, "cols": 100}, 7000, 8800),
+        # a fused multiply-add is 2 FLOPs per element, cos 1: 3 * 1000; one input, one output
+        ({"kind": "elementwise", "n": 1000, "ops": ["fma", "cos"]}, 3000, 8000),
         # 4 B H Lq Lk d = 4 * 2 * 16 * 16 * 8 = 16,384; Q, K, V, O: 4 * 2 * 16 * 8 * 2 bytes
         ({"kind": "attention", "heads": 2, "q_len": 16, "head_dim": 8}, 16384, 2048),
         ({"kind": "custom", "flops": 1e9, "bytes": 1e6}, 1e9, 1e6),
@@ -86,8 +90,47 @@ def test_an_inline_config_answers_like_the_catalog_model(client):
     assert inline["bytes"] == named["bytes"]
 
 
-@pytest.mark.parametrize("phase", ["prefill", "decode", "generate", "training"])
-def test_every_phase_answers(client, phase):
+# Llama 3.1 8B on an H100 SXM5 (989.4e12 FLOP/s bf16 dense, 3.35e12 B/s), batch 4, prompt or
+# context 512, 64 generated. N_mm = 7,504,658,432; weights streamed 15,009,849,344 bytes; KV
+# 131,072 bytes per token.
+# prefill: 2 N_mm (4 * 512) + 2 L B P^2 H dh = 30,739,080,937,472 + 2 * 32 * 4 * 512^2 * 32 * 128
+#   (274,877,906,944) = 31,013,958,844,416 FLOPs: 31.3462 ms; bytes 15,009,849,344 + KV written
+#   2048 * 131,072 + residual 2 * 32 * 2048 * 4096 * 2 = 16,352,026,624: 4.8812 ms.
+#   Compute-bound: 31.3462 ms for 2048 tokens.
+PREFILL_FLOPS = 31_013_958_844_416
+PREFILL_TIME = 31_013_958_844_416 / 989.4e12
+# decode at C = 512: 4 (2 N_mm + 4 L C H dh) = 4 * (15,009,316,864 + 268,435,456)
+#   = 61,111,009,280 FLOPs (61.8 us); bytes 15,009,849,344 + 4 * 512 * 131,072 + 4 * 131,072
+#   = 15,278,809,088: 4.5608 ms, memory-bound, for 4 tokens.
+DECODE_TIME = 15_278_809_088 / 3.35e12
+# generate: the prefill, then 64 memory-bound steps at C = 512 .. 575 (sum of C = 34,784):
+#   64 * 15,009,849,344 + 4 * 131,072 * 34,784 + 64 * 4 * 131,072 = 978,900,746,240 bytes:
+#   292.209 ms (their compute, 3.96 ms in all, stays below the memory time at every step)
+GENERATE_STEPS_TIME = 978_900_746_240 / 3.35e12
+
+
+@pytest.mark.parametrize(
+    ("phase", "answer"),
+    [
+        # (FLOPs, expected time, tokens, time to first token, time per output token)
+        ("prefill", (PREFILL_FLOPS, PREFILL_TIME, 4 * 512, PREFILL_TIME, None)),
+        ("decode", (61_111_009_280, DECODE_TIME, 4, None, DECODE_TIME)),
+        (
+            "generate",
+            (
+                None,
+                PREFILL_TIME + GENERATE_STEPS_TIME,
+                4 * 64,
+                PREFILL_TIME,
+                GENERATE_STEPS_TIME / 64,
+            ),
+        ),
+        # training: forward, then backward twice the forward: 3 x the prefill FLOPs
+        ("training", (3 * PREFILL_FLOPS, None, 4 * 512, None, None)),
+    ],
+)
+def test_every_phase_answers(client, phase, answer):
+    flops, expected_time, tokens, ttft, tpot = answer
     body = client.get(
         "/expected-time",
         params={
@@ -99,12 +142,15 @@ def test_every_phase_answers(client, phase):
             "gen_len": 64,
         },
     ).json()
-    assert body["expected_time_s"] > 0
-    assert body["tokens_per_s"] > 0
-    if phase in ("prefill", "generate"):
-        assert body["time_to_first_token_s"] > 0
-    if phase in ("decode", "generate"):
-        assert body["time_per_output_token_s"] > 0
+    if flops is not None:
+        assert body["flops"] == flops
+    if expected_time is not None:
+        assert body["expected_time_s"] == pytest.approx(expected_time, rel=1e-9)
+    else:  # training: never below its compute term
+        assert body["expected_time_s"] >= 3 * PREFILL_FLOPS / 989.4e12
+    assert body["tokens_per_s"] == pytest.approx(tokens / body["expected_time_s"], rel=1e-12)
+    assert body["time_to_first_token_s"] == (None if ttft is None else pytest.approx(ttft))
+    assert body["time_per_output_token_s"] == (None if tpot is None else pytest.approx(tpot))
 
 
 def test_w4a16_and_fp8_kv_are_separate_dtypes(client):
@@ -185,12 +231,13 @@ def test_optimal_batch_at_short_context_is_the_ridge(client):
     ],
 )
 def test_check_verdicts(client, ratio, verdict):
-    expected = client.get("/expected-time", params=LLAMA_H100).json()["expected_time_s"]
+    # the decode of test_expected_time_of_llama_decode_on_h100: 15,144,198,144 B / 3.35e12 B/s
+    expected = 15_144_198_144 / 3.35e12  # 4.5206 ms
     body = client.get("/check", params={**LLAMA_H100, "measured_time_s": ratio * expected}).json()
     assert body["ratio"] == pytest.approx(ratio)
     assert body["verdict"] == verdict
     assert body["advice"]
-    assert body["expected_time_s"] == expected
+    assert body["expected_time_s"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_check_accepts_milliseconds_and_kernel_workloads(client):

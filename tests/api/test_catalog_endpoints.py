@@ -2,42 +2,43 @@
 
 import pytest
 
-# API.md: these names must resolve (case-insensitive)
-REQUIRED_CHIP_NAMES = [
-    "a100",
-    "a100-40gb",
-    "a100-pcie",
-    "h100",
-    "h100-pcie",
-    "h200",
-    "b200",
-    "l4",
-    "l40s",
-    "t4",
-    "v100",
-    "rtx-4090",
-    "mi300x",
-    "mi250x",
-    "tpu-v5e",
-    "tpu-v5p",
-]
-REQUIRED_MODEL_NAMES = [
-    "llama-8b",
-    "llama-70b",
-    "llama-405b",
-    "llama2-7b",
-    "llama2-13b",
-    "llama2-70b",
-    "mistral-7b",
-    "mixtral-8x7b",
-    "qwen2.5-7b",
-    "qwen2.5-72b",
-    "gemma2-9b",
-    "gpt2",
-    "gpt3-175b",
-    "bert-base",
-    "deepseek-v3",
-]
+# API.md: these names must resolve (case-insensitive), each to the catalog entry named here
+# (the ids and aliases of chip_catalog.json and app/catalog/models.json)
+REQUIRED_CHIP_NAMES = {
+    "a100": "a100-sxm4-80gb",
+    "a100-40gb": "a100-sxm4-40gb",
+    "a100-pcie": "a100-pcie-80gb",
+    "h100": "h100-sxm5-80gb",
+    "h100-pcie": "h100-pcie-80gb",
+    "h200": "h200-sxm-141gb",
+    "b200": "b200",
+    "l4": "l4",
+    "l40s": "l40s",
+    "t4": "t4",
+    "v100": "v100-sxm2-32gb",
+    "rtx-4090": "rtx-4090",
+    "mi300x": "mi300x",
+    "mi250x": "mi250x",
+    "tpu-v5e": "tpu-v5e",
+    "tpu-v5p": "tpu-v5p",
+}
+REQUIRED_MODEL_NAMES = {
+    "llama-8b": "llama-3.1-8b",
+    "llama-70b": "llama-3.1-70b",
+    "llama-405b": "llama-3.1-405b",
+    "llama2-7b": "llama-2-7b",
+    "llama2-13b": "llama-2-13b",
+    "llama2-70b": "llama-2-70b",
+    "mistral-7b": "mistral-7b-v0.1",
+    "mixtral-8x7b": "mixtral-8x7b",
+    "qwen2.5-7b": "qwen2.5-7b",
+    "qwen2.5-72b": "qwen2.5-72b",
+    "gemma2-9b": "gemma-2-9b",
+    "gpt2": "gpt2",
+    "gpt3-175b": "gpt3-175b",
+    "bert-base": "bert-base-uncased",
+    "deepseek-v3": "deepseek-v3",
+}
 
 
 def test_health_names_the_catalog_version(client):
@@ -46,11 +47,12 @@ def test_health_names_the_catalog_version(client):
     assert body["catalog_version"] == client.get("/catalog/versions").json()["current"]
 
 
-@pytest.mark.parametrize("name", REQUIRED_CHIP_NAMES)
-def test_required_chip_aliases_resolve(client, name):
+@pytest.mark.parametrize(("name", "chip_id"), REQUIRED_CHIP_NAMES.items())
+def test_required_chip_aliases_resolve(client, name, chip_id):
     for spelling in (name, name.upper()):
         response = client.get(f"/chips/{spelling}")
         assert response.status_code == 200, response.text
+        assert response.json()["id"] == chip_id
 
 
 def test_a100_alias_is_the_sxm4_80gb_part_with_sourced_figures(client):
@@ -92,12 +94,14 @@ def test_unknown_chip_is_a_404_with_suggestions(client):
     assert any(s.startswith("h100") for s in detail["suggestions"])
 
 
-@pytest.mark.parametrize("name", REQUIRED_MODEL_NAMES)
-def test_required_model_aliases_resolve(client, name):
-    body = client.get(f"/models/{name}").json()
-    assert body["params_total"] > 0
-    assert body["kv_bytes_per_token"] > 0 or body["family"] == "bert"
-    assert "model_type" in body["config"]
+@pytest.mark.parametrize(("name", "model_id"), REQUIRED_MODEL_NAMES.items())
+def test_required_model_aliases_resolve(client, name, model_id):
+    for spelling in (name, name.upper()):
+        response = client.get(f"/models/{spelling}")
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["id"] == model_id
+        assert "model_type" in body["config"]
 
 
 def test_models_list_derived_counts(client):

@@ -5,6 +5,8 @@ import threading
 import time
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from app.db.session import make_engine, session_factory, transaction
 from tests.db.conftest import POSTGRES_URL
 
@@ -41,9 +43,30 @@ def test_a_sqlite_writer_waits_for_the_one_writing(tmp_path: Path) -> None:
 
 
 def test_postgresql_writers_do_not_queue_in_the_process() -> None:
-    """PostgreSQL takes concurrent writers itself: no lock to wait on."""
+    """PostgreSQL takes concurrent writers itself: no lock to wait on. Two write transactions
+    of one thread are open at once, each on its own server connection (a process lock would
+    deadlock the second). Each statement reaches the server, so an unreachable one fails."""
     engine = make_engine(POSTGRES_URL)
     factory = session_factory(engine)
-    with transaction(factory, writes=True), transaction(factory, writes=True):
-        pass  # a second writer of the same thread would deadlock on a process lock
-    engine.dispose()
+    try:
+        assert engine.dialect.name == "postgresql"
+        with (
+            transaction(factory, writes=True) as first,
+            transaction(factory, writes=True) as second,
+        ):
+            # each takes a transaction id, as a write does: two distinct ids, two connections
+            ids = [
+                session.execute(sa.text("SELECT pg_backend_pid(), txid_current()")).one()
+                for session in (first, second)
+            ]
+            pids = [pid for pid, _ in ids]
+            # the first sees the second's write transaction open beside its own
+            holding = first.execute(
+                sa.text("SELECT backend_xid IS NOT NULL FROM pg_stat_activity WHERE pid = :pid"),
+                {"pid": pids[1]},
+            ).scalar_one()
+            assert holding
+        assert ids[0][1] != ids[1][1]
+        assert pids[0] != pids[1]
+    finally:
+        engine.dispose()

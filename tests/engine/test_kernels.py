@@ -165,3 +165,57 @@ def test_bad_kernel_inputs_name_their_field(call, field):
     with pytest.raises(InvalidInput) as info:
         call()
     assert info.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("op", "flops", "params"),
+    [
+        # max, subtract, exp, sum, divide; no weights
+        (RowOp.SOFTMAX, 5, 0),
+        # mean-add, subtract, square, variance-add, scale by rstd, times gamma, plus beta;
+        # gamma and beta
+        (RowOp.LAYERNORM, 7, 2),
+        # square, sum, scale by rsqrt, times gamma; gamma
+        (RowOp.RMSNORM, 4, 1),
+    ],
+)
+def test_row_ops_count_their_flops_and_weights_per_element(op, flops, params):
+    # 10 rows x 100 cols = 1000 elements, fp32: read 1000 and write 1000, plus 100 per weight
+    # vector. layernorm: 7 * 1000 = 7000 FLOPs, (2000 + 2 * 100) * 4 = 8800 bytes.
+    work = row_op(op, 10, 100, Dtype.FP32)
+    assert work.flops == flops * 1000
+    assert work.bytes == (2000 + params * 100) * 4
+    assert work.unit is Unit.VECTOR
+
+
+def test_layernorm_on_a100_is_memory_bound_at_seven_flops_per_element():
+    # 4096 x 4096 bf16: 7 * 16,777,216 = 117,440,512 FLOPs; bytes (2 * 16,777,216 + 2 * 4096) * 2
+    # = 67,125,248. bf16 vector work runs at the fp32 vector peak, 19.5e12:
+    # compute 6.0226 us, memory 67,125,248 / 2.039e12 = 32.921 us
+    roof = place(row_op(RowOp.LAYERNORM, 4096, 4096, Dtype.BF16), A100)
+    assert roof.flops == 117_440_512
+    assert roof.bytes == 67_125_248
+    assert roof.compute_time == pytest.approx(6.0226e-6, rel=1e-4)
+    assert roof.memory_time == pytest.approx(32.921e-6, rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("ops", "flops"),
+    [
+        (["fma"], 2),  # a multiply-add is 2 FLOPs
+        (["mul", "add"], 2),  # the same work unfused into two instructions
+        (["fma", "fma", "exp"], 5),
+        (["add", "sub", "mul", "div", "neg", "abs", "relu", "max", "min", "square"], 10),
+        (["exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal"], 9),
+        ([], 0),
+    ],
+)
+def test_pointwise_flops_count_one_per_op_and_two_per_fma(ops, flops):
+    assert pointwise_flops(ops) == flops
+
+
+def test_an_fma_chain_over_a_million_elements():
+    # y = fma(x, a, b) fused over 1e6 fp32 elements, one input: 2e6 FLOPs, (1 + 1) * 4e6 bytes
+    work = elementwise(10**6, Dtype.FP32, ops=1, flops_per_element=pointwise_flops(["fma"]))
+    assert work.flops == 2e6
+    assert work.bytes == 8e6

@@ -3,6 +3,10 @@
 import pytest
 
 from app.engine import (
+    MLA,
+    MLP,
+    Architecture,
+    Attention,
     Bound,
     Dtype,
     InvalidInput,
@@ -185,3 +189,97 @@ def test_bad_specs_name_their_field(spec, field):
     with pytest.raises(InvalidInput) as info:
         estimate(LLAMA_8B, A100, spec)
     assert info.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("tp", "kv_shards"),
+    [
+        (4, 4),  # fewer chips than KV heads: each chip holds 8 / 4 = 2 KV heads
+        (8, 8),  # one KV head per chip
+        (16, 8),  # more chips than KV heads: each still holds one whole KV head
+        (32, 8),
+    ],
+)
+def test_the_kv_cache_splits_over_at_most_the_kv_heads(tp, kv_shards):
+    # Llama 3.1 8B has 8 KV heads (GQA). Decode, batch 1, context 1024, bf16, per chip:
+    # weights streamed 15,009,849,344 / tp; KV read 1024 * 131,072 / shards; KV written
+    # 131,072 / shards. tp = 16: 938,115,584 + 16,777,216 + 16,384 = 954,909,184 bytes
+    # (split 16 ways, the KV would be 8,388,608 + 8,192 and the total 946,512,384).
+    spec = TransformerSpec(phase=Phase.DECODE, batch=1, seq_len=1024, tp=tp)
+    result = estimate(LLAMA_8B, H100, spec)
+    expected = 15_009_849_344 / tp + (1024 * 131_072 + 131_072) / kv_shards
+    assert result.roofline.bytes == pytest.approx(expected, rel=1e-15)
+    if tp == 16:
+        assert result.roofline.bytes == 954_909_184
+    # memory: the 1025 tokens held after the step, 1025 * 131,072 = 134,348,800 bytes over
+    # the shards: 33,587,200 at tp = 4, 16,793,600 from tp = 8 on
+    assert result.memory.kv_cache == pytest.approx(134_348_800 / kv_shards, rel=1e-15)
+
+
+def test_prefill_writes_the_kv_cache_split_over_at_most_the_kv_heads():
+    # Llama 3.1 8B prefill, batch 1, 1024 tokens, tp = 16: weights 15,009,849,344 / 16 =
+    # 938,115,584; KV written 1024 * 131,072 / min(16, 8) = 16,777,216; the residual stream
+    # (replicated) 2 L T d s = 2 * 32 * 1024 * 4096 * 2 = 536,870,912: 1,491,763,712 in all
+    work = prefill(LLAMA_8B, 1, 1024, BF16, tp=16)
+    assert work.bytes == 1_491_763_712
+
+
+# A small DeepSeek-style MLA model whose counts are done by hand below: d = 64, L = 2, H = 4,
+# no query compression, r_kv = 16, qk = 8 (nope) + 4 (rope), v = 8, gated MLP F = 128,
+# V = 100 untied, RMSNorm.
+TINY_MLA = Architecture(
+    hidden=64,
+    layers=2,
+    vocab=100,
+    attention=Attention(
+        heads=4,
+        kv_heads=4,
+        head_dim=12,
+        mla=MLA(
+            q_lora_rank=0, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8
+        ),
+    ),
+    mlp=MLP(intermediate=128),
+)
+# per layer: q 64 * 4 * 12 = 3072; kv down 64 * (16 + 4) = 1280; kv up 16 * 4 * (8 + 8) = 1024;
+# o 4 * 8 * 64 = 2048: attention 7424; MLP 3 * 64 * 128 = 24,576; 32,000 per layer, 64,000 for
+# 2; lm_head 100 * 64 = 6400: N_mm = 70,400.
+# Other: per layer the kv_a norm (16) and two RMSNorms (2 * 64); final norm 64: 352.
+TINY_MLA_N_MM = 70_400
+
+
+def test_tiny_mla_parameter_counts():
+    counts = param_counts(TINY_MLA)
+    assert counts.matmul_active == TINY_MLA_N_MM
+    assert counts.block_linear == 64_000
+    assert counts.other == 352
+    # the cache holds the latent and the rope key: L (r_kv + d_rope) s = 2 * 20 * 2 = 80 bytes
+    assert kv_bytes_per_token(TINY_MLA, Dtype.BF16) == 80
+
+
+def test_mla_decode_attends_over_the_latent_with_absorbed_projections():
+    # decode FLOPs = B (2 N_mm + 2 H (d_qk + d_v) L C), absorbed: d_qk = r_kv + d_rope = 20,
+    # d_v = r_kv = 16, so 2 * 4 * 36 = 288 per cached token and layer.
+    # B = 1, C = 10: 2 * 70,400 + 288 * 2 * 10 = 140,800 + 5,760 = 146,560
+    # (unabsorbed, d_qk + d_v = 12 + 8 = 20, it would be 140,800 + 3,200 = 144,000)
+    assert decode(TINY_MLA, 1, 10, BF16).flops == 146_560
+    # B = 3: three times as much; C = 11: one more token per layer, + 288 * 2 = 576
+    assert decode(TINY_MLA, 3, 10, BF16).flops == 3 * 146_560
+    assert decode(TINY_MLA, 1, 11, BF16).flops == 146_560 + 576
+    # bytes: weights streamed (64,000 + 352 + 6,400) * 2 = 141,504 (the untied input embedding
+    # is only indexed); latent read 10 * 80 = 800; written 80: 142,384
+    assert decode(TINY_MLA, 1, 10, BF16).bytes == 142_384
+
+
+def test_mla_prefill_uses_the_full_head_dimensions():
+    # prefill does not absorb: 2 H (d_qk + d_v) = 2 * 4 * (12 + 8) = 160 per score and layer;
+    # causal, P = 10: 10^2 / 2 = 50 scores per layer: 2 N_mm P + 160 * 2 * 50
+    # = 1,408,000 + 16,000 = 1,424,000
+    assert prefill(TINY_MLA, 1, 10, BF16).flops == 1_424_000
+
+
+def test_the_mla_latent_cache_is_replicated_under_tensor_parallelism():
+    # tp = 2: weights and FLOPs halve, the latent cache does not: 141,504 / 2 + 800 + 80 = 71,632
+    work = decode(TINY_MLA, 1, 10, BF16, tp=2)
+    assert work.bytes == 71_632
+    assert work.flops == 146_560 / 2

@@ -1,0 +1,158 @@
+"""The verdict on a measurement (docs/formulas.md, "Verdict"): every boundary at, just below and
+just above it, on a roofline whose expected time is exactly one second.
+
+ratio = measured / expected: < 1 faster_than_roofline; 1 to 1.5 near_roofline; 1.5 to 10
+room_to_improve; >= 10 order_of_magnitude_slower.
+"""
+
+import math
+
+import pytest
+
+from app.engine import (
+    Bound,
+    Chip,
+    Dtype,
+    InvalidInput,
+    Unit,
+    Verdict,
+    custom,
+    judge,
+    place,
+)
+
+# A made-up chip with round figures: 1e12 FLOP/s (bf16 matrix) and 1e9 bytes/s.
+ROUND = Chip(
+    id="round",
+    name="round numbers",
+    memory_bytes=1e12,
+    memory_bandwidth=1e9,
+    matrix_peaks={Dtype.BF16: 1e12},
+    vector_peaks={Dtype.FP32: 1e12},
+    sustained_matrix=1.0,
+    sustained_memory=1.0,
+)
+# 1e9 bytes / 1e9 B/s = 1.0 s of memory time; 1e9 FLOPs / 1e12 = 1 ms of compute: memory-bound,
+# expected time exactly 1.0 s.
+MEMORY_BOUND = place(custom(1e9, 1e9, Dtype.BF16, Unit.MATRIX), ROUND)
+# 1e12 FLOPs / 1e12 FLOP/s = 1.0 s of compute; 1e6 bytes / 1e9 = 1 ms of memory: compute-bound.
+COMPUTE_BOUND = place(custom(1e12, 1e6, Dtype.BF16, Unit.MATRIX), ROUND)
+
+FASTER = Verdict.FASTER_THAN_ROOFLINE
+NEAR = Verdict.NEAR_ROOFLINE
+ROOM = Verdict.ROOM_TO_IMPROVE
+ORDER = Verdict.ORDER_OF_MAGNITUDE_SLOWER
+
+
+def test_the_rooflines_take_exactly_one_second():
+    assert MEMORY_BOUND.expected_time == 1.0 and MEMORY_BOUND.bound is Bound.MEMORY
+    assert COMPUTE_BOUND.expected_time == 1.0 and COMPUTE_BOUND.bound is Bound.COMPUTE
+
+
+@pytest.mark.parametrize("roof", [MEMORY_BOUND, COMPUTE_BOUND], ids=["memory", "compute"])
+@pytest.mark.parametrize(
+    ("measured", "verdict"),
+    [
+        # far below and just below 1x: the measurement beats physics (a 0.9 threshold would
+        # call 0.95 and 0.99 near_roofline)
+        (0.5, FASTER),
+        (0.89, FASTER),
+        (0.9, FASTER),
+        (0.95, FASTER),
+        (0.99, FASTER),
+        # 1x exactly is on the roofline, not faster than it
+        (1.0, NEAR),
+        (1.01, NEAR),
+        (1.49, NEAR),
+        # 1.5x is where near_roofline ends
+        (1.5, ROOM),
+        (1.51, ROOM),
+        (8.99, ROOM),
+        (9.0, ROOM),
+        (9.5, ROOM),
+        (9.99, ROOM),
+        # 10x is an order of magnitude (a threshold of 11 or 12 would call 10 to 11.99 room)
+        (10.0, ORDER),
+        (10.01, ORDER),
+        (11.0, ORDER),
+        (11.5, ORDER),
+        (12.0, ORDER),
+        (1000.0, ORDER),
+    ],
+)
+def test_each_verdict_at_and_on_both_sides_of_its_boundaries(roof, measured, verdict):
+    judgement = judge(roof, measured)
+    # expected = 1.0 s, so the ratio is the measured time itself
+    assert judgement.ratio == measured
+    assert judgement.measured_time == measured
+    assert judgement.verdict is verdict
+
+
+def test_faster_than_roofline_says_the_measurement_is_wrong():
+    # 0.8 s against 1 s: 1 / 0.8 = 1.25x faster than the hardware allows
+    advice = judge(MEMORY_BOUND, 0.8).advice
+    assert advice[0] == (
+        "Measured 1.25x faster than the hardware allows: the measurement or the inputs are wrong."
+    )
+    assert "synchronise" in advice[1]
+    assert "units" in advice[2]
+    assert "chip, dtype and sizes" in advice[3]
+    assert len(advice) == 4
+    # the same whatever the bound
+    assert judge(COMPUTE_BOUND, 0.8).advice == advice
+
+
+def test_near_roofline_advice_depends_on_the_bound():
+    memory = judge(MEMORY_BOUND, 1.2).advice
+    assert memory[0] == "Close to the memory roofline: only moving fewer bytes helps."
+    assert "narrower dtypes" in memory[1]
+    assert "Fuse" in memory[2]
+    assert "raise the batch" in memory[3]
+    assert len(memory) == 4
+    compute = judge(COMPUTE_BOUND, 1.2).advice
+    assert compute[0] == "Close to the compute roofline: the chip is saturated."
+    assert "less work" in compute[1]
+    assert len(compute) == 2
+
+
+def test_room_to_improve_names_the_gap_and_the_roof():
+    # 3.0 s against 1 s: "3.0x the roofline time"
+    memory = judge(MEMORY_BOUND, 3.0).advice
+    assert memory[0] == (
+        "At 3.0x the roofline time, memory bandwidth-bound: there is room to improve."
+    )
+    assert "Profile the slowest kernels" in memory[1]
+    assert "unfused elementwise ops" in memory[2]
+    assert len(memory) == 3
+    compute = judge(COMPUTE_BOUND, 3.0).advice
+    assert compute[0] == "At 3.0x the roofline time, compute-bound: there is room to improve."
+
+
+def test_order_of_magnitude_points_at_structural_causes():
+    # 25 s against 1 s: "25.0x the roofline time"
+    advice = judge(COMPUTE_BOUND, 25.0).advice
+    assert advice[0] == (
+        "At 25.0x the roofline time: an order of magnitude off, so something structural is wrong."
+    )
+    assert "torch.compile" in advice[1]
+    assert "host and device" in advice[2]
+    assert "Python-loop" in advice[3]
+    assert "overhead-bound" in advice[4]
+    assert len(advice) == 5
+    assert judge(MEMORY_BOUND, 25.0).advice == advice
+
+
+def test_communication_counts_in_the_expected_time():
+    # 1.0 s of memory time + 1.0 s of communication = 2.0 s: a 2.9 s measurement is 1.45x
+    # (near_roofline), though 2.9x the bare memory time would be room_to_improve
+    roof = place(custom(1e9, 1e9, Dtype.BF16, Unit.MATRIX), ROUND, communication_time=1.0)
+    judgement = judge(roof, 2.9)
+    assert judgement.ratio == pytest.approx(1.45)
+    assert judgement.verdict is NEAR
+
+
+@pytest.mark.parametrize("measured", [0.0, -1.0, math.nan, math.inf, -math.inf])
+def test_a_measured_time_must_be_a_positive_number(measured):
+    with pytest.raises(InvalidInput) as info:
+        judge(MEMORY_BOUND, measured)
+    assert info.value.field == "measured_time_s"
