@@ -82,7 +82,10 @@ def kv_shards(arch: Architecture, tp: int) -> int:
 
 
 def kv_bytes_per_token(arch: Architecture, kv_dtype: Dtype) -> float:
-    """KV-cache bytes one token adds across all layers: 2 L Hkv dh s (MLA: L (r_kv + d_rope) s)."""
+    """KV-cache bytes one token adds across all layers: 2 L Hkv dh s (MLA: L (r_kv + d_rope) s);
+    none for an encoder, which keeps no cache."""
+    if not arch.causal:
+        return 0.0
     return arch.layers * kv_elements_per_token(arch) * dtype_bytes(kv_dtype)
 
 
@@ -155,9 +158,7 @@ def prefill(
     flops = 2.0 * c.matmul_active * tokens
     flops += _attention_flops_per_pair(arch, absorbed=False) * batch * _prompt_pairs(arch, prompt)
     touched = experts_touched(c.experts, c.experts_per_token, tokens)
-    written_kv = 0.0
-    if arch.causal:
-        written_kv = tokens * kv_bytes_per_token(arch, precision.kv) / kv_shards(arch, tp)
+    written_kv = tokens * kv_bytes_per_token(arch, precision.kv) / kv_shards(arch, tp)
     traffic = (
         weight_bytes(arch, precision, touched) / tp
         + written_kv

@@ -61,3 +61,9 @@ def test_the_catalog_answers_are_what_their_models_say(client):
     # Llama 3.1 8B: 32 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes = 131,072 B
     assert llama.kv_bytes_per_token == 131_072
     assert llama.config["num_hidden_layers"] == 32
+
+
+def test_an_encoder_lists_no_kv_cache(client):
+    # BERT keeps no KV cache: 0 bytes per token (a decoder of its shape would hold
+    # 2 x 12 layers x 12 heads x 64 dims x 2 bytes = 36,864)
+    assert client.get("/models/bert-base").json()["kv_bytes_per_token"] == 0
