@@ -130,3 +130,11 @@ def test_a_catalog_that_is_not_json_stops_the_service(tmp_path):
         create_app(Settings(chip_catalog=path, database_url=database))
     with pytest.raises(CatalogError, match="cannot read"):
         create_app(Settings(chip_catalog=tmp_path / "missing.json", database_url=database))
+
+
+@pytest.mark.parametrize("chip_id", ["mi250x", "mi250x-gcd"])
+def test_mi250x_sustained_matrix_is_its_own_measurement(chip_id):
+    record = load_chip_catalog(REAL).resolve(chip_id)
+    # 127 TFLOP/s measured on one GCD / 191.5 per GCD = 0.663 (the package is 2 x 191.5 = 383)
+    assert record.chip.sustained_matrix == pytest.approx(127 / 191.5, abs=1e-3)
+    assert record.entry.sustained.matrix.source == "mleng-mi250x-issue"
