@@ -130,3 +130,79 @@ def test_a_catalog_that_is_not_json_stops_the_service(tmp_path):
         create_app(Settings(chip_catalog=path, database_url=database))
     with pytest.raises(CatalogError, match="cannot read"):
         create_app(Settings(chip_catalog=tmp_path / "missing.json", database_url=database))
+
+
+# Chips added in catalog 2026.11.23: (id, fp16 matrix peak, bandwidth, capacity). Apple GPUs have no
+# matrix unit, so their fp16 matrix row is the ALU rate: cores x 128 ALUs x 2 (FMA) x clock.
+NEW_CHIPS = [
+    # 38 x 128 x 2 x 1.398 GHz = 13.6 TFLOP/s; 400 GB/s; ridge 13.6e12 / 400e9 = 34 FLOP/B
+    ("apple-m2-max", 13.6e12, 400e9, 96e9),
+    # 76 x 128 x 2 x 1.398 GHz = 27.2 TFLOP/s (Apple's figure); ridge 27.2e12 / 800e9 = 34 FLOP/B
+    ("apple-m2-ultra", 27.2e12, 800e9, 192e9),
+    # 40 x 128 x 2 x 1.380 GHz = 14.13 TFLOP/s; ridge 14.13e12 / 400e9 = 35.3 FLOP/B
+    ("apple-m3-max", 14.1312e12, 400e9, 128e9),
+    # 80 x 128 x 2 x 1.380 GHz = 28.26 TFLOP/s; ridge 28.26e12 / 819e9 = 34.5 FLOP/B
+    ("apple-m3-ultra", 28.2624e12, 819e9, 512e9),
+    # 40 x 128 x 2 x 1.578 GHz (unverified) = 16.16 TFLOP/s; ridge 16.16e12 / 546e9 = 29.6 FLOP/B
+    ("apple-m4-max", 16.1587e12, 546e9, 128e9),
+    # H20: 148 TFLOP/s dense FP16 on 4.0 TB/s; ridge 148e12 / 4.0e12 = 37 FLOP/B
+    ("h20", 148e12, 4.0e12, 96e9),
+]
+
+
+@pytest.mark.parametrize(("chip_id", "fp16", "bandwidth", "capacity"), NEW_CHIPS)
+def test_new_chips_headline_figures(chip_id, fp16, bandwidth, capacity):
+    chip = load_chip_catalog(REAL).resolve(chip_id).chip
+    assert chip.matrix_peaks[Dtype.FP16] == pytest.approx(fp16, rel=1e-4)
+    assert chip.memory_bandwidth == pytest.approx(bandwidth, rel=1e-9)
+    assert chip.memory_bytes == pytest.approx(capacity, rel=1e-9)
+
+
+@pytest.mark.parametrize(("chip_id", "ridge"), [("apple-m2-ultra", 34.0), ("h20", 37.0)])
+def test_new_chips_ridge(chip_id, ridge):
+    # ridge = peak / bandwidth: 27.2e12 / 800e9 = 34; 148e12 / 4.0e12 = 37 FLOP/B
+    chip = load_chip_catalog(REAL).resolve(chip_id).chip
+    assert chip.matrix_peaks[Dtype.FP16] / chip.memory_bandwidth == pytest.approx(ridge)
+
+
+@pytest.mark.parametrize(
+    "alias", ["m2-max", "m2-ultra", "m3-max", "m3-ultra", "m4-max", "h20-96gb"]
+)
+def test_new_chips_resolve_by_alias(alias):
+    assert load_chip_catalog(REAL).resolve(alias).entry.id in {c for c, *_ in NEW_CHIPS}
+
+
+def test_apple_chips_have_matrix_equal_to_vector_and_no_links():
+    catalog = load_chip_catalog(REAL)
+    for chip_id in [c for c, *_ in NEW_CHIPS if c.startswith("apple-")]:
+        record = catalog.resolve(chip_id)
+        # no separate matrix unit: every matrix row is the vector rate of the same dtype
+        assert record.chip.matrix_peaks == record.chip.vector_peaks
+        assert Dtype.BF16 not in record.chip.matrix_peaks  # no sourced bf16 rate
+        assert record.entry.interconnect.scale_up is None
+        assert record.entry.interconnect.host is None
+
+
+def test_h20_figures():
+    chip = load_chip_catalog(REAL).resolve("h20").chip
+    assert chip.matrix_peaks[Dtype.BF16] == pytest.approx(148e12)
+    assert chip.matrix_peaks[Dtype.FP8] == pytest.approx(296e12)  # = int8 296 TOPS
+    assert chip.scale_up_bandwidth == pytest.approx(900e9)  # NVLink 4, bidirectional
+
+
+@pytest.mark.parametrize("chip_id", ["mi250x", "mi250x-gcd"])
+def test_mi250x_sustained_matrix_is_its_own_measurement(chip_id):
+    record = load_chip_catalog(REAL).resolve(chip_id)
+    # 127 TFLOP/s measured on one GCD / 191.5 per GCD = 0.663 (the package is 2 x 191.5 = 383)
+    assert record.chip.sustained_matrix == pytest.approx(127 / 191.5, abs=1e-3)
+    assert record.entry.sustained.matrix.source == "mleng-mi250x-issue"
+
+
+def test_every_new_figure_has_a_source_url():
+    catalog = load_chip_catalog(REAL)
+    sources = catalog.catalog.sources
+    for chip_id in [c for c, *_ in NEW_CHIPS]:
+        for path, figure in catalog.resolve(chip_id).entry.figures().items():
+            assert sources[figure.source].url.startswith("https://"), (chip_id, path)
+            if figure.verify == "D":
+                assert figure.note, (chip_id, path)  # a derived figure says how
