@@ -114,23 +114,28 @@ class ExpectedTime(_Answer):
         description="What published runs of this kind of work on this stack reach: the "
         "sustained-kernel time times their median ratio, plus fixed costs."
     )
-    realistic_range_s: list[float] = Field(
-        description="[low, high]: the 10th-90th percentile of published runs (cross-validated)."
+    # the fields below have defaults only so that answers stored before they existed still
+    # read back (a stored measurement's expectation); every new answer fills them
+    realistic_range_s: list[float] | None = Field(
+        None,
+        description="[low, high]: the 10th-90th percentile of published runs (cross-validated).",
     )
-    sustained_time_s: float = Field(
-        description="At the chip's best-case kernel fractions alone (sustained_*_fraction)."
+    sustained_time_s: float | None = Field(
+        None, description="At the chip's best-case kernel fractions alone (sustained_*_fraction)."
     )
     overhead_time_s: float = Field(
+        0.0,
         description="Fixed costs in the realistic time: kernel gaps, graph launches, "
-        "collective latencies, eager host dispatch."
+        "collective latencies, eager host dispatch.",
     )
-    kernels: int = Field(description="Kernel launches the workload takes on this stack.")
-    stack: Software = Field(description="The stack the realistic time is for.")
+    kernels: int = Field(1, description="Kernel launches the workload takes on this stack.")
+    stack: Software = Field(Software.TYPICAL, description="The stack the realistic time is for.")
     published_stack: Software = Field(
+        Software.TYPICAL,
         description="The stack whose published runs set the realistic ratio: the stack's "
-        "own where runs were published, else typical (tuned software as published)."
+        "own where runs were published, else typical (tuned software as published).",
     )
-    published_runs: int = Field(description="Published runs behind the realistic ratio.")
+    published_runs: int = Field(0, description="Published runs behind the realistic ratio.")
     sustained_compute_fraction: float
     sustained_memory_fraction: float
     bound: Bound = Field(description="compute, memory, communication or overhead.")
@@ -173,9 +178,9 @@ class Check(ExpectedTime):
     ratio: float = Field(description="measured / expected")
     efficiency: float = Field(description="expected / measured: the fraction of the roofline.")
     verdict: Verdict
-    realistic_ratio: float = Field(description="measured / realistic")
-    against_published: AgainstPublished = Field(
-        description="Where the run sits against realistic_range_s."
+    realistic_ratio: float | None = Field(None, description="measured / realistic")
+    against_published: AgainstPublished | None = Field(
+        None, description="Where the run sits against realistic_range_s."
     )
     advice: list[str]
 

@@ -47,6 +47,8 @@ class RooflineData:
     bytes: float
     expected_time_s: float
     measured_time_s: float | None = None
+    realistic_time_s: float | None = None
+    realistic_range_s: tuple[float, float] | None = None
 
     @property
     def intensity(self) -> float:
@@ -85,6 +87,10 @@ def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> 
         bytes=answer.bytes,
         expected_time_s=answer.expected_time_s,
         measured_time_s=measured_time_s,
+        realistic_time_s=answer.realistic_time_s,
+        realistic_range_s=None
+        if answer.realistic_range_s is None
+        else (answer.realistic_range_s[0], answer.realistic_range_s[1]),
     )
 
 
@@ -97,6 +103,8 @@ def _scales(data: RooflineData) -> tuple[Scale, Scale]:
         ys.append(data.flops / data.expected_time_s)
         if data.measured_time_s:
             ys.append(data.flops / data.measured_time_s)
+        if data.realistic_range_s:
+            ys.append(data.flops / data.realistic_range_s[1])
     y_lo, y_hi = decades(min(ys), max(ys) * 1.5)
     x = Scale(x_lo, x_hi, BOX.left, BOX.right, log=True)
     y = Scale(y_lo, y_hi, BOX.bottom, BOX.top, log=True)
@@ -147,6 +155,14 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
     svg.line(x(ai), y(y.lo), x(ai), y(expected), "grid")
     svg.point(x(ai), y(expected), "expected", f"expected {fmt.rate(expected, 'FLOP/s')}")
     svg.text(x(ai) + 9, y(expected) + 4, "expected", "label")
+    if data.realistic_range_s and data.realistic_time_s:
+        low, high = data.realistic_range_s
+        realistic = data.flops / data.realistic_time_s
+        svg.line(x(ai), y(data.flops / high), x(ai), y(data.flops / low), "published")
+        label = f"published runs {fmt.rate(data.flops / high, 'FLOP/s')} to "
+        label += fmt.rate(data.flops / low, "FLOP/s")
+        svg.point(x(ai), y(realistic), "realistic", label, r=4)
+        svg.text(x(ai) - 9, y(realistic) + 4, "realistic", "label", "end")
     if data.measured_time_s:
         achieved = data.flops / data.measured_time_s
         share = data.expected_time_s / data.measured_time_s

@@ -188,6 +188,8 @@ STYLE = (
     ".ridge{fill:#fff;stroke:#1f5fbf;stroke-width:2}"
     ".expected{fill:#2a9d4b;stroke:#fff;stroke-width:1.5}"
     ".measured{fill:#d1495b;stroke:#fff;stroke-width:1.5}"
+    ".published{stroke:#e0a526;stroke-width:7;stroke-linecap:round;opacity:.55}"
+    ".realistic{fill:#e0a526;stroke:#fff;stroke-width:1.5}"
     ".series-a{stroke:#1f5fbf;stroke-width:2;fill:none}"
     ".series-b{stroke:#d1495b;stroke-width:2;fill:none}"
     ".series-c{stroke:#2a9d4b;stroke-width:2;fill:none;stroke-dasharray:6 4}"

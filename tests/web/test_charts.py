@@ -2,13 +2,14 @@
 
 import math
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from xml.etree import ElementTree
 
 import pytest
 
 from app.engine import Chip, Dtype
-from app.schemas.answers import OptimalBatchAnswer, SweepRow
+from app.schemas.answers import ExpectedTime, OptimalBatchAnswer, SweepRow
 from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
 from app.web import charts, svg
 from app.web.charts import BOX, Roof, RooflineData, roofline_svg, roofs_of
@@ -214,3 +215,43 @@ def test_history_chart_plots_time_and_fraction_of_roofline():
     assert document.count('class="dot-a"><title>') == 3
     assert "fraction of roofline" in document and "01:00:00" in document
     assert re.search(r"measured ms: 11 at", document)
+
+
+def test_the_realistic_point_sits_inside_the_published_range():
+    # realistic 0.08 s, published runs 0.06-0.12 s: points at 1e12 / t FLOP/s on the same
+    # intensity; the range is a line from 1e12 / 0.12 = 8.33 TFLOP/s to 1e12 / 0.06 = 16.7
+    data = replace(A100ISH, realistic_time_s=0.08, realistic_range_s=(0.06, 0.12))
+    x, y = charts._scales(data)
+    document = roofline_svg(data)
+    assert circles(document)["realistic"] == pytest.approx((x(10), y(1e12 / 0.08)), abs=0.01)
+    (band,) = [
+        line
+        for line in parse(document).iter(f"{{{NS['s']}}}line")
+        if line.get("class") == "published"
+    ]
+    assert float(band.get("y1", 0)) == pytest.approx(y(1e12 / 0.12), abs=0.01)
+    assert float(band.get("y2", 0)) == pytest.approx(y(1e12 / 0.06), abs=0.01)
+    assert "realistic" not in circles(roofline_svg(A100ISH))  # none without a range
+
+
+def test_an_answer_stored_before_the_realistic_range_still_charts(client):
+    # stored measurements keep the answer they were judged by; one from before the realistic
+    # range and the stack existed reads back, and charts without the range
+    answer = client.get("/expected-time?chip=a100&model=llama-8b").json()
+    for new in ("realistic_range_s", "sustained_time_s", "overhead_time_s", "kernels", "stack"):
+        del answer[new]
+    del answer["published_stack"], answer["published_runs"], answer["assumptions"]
+    old = ExpectedTime.model_validate(answer)
+    assert old.realistic_range_s is None
+    chip = Chip(
+        id="a100",
+        name="A100",
+        memory_bytes=80e9,
+        memory_bandwidth=2.039e12,
+        matrix_peaks={Dtype.BF16: 312e12},
+        vector_peaks={Dtype.FP32: 19.5e12},
+        sustained_matrix=0.869,
+        sustained_memory=0.871,
+    )
+    document = roofline_svg(charts.data_of(old, chip, 0.01))
+    assert "measured" in circles(document) and "realistic" not in circles(document)

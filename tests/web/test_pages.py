@@ -139,7 +139,7 @@ def test_roofline_svg_alone(client):
     assert chart.status_code == 200 and chart.headers["content-type"] == "image/svg+xml"
     root = ElementTree.fromstring(chart.text)
     classes = {c.get("class") for c in root.iter("{http://www.w3.org/2000/svg}circle")}
-    assert classes == {"ridge", "expected", "measured"}
+    assert classes == {"ridge", "expected", "realistic", "measured"}
     # the /expected-time query parameters alone are enough (kind defaults to transformer)
     plain = client.get("/roofline.svg", params={"chip": "h100", "model": "llama-3.1-8b"})
     assert plain.status_code == 200 and "NVIDIA H100" in plain.text
