@@ -80,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
         ):
             sub.add_argument(flag, type=kind, help="transformer workload field (see /docs)")
         sub.add_argument("--catalog-version")
+        sub.add_argument(
+            "--stack",
+            help="the software stack (typical, eager, compiled, vllm, tensorrt-llm, ...): "
+            "the realistic range comes from published runs on it",
+        )
         measured = sub.add_mutually_exclusive_group(required=True)
         measured.add_argument(
             "--measured-ms",
@@ -136,6 +141,8 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {"chip": args.chip, "workload": _workload(args)}
     if args.catalog_version:
         body["catalog_version"] = args.catalog_version
+    if args.stack:
+        body["stack"] = args.stack
     if args.measured_ms:
         body["measured_ms"] = args.measured_ms
     else:
@@ -185,13 +192,19 @@ def _post(
 
 def _summary(answer: dict[str, Any], failed: list[str]) -> str:
     status = "FAIL" if failed else "PASS"
+    judged = answer.get("expectation", answer)
     line = (
         f"roofcheck: {status} {answer['verdict']}: measured "
         f"{fmt.seconds(answer['measured_time_s'])} vs roofline "
         f"{fmt.seconds(answer['expected_time_s'])} ({answer['ratio']:.2f}x, "
-        f"{answer.get('expectation', answer).get('bound', '?')}-bound) on "
-        f"{answer.get('expectation', answer)['chip']['id']}"
+        f"{judged.get('bound', '?')}-bound) on {judged['chip']['id']}"
     )
+    if judged.get("realistic_range_s") and judged.get("against_published"):
+        low, high = judged["realistic_range_s"]
+        line += (
+            f"; published runs on {judged['stack']} {fmt.seconds(low)}-{fmt.seconds(high)}: "
+            f"{judged['against_published'].replace('_', ' ')}"
+        )
     if "id" in answer:
         line += f" [stored #{answer['id']}"
         comparison = answer.get("comparison") or {}

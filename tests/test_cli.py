@@ -147,3 +147,15 @@ def test_a_retried_submit_with_an_idempotency_key_is_stored_once(url, capsys):
     again = capsys.readouterr().out
     stored = first.rsplit("[stored #", 1)[1].split("]")[0]
     assert f"[stored #{stored}]" in again  # the same measurement, not a second one
+
+
+def test_check_says_where_the_run_sits_against_published_runs(url, capsys):
+    # x.cos().cos() over 1e8 fp32 elements, unfused: 1.6e9 bytes / 2.039e12 B/s = 785 us
+    # ideal; 2 ms is 2.55x that, and above what published elementwise runs reach
+    chain = {"kind": "elementwise", "n": 10**8, "ops": ["cos", "cos"], "fused": False}
+    args = ["check", "--url", url, "--chip", "a100", "--workload", json.dumps(chain)]
+    code = run([*args, "--stack", "eager", "--measured-ms", "2"])
+    out = capsys.readouterr().out
+    assert code == PASS  # room to improve is no failure
+    assert "room_to_improve" in out and "(2.55x, memory-bound)" in out
+    assert "published runs on eager" in out and out.rstrip().endswith("slower than published")
