@@ -60,21 +60,27 @@ def communication(
     seq_len: float,
     dtype: Dtype,
     training: Training,
-    passes: int,
+    recompute: bool,
     backward_time: float,
 ) -> Communication:
     """Per-step collective times of one chip (bandwidth terms only, like the roofline).
 
-    TP: 2 all-reduces of b S d per layer per pass (Shoeybi et al. 2019). PP: each micro-batch's
-    activations go forward and their gradients back, b S d / t per stage boundary (Narayanan et
-    al. 2021, scatter/gather). EP: dispatch and combine all-to-alls per MoE layer and pass,
-    each sending (e-1)/e of b S k d. DP: the trained gradients, ring all-reduce 2 (p-1)/p G, or
-    ZeRO-3's reduce-scatter plus two all-gathers 3 (p-1)/p G (Rajbhandari et al. 2020); a
-    parameter server receives and sends G from each of p-1 workers, 2 G (p-1) over its link.
+    TP: 2 all-reduces of b S d per layer in the forward (after attention and after the MLP),
+    2 in the backward for the input gradients (the weight gradients need none), and 2 more in
+    the recomputed forward: 4 per layer, 6 with full recomputation (Shoeybi et al. 2019, 3;
+    Korthikanti et al. 2022, 4), LoRA alike. PP: each micro-batch's activations go forward and
+    their gradients back, b S d / t per stage boundary (Narayanan et al. 2021, scatter/gather).
+    EP: a dispatch and a combine all-to-all per MoE layer in the forward, the same two in the
+    backward and again in a recomputed forward, each sending (e-1)/e of b S k d. DP: the
+    trained gradients, ring all-reduce 2 (p-1)/p G, or ZeRO-3's reduce-scatter plus two
+    all-gathers 3 (p-1)/p G (Rajbhandari et al. 2020); a parameter server receives and sends
+    G from each of p-1 workers, 2 G (p-1) over its link.
     """
     p = training.parallel
     s = dtype_bytes(dtype)
     micro_tokens = lay.micro_batch * seq_len
+    # activation collectives run in the forward, the backward and any recomputed forward
+    activation_passes = 3 if recompute else 2
     # tensor_parallel_time counts every layer; this chip's stage holds L/p of them
     tp_time = (
         tensor_parallel_time(
@@ -83,7 +89,7 @@ def communication(
             tokens=lay.micro_batches * micro_tokens,
             dtype=dtype,
             tp=lay.tp,
-            allreduces_per_layer=2 * passes,
+            allreduces_per_layer=2 * activation_passes,
         )
         / lay.pp
     )
@@ -97,7 +103,7 @@ def communication(
         k = arch.moe.experts_per_token
         moe_layers = arch.moe.moe_layers / lay.pp
         sent = micro_tokens * k * arch.hidden * s * (lay.ep - 1) / lay.ep / lay.tp
-        ep_time = lay.micro_batches * moe_layers * 2 * passes * sent / ep_bw
+        ep_time = lay.micro_batches * moe_layers * 2 * activation_passes * sent / ep_bw
     params = trainable(arch, dtype, lay, training.lora)
     grad = state_bytes_per_param(training.optimizer, dtype)[0]
     dp_bw, over_network = _link(chip, p, lay.tp * lay.ep * lay.dp)

@@ -112,7 +112,7 @@ def training_step(
         seq_len=seq_len,
         dtype=dtype,
         training=training,
-        passes=passes,
+        recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
     )
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
