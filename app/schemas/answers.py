@@ -209,7 +209,13 @@ class ScalingRow(_Out):
     tokens_per_s: float
     speedup: float
     efficiency: float
-    law_speedup: float = Field(description="Amdahl (strong) or Gustafson (weak) at f.")
+    law_speedup: float = Field(
+        description="Amdahl (strong) or Gustafson (weak) at f, over base_chips (r = chips / "
+        "base_chips; f the serial share of the base run)."
+    )
+    law_speedup_vs_one: float = Field(
+        description="The same law over one chip (r = chips): Amdahl 1 / (f + (1-f)/chips)."
+    )
     communication_time_s: float
     fits: bool
 
@@ -219,5 +225,8 @@ class ScalingAnswer(_Answer):
 
     mode: ScalingMode
     serial_fraction: float
+    base_chips: int = Field(
+        description="The first chip count: speedup, efficiency and law_speedup are over it."
+    )
     amdahl_limit: float | None = Field(description="1/f: no chip count goes beyond it.")
     points: list[ScalingRow]

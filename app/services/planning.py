@@ -103,18 +103,23 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
         serial_fraction=request.serial_fraction,
     )
     f = request.serial_fraction
-    last = points[-1]
+    last, base = points[-1], points[0].chips
+    law = "Amdahl's law" if request.mode == "strong" else "Gustafson's law"
     explanation = [
         f"{request.mode} scaling from {points[0].chips} to {last.chips} chips: speedup "
         f"{last.speedup:.3g}x at {last.efficiency:.0%} efficiency (from the realistic step "
         "time: sustained fractions plus exposed communication).",
         "Amdahl's law limits strong scaling to 1/f" + (f" = {1 / f:.3g}x." if f else " (f = 0)."),
+        f"{law} at f = {f:g} over the {base} chips of the first count (f the serial share of "
+        f"that run): {last.law_speedup:.3g}x at {last.chips} chips; over one chip: "
+        f"{last.law_speedup_vs_one:.3g}x.",
     ]
     return ScalingAnswer(
         **header(resolved, model),
         explanation=explanation,
         mode=request.mode,
         serial_fraction=f,
+        base_chips=base,
         amdahl_limit=1 / f if f else None,
         points=[
             ScalingRow(
@@ -126,6 +131,7 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
                 speedup=p.speedup,
                 efficiency=p.efficiency,
                 law_speedup=p.law_speedup,
+                law_speedup_vs_one=p.law_speedup_vs_one,
                 communication_time_s=p.communication_time,
                 fits=p.fits,
             )

@@ -97,6 +97,10 @@ def test_scaling_curve_get_and_post(client):
     assert body["amdahl_limit"] == pytest.approx(100)
     # Amdahl at 256 / 8 = 32x the chips: 1 / (0.01 + 0.99 / 32)
     assert points[-1]["law_speedup"] == pytest.approx(1 / (0.01 + 0.99 / 32))
+    # the base is stated, and the law over one chip given beside: 1 / (0.01 + 0.99 / 256)
+    assert body["base_chips"] == 8
+    assert points[-1]["law_speedup_vs_one"] == pytest.approx(1 / (0.01 + 0.99 / 256))
+    assert any("over one chip" in line for line in body["explanation"])
     assert body["workload"]["phase"] == "training"
     workload = {
         "kind": "transformer",

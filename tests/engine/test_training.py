@@ -294,6 +294,22 @@ def test_amdahl_limit_is_one_over_the_serial_fraction():
     assert laws[1][1] == pytest.approx(0.05 + 0.95 * 10)  # 9.55
 
 
+def test_amdahl_over_the_first_count_and_over_one_chip():
+    # 8 .. 128 chips at f = 0.02. Over the first count (r = 64 / 8 = 8), f being the serial
+    # share of the 8-chip run: 1 / (0.02 + 0.98 / 8) = 1 / 0.1425 = 7.018. Over one chip:
+    # 1 / (0.02 + 0.98 / 64) = 1 / 0.0353125 = 28.32; Gustafson over one chip 0.02 + 0.98 * 64
+    # = 62.74
+    counts = [8, 16, 32, 64, 128]
+    assert scaling_laws(counts, 0.02)[3][0] == pytest.approx(7.018, abs=1e-3)
+    spec = _train(batch=512, zero=1)
+    strong = scaling(LLAMA_8B, H100, spec, counts, mode=ScalingMode.STRONG, serial_fraction=0.02)
+    assert strong[3].law_speedup == pytest.approx(1 / 0.1425)
+    assert strong[3].law_speedup_vs_one == pytest.approx(1 / 0.0353125)  # 28.32
+    assert strong[3].law_speedup_vs_one == pytest.approx(28.32, abs=0.01)
+    weak = scaling(LLAMA_8B, H100, spec, counts, mode=ScalingMode.WEAK, serial_fraction=0.02)
+    assert weak[3].law_speedup_vs_one == pytest.approx(0.02 + 0.98 * 64)
+
+
 def test_strong_scaling_loses_efficiency_to_the_network_and_weak_scaling_keeps_it():
     spec = _train(batch=512, zero=1)
     counts = [8, 16, 64, 256]
