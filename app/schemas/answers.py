@@ -170,6 +170,11 @@ class MemoryFitAnswer(_Answer):
         description="Training: the largest model whose weights and training state fit at this "
         "layout, before activations.",
     )
+    max_trainable_params_with_activations: float | None = Field(
+        None,
+        description="Training: the same in the memory left by this workload's activations at "
+        "its batch, sequence and layout (held fixed, not rescaled to the other model's width).",
+    )
 
 
 class SweepRow(_Out):

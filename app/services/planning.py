@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from app import formatting as fmt
 from app.engine import (
     InvalidInput,
     memory_fit,
@@ -77,6 +78,12 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
             f"The largest model whose weights and training state fit at this layout, before "
             f"activations: {fit.max_trainable_params / GIGA:.3g}B parameters."
         )
+    if fit.max_trainable_params_with_activations is not None:
+        explanation.append(
+            f"With this workload's activations ({fmt.bytes_(fit.breakdown.activations)} per chip "
+            f"at batch {model.workload.batch} x {model.workload.seq_len} tokens, held fixed): "
+            f"{fit.max_trainable_params_with_activations / GIGA:.3g}B parameters."
+        )
     return MemoryFitAnswer(
         **header(resolved, model),
         explanation=explanation,
@@ -88,6 +95,7 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
         min_chips=fit.min_chips,
         min_chips_layout=fit.min_chips_layout,
         max_trainable_params=fit.max_trainable_params,
+        max_trainable_params_with_activations=fit.max_trainable_params_with_activations,
     )
 
 

@@ -68,6 +68,12 @@ def test_largest_trainable_model_on_one_80gb_chip(client):
     # 16 bytes per parameter: the catalog's 81,559 MiB (85,520,809,984 bytes) / 16 = 5.345e9
     assert body["available_bytes"] == 81_559 * 2**20
     assert body["max_trainable_params"] == pytest.approx(81_559 * 2**20 / 16)
+    # with Llama 3.1 8B's activations at batch 1 x 2048 held fixed: 32 * 2048 * 4096 * 34
+    # + 2048 * 128,256 * 4 = 10,177,478,656 bytes, leaving 75,343,331,328 / 16 = 4.709e9
+    activations = 32 * 2048 * 4096 * 34 + 2048 * 128_256 * 4
+    assert body["max_trainable_params_with_activations"] == pytest.approx(
+        (81_559 * 2**20 - activations) / 16
+    )
     assert any("largest model" in line for line in body["explanation"])
 
 

@@ -75,6 +75,22 @@ def test_an_80_gb_chip_holds_the_training_state_of_5b_parameters():
     assert max_trainable_params(80e9, lay, qlora, Dtype.BF16) == pytest.approx(80e9 / 0.515875)
 
 
+def test_a_96_gb_chip_trains_about_4b_parameters_once_activations_are_counted():
+    # 96e9 bytes, no reserve, 16 bytes per parameter: 6e9 before activations. Llama 3.1 8B's
+    # activations at batch 3 x 2048 (flash, no recomputation): 32 layers of S b d (10 + 24)
+    # = 32 * 2048 * 3 * 4096 * 34 = 27,380,416,512 bytes, plus fp32 logits 3 * 2048 * 128,256
+    # * 4 = 3,152,019,456; held fixed, they leave 65,467,564,032 bytes / 16 = 4.09e9
+    # parameters: the ~4B of the usual lecture figure for AdamW on a 96 GB H100.
+    chip = replace(H100, memory_bytes=96e9)
+    fit = memory_fit(LLAMA_8B, chip, replace(_train(batch=3), reserve_fraction=0.0))
+    assert fit.breakdown.activations == 27_380_416_512 + 3_152_019_456
+    assert fit.max_trainable_params == pytest.approx(6e9)
+    assert fit.max_trainable_params_with_activations == pytest.approx(4_091_722_752)
+    # activations beyond the memory leave room for no model at all
+    huge = memory_fit(LLAMA_8B, chip, replace(_train(batch=64), reserve_fraction=0.0))
+    assert huge.max_trainable_params_with_activations == 0
+
+
 def test_full_training_memory_of_llama_8b_with_zero_stages():
     # N = 8,030,261,248; 8 data-parallel replicas. Weights 2 N, gradients 2 N, AdamW 12 N.
     n = LLAMA_8B_PARAMS
