@@ -100,6 +100,12 @@ def training_lines(step: TrainingStep) -> list[str]:
         )
     if lay.pp > 1:
         lines.append(f"Pipeline bubble: {lay.bubble_fraction:.0%} of the step is idle.")
+    if lay.layers % lay.pp:
+        lines.append(
+            f"Uneven pipeline stages: {lay.pp} stages of {lay.stage_layers} or "
+            f"{lay.stage_layers - 1} of the {lay.layers} layers; the fullest sets the step time "
+            "and the memory per chip."
+        )
     if comm.data_parallel:
         where = "the scale-out network" if comm.data_parallel_over_network else "the scale-up link"
         lines.append(

@@ -77,6 +77,13 @@ def test_largest_trainable_model_on_one_80gb_chip(client):
     assert any("largest model" in line for line in body["explanation"])
 
 
+def test_uneven_pipeline_stages_are_accepted_and_explained(client):
+    # 32 layers over 3 stages: 11, 11, 10
+    body = client.get("/expected-time", params={**TRAIN, "batch": 3, "pp": 3}).json()
+    assert body["training"]["layout"]["pp"] == 3
+    assert any("stages of 11 or 10 of the 32 layers" in line for line in body["explanation"])
+
+
 def test_check_judges_a_training_step(client):
     expected = client.get("/expected-time", params={**TRAIN, "batch": 8}).json()
     measured = expected["expected_time_s"] * 2
@@ -138,7 +145,7 @@ def test_scaling_curve_get_and_post(client):
         ("/scaling", {"chip_counts": "8,16", "batch": 7}, "batch"),
         ("/scaling", {"phase": "decode"}, "phase"),
         ("/scaling", {"serial_fraction": 2}, "serial_fraction"),
-        ("/expected-time", {"phase": "training", "pp": 3}, "pp"),
+        ("/expected-time", {"phase": "training", "pp": 33}, "pp"),  # 32 layers
         ("/expected-time", {"phase": "training", "ep": 2}, "ep"),
         ("/expected-time", {"phase": "training", "zero": 4}, "zero"),
         ("/expected-time", {"phase": "training", "mfu": 0}, "mfu"),

@@ -5,8 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from app.engine import Phase, TransformerSpec, estimate
-from app.engine.training import Lora, Parallelism, Training
+from app.engine import InvalidInput, Phase, TransformerSpec, estimate
+from app.engine import architecture_from_config as from_config
+from app.engine.training import Lora, Parallelism, Training, layout
 from tests.engine.chips import H100
 from tests.engine.models import LLAMA_8B, MIXTRAL
 
@@ -68,3 +69,52 @@ def test_training_other_than_the_collectives_is_unchanged_by_tp():
     one = estimate(LLAMA_8B, H100, _train()).roofline.flops
     eight = estimate(LLAMA_8B, H100, replace(_train(), tp=8)).roofline.flops
     assert eight == pytest.approx(one / 8)
+
+
+LLAMA_405B = from_config(
+    {
+        "model_type": "llama",
+        "hidden_size": 16384,
+        "num_hidden_layers": 126,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 8,
+        "intermediate_size": 53248,
+        "vocab_size": 128256,
+        "tie_word_embeddings": False,
+    }
+)
+LLAMA_405B_PARAMS = 405_853_388_800
+
+
+def test_uneven_pipeline_stages_are_set_by_the_fullest():
+    # Llama 3 405B trains its 126 layers over 16 stages (Llama 3 paper, 3.3.2): 14 stages of 8
+    # and 2 of 7 (ceil and floor of 7.875). The fullest holds 8 / 126 of the model.
+    lay = layout(LLAMA_405B, 8, 16, Parallelism(pp=16, micro_batch=1))
+    assert (lay.stage_layers, lay.pipeline_split) == (8, 126 / 8)
+    # weights per chip at tp = 8: 2 N * 8/126 / 8 = 6,442,117,283 bytes (an even split, 2 N/128,
+    # would be 6,341,459,200); gradients the same, AdamW's 12 bytes six times that
+    spec = replace(_train(batch=16, tp=8, pp=16, micro_batch=1), reserve_fraction=0.0)
+    result = estimate(LLAMA_405B, H100, spec)
+    memory = result.memory
+    assert memory.weights == pytest.approx(2 * LLAMA_405B_PARAMS * 8 / 126 / 8)
+    assert memory.weights == pytest.approx(6_442_117_283)
+    assert memory.optimizer == pytest.approx(6 * memory.weights)
+    # the step's FLOPs per chip are the fullest stage's, 8/126 of the tp = 8 chips' share of the
+    # model (1/16 of it for an even split); so are its tensor-parallel all-reduces
+    one_stage = replace(spec, training=Training(parallel=Parallelism(micro_batch=1)))
+    whole = estimate(LLAMA_405B, H100, one_stage)
+    assert result.roofline.flops == pytest.approx(whole.roofline.flops * 8 / 126)
+    tp_time = _comm(one_stage, LLAMA_405B).tensor_parallel * 8 / 126
+    assert _comm(spec, LLAMA_405B).tensor_parallel == pytest.approx(tp_time)
+
+
+def test_llama_8b_over_3_stages_holds_11_layers_per_chip():
+    # 32 layers over 3 stages: 11, 11, 10 (a ValueError before: pp had to divide L). Batch 3 in
+    # micro-batches of 1: the first stage holds min(3, 3) = 3 micro-batches of 11 layers of
+    # S b d (10 + 24) = 2048 * 4096 * 34 = 285,212,672 bytes: 9,412,018,176, plus one
+    # micro-batch's fp32 logits 2048 * 128,256 * 4 = 1,050,673,152: 10,462,691,328 bytes
+    activations = estimate(LLAMA_8B, H100, _train(batch=3, pp=3, micro_batch=1)).memory.activations
+    assert activations == 3 * 11 * 285_212_672 + 1_050_673_152 == 10_462_691_328
+    with pytest.raises(InvalidInput) as info:
+        estimate(LLAMA_8B, H100, _train(pp=33))
+    assert info.value.field == "pp"

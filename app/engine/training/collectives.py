@@ -81,7 +81,7 @@ def communication(
     micro_tokens = lay.micro_batch * seq_len
     # activation collectives run in the forward, the backward and any recomputed forward
     activation_passes = 3 if recompute else 2
-    # tensor_parallel_time counts every layer; this chip's stage holds L/p of them
+    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them
     tp_time = (
         tensor_parallel_time(
             arch,
@@ -91,7 +91,7 @@ def communication(
             tp=lay.tp,
             allreduces_per_layer=2 * activation_passes,
         )
-        / lay.pp
+        / lay.pipeline_split
     )
     pp_bw, _ = _link(chip, p, lay.chips)
     pp_time = 0.0
@@ -101,7 +101,7 @@ def communication(
     if lay.ep > 1 and arch.moe is not None:
         ep_bw, _ = _link(chip, p, lay.tp * lay.ep)
         k = arch.moe.experts_per_token
-        moe_layers = arch.moe.moe_layers / lay.pp
+        moe_layers = arch.moe.moe_layers / lay.pipeline_split
         sent = micro_tokens * k * arch.hidden * s * (lay.ep - 1) / lay.ep / lay.tp
         ep_time = lay.micro_batches * moe_layers * 2 * activation_passes * sent / ep_bw
     params = trainable(arch, dtype, lay, training.lora)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
@@ -19,6 +20,19 @@ class Layout:
     ep: int
     micro_batch: float  # sequences per micro-batch (a float so that memory can be probed at 0)
     micro_batches: int  # per replica and step
+    layers: int  # the model's, split over the pp stages
+
+    @property
+    def stage_layers(self) -> int:
+        """Layers of the fullest pipeline stage, ceil(L/p): stages hold ceil(L/p) or floor(L/p)
+        layers when p does not divide L (Llama 3 405B: 126 layers over 16 stages, 8 or 7)."""
+        return math.ceil(self.layers / self.pp)
+
+    @property
+    def pipeline_split(self) -> float:
+        """L / ceil(L/p): the fullest stage holds 1/this of the layers (p when p divides L). Its
+        share of the parameters, FLOPs and traffic sets the memory per chip and the step time."""
+        return self.layers / self.stage_layers
 
     @property
     def chips(self) -> int:
@@ -47,8 +61,8 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
     for name, value in (("dp", p.dp), ("pp", p.pp), ("ep", p.ep)):
         if not 1 <= value <= MAX_CHIPS:
             raise InvalidInput(name, f"must be between 1 and {MAX_CHIPS}, got {value}")
-    if arch.layers % p.pp:
-        raise InvalidInput("pp", f"must divide the model's {arch.layers} layers, got {p.pp}")
+    if p.pp > arch.layers:
+        raise InvalidInput("pp", f"must be at most the model's {arch.layers} layers, got {p.pp}")
     if p.ep > 1 and arch.moe is None:
         raise InvalidInput("ep", "expert parallelism needs a mixture-of-experts model; use ep=1")
     experts = arch.moe.experts if arch.moe else 1
@@ -71,4 +85,4 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro)
+    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro, arch.layers)

@@ -86,7 +86,8 @@ def training_step(
         trained = sum(lora_params(arch, training.lora))
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
-    flops = (forward * passes + adapters) / lay.chips
+    # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
+    flops = (forward * passes + adapters) / (lay.chips // lay.pp * lay.pipeline_split)
 
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     micro_tokens = lay.micro_batch * seq_len
@@ -99,7 +100,7 @@ def training_step(
     traffic = lay.micro_batches * (
         reads * params.base_bytes
         + 2 * saved
-        + passes * residual_bytes(arch, micro_tokens, dtype) / lay.pp
+        + passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
     )
     traffic += params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
     work = Work(flops, traffic, dtype, Unit.MATRIX)
