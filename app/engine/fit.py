@@ -52,7 +52,8 @@ def _fits(arch: Architecture, chip: Chip, spec: TransformerSpec) -> bool:
 
 def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict[str, int] | None:
     """The layout of the fewest chips that hold `spec`: inference grows tp; training grows tp
-    and pp (its dp, ep and ZeRO stage stay as given), preferring tp within one node.
+    and pp over the layers' divisors (its dp, ep, cp and ZeRO stage stay as given), preferring
+    tp within one node.
 
     Memory per chip only falls as tp and pp grow, so the first fitting layout in order of chip
     count is the answer.
@@ -71,7 +72,7 @@ def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict
         )
         if _fits(arch, chip, trial):
             return (
-                {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep}
+                {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep, "cp": parallel.cp}
                 if training
                 else {"tp": tp}
             )

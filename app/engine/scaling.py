@@ -1,6 +1,7 @@
 """Scaling a training job over chip counts: speedup and efficiency, beside Amdahl and Gustafson.
 
-Data parallelism grows with the count (dp = chips / (tp x pp x ep)); the other degrees stay.
+Data parallelism grows with the count (dp = chips / (tp x cp x pp x ep)); the other degrees
+stay.
 Strong scaling keeps the global batch; weak scaling keeps each replica's batch, so the global
 batch grows with the chips. Speedup is throughput (tokens/s) over the first count's, from the
 realistic step time (sustained fractions plus exposed communication; a given MFU is ignored
@@ -79,11 +80,11 @@ def scaling(
     if list(counts) != sorted(set(counts)):
         raise InvalidInput("chip_counts", "chip counts must be distinct and ascending")
     parallel = spec.training.parallel
-    group = spec.tp * parallel.pp * parallel.ep
+    group = spec.tp * parallel.cp * parallel.pp * parallel.ep
     if any(n % group for n in counts):
         raise InvalidInput(
             "chip_counts",
-            f"every count must be a multiple of tp x pp x ep = {group}, got {list(counts)}",
+            f"every count must be a multiple of tp x cp x pp x ep = {group}, got {list(counts)}",
         )
     first_dp = counts[0] // group
     if mode is ScalingMode.WEAK and spec.batch % (first_dp * parallel.ep):

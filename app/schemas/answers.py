@@ -57,6 +57,7 @@ class CommunicationOut(_Out):
     tensor_parallel_s: float
     pipeline_s: float
     expert_s: float
+    context_parallel_s: float = Field(description="Ring attention's K/V passes (cp > 1).")
     data_parallel_s: float
     data_parallel_exposed_s: float = Field(description="What the overlap leaves exposed.")
     data_parallel_bytes: float = Field(description="Bytes each chip sends per step.")
@@ -69,7 +70,7 @@ class TrainingOut(_Out):
     the given MFU)."""
 
     chips: int
-    layout: dict[str, int] = Field(description="tp, dp, pp, ep")
+    layout: dict[str, int] = Field(description="tp, dp, pp, ep, cp")
     micro_batch: float
     micro_batches: int = Field(description="Per replica and step.")
     bubble_fraction: float = Field(description="(p-1)/(m+p-1) of the step is pipeline idle.")
@@ -163,7 +164,7 @@ class MemoryFitAnswer(_Answer):
     max_batch: int
     min_chips: int | None
     min_chips_layout: dict[str, int] | None = Field(
-        None, description="The parallel degrees (tp, and in training pp, dp, ep) of min_chips."
+        None, description="The parallel degrees (tp, and in training pp, dp, ep, cp) of min_chips."
     )
     max_trainable_params: float | None = Field(
         None,

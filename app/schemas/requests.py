@@ -48,6 +48,12 @@ class TrainingFields(Request):
         _PARALLEL.pp, ge=1, le=MAX_CHIPS, description="Pipeline stages (at most the layers)."
     )
     ep: int = Field(_PARALLEL.ep, ge=1, le=MAX_CHIPS, description="Expert-parallel degree (MoE).")
+    cp: int = Field(
+        _PARALLEL.cp,
+        ge=1,
+        le=MAX_CHIPS,
+        description="Context-parallel degree: each sequence split cp ways (ring attention).",
+    )
     micro_batch: int | None = Field(
         _PARALLEL.micro_batch,
         ge=1,

@@ -86,7 +86,9 @@ def warnings_of(model: ModelInput) -> list[str]:
 def training_lines(step: TrainingStep) -> list[str]:
     roof, lay, comm = step.roofline, step.layout, step.communication
     lines = [
-        f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}); "
+        f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}"
+        + (f" x cp={lay.cp}" if lay.cp > 1 else "")
+        + "); "
         f"{lay.micro_batches} micro-batch(es) of {lay.micro_batch:g} sequences per replica.",
         f"Model FLOPs per step {fmt.flops(step.model_flops)} (6 N T + attention); "
         f"MFU {step.mfu(roof.expected_time):.0%} at the ideal step time "

@@ -15,7 +15,7 @@ def test_expected_time_of_a_data_parallel_training_run(client):
     training = body["training"]
     peak = body["peak_flops"]
     assert training["chips"] == 64
-    assert training["layout"] == {"tp": 1, "dp": 64, "pp": 1, "ep": 1}
+    assert training["layout"] == {"tp": 1, "dp": 64, "pp": 1, "ep": 1, "cp": 1}
     assert training["tokens_per_step"] == 512 * 2048
     assert training["model_flops"] == pytest.approx(46_638_563_328 * 512 * 2048)
     assert training["realistic_mfu"] == pytest.approx(0.4)
@@ -84,6 +84,18 @@ def test_uneven_pipeline_stages_are_accepted_and_explained(client):
     assert any("stages of 11 or 10 of the 32 layers" in line for line in body["explanation"])
 
 
+def test_context_parallel_training_step(client):
+    # one sequence of 8192 tokens over cp = 4 (engine test: 5.369 ms of ring K/V traffic)
+    params = {**TRAIN, "batch": 1, "seq_len": 8192, "cp": 4}
+    body = client.get("/expected-time", params=params).json()
+    assert body["training"]["chips"] == 4
+    assert body["training"]["layout"]["cp"] == 4
+    ring = 32 * 3 * 2 * 3 / 4 * 8192 * 1024 * 2
+    link = body["training"]["communication"]["context_parallel_s"] * 450e9
+    assert link == pytest.approx(ring, rel=0.01)  # the catalog H100's NVLink, about 450 GB/s
+    assert any("cp=4" in line for line in body["explanation"])
+
+
 def test_check_judges_a_training_step(client):
     expected = client.get("/expected-time", params={**TRAIN, "batch": 8}).json()
     measured = expected["expected_time_s"] * 2
@@ -147,6 +159,7 @@ def test_scaling_curve_get_and_post(client):
         ("/scaling", {"serial_fraction": 2}, "serial_fraction"),
         ("/expected-time", {"phase": "training", "pp": 33}, "pp"),  # 32 layers
         ("/expected-time", {"phase": "training", "ep": 2}, "ep"),
+        ("/expected-time", {"phase": "training", "cp": 0}, "cp"),
         ("/expected-time", {"phase": "training", "zero": 4}, "zero"),
         ("/expected-time", {"phase": "training", "mfu": 0}, "mfu"),
         ("/expected-time", {"phase": "training", "optimizer": "lion"}, "optimizer"),

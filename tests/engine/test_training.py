@@ -265,7 +265,7 @@ def test_fewest_chips_for_training_grows_tensor_then_pipeline_parallelism():
     fit = memory_fit(LLAMA_8B, H100, _train(batch=8))
     assert not fit.fits
     assert fit.min_chips == 4
-    assert fit.min_chips_layout == {"tp": 4, "pp": 1, "dp": 1, "ep": 1}
+    assert fit.min_chips_layout == {"tp": 4, "pp": 1, "dp": 1, "ep": 1, "cp": 1}
     # with ZeRO-3 over 64 replicas and micro-batches of 1 it fits on its 64 chips
     assert memory_fit(LLAMA_8B, H100, _train(batch=64, dp=64, zero=3, micro_batch=1)).fits
 

@@ -118,3 +118,41 @@ def test_llama_8b_over_3_stages_holds_11_layers_per_chip():
     with pytest.raises(InvalidInput) as info:
         estimate(LLAMA_8B, H100, _train(pp=33))
     assert info.value.field == "pp"
+
+
+def test_context_parallelism_splits_each_sequence_and_rings_its_keys_and_values():
+    # Llama 3.1 8B, one sequence of 8192 tokens over cp = 4 chips: 2048 tokens each.
+    spec = replace(_train(batch=1, seq_len=8192, cp=4), reserve_fraction=0.0)
+    result = estimate(LLAMA_8B, H100, spec)
+    step = result.training
+    assert step is not None
+    assert step.layout.chips == 4
+    # activations per chip are those of 2048 tokens: 32 * 2048 * 4096 * 34 = 9,126,805,504
+    # plus fp32 logits 2048 * 128,256 * 4 = 1,050,673,152 (a quarter of 8192 tokens')
+    assert result.memory.activations == 32 * 2048 * 4096 * 34 + 2048 * 128_256 * 4
+    # ring attention: each chip passes its K and V (8 KV heads x 128, twice: d_kv = 1024 each)
+    # to the next, cp - 1 = 3 times per layer: 2 (cp-1)/cp b S d_kv s = 2 * 3/4 * 8192 * 1024
+    # * 2 = 25,165,824 bytes per layer in the forward; the backward passes K, V and dK, dV,
+    # twice that: 3 x per layer, 32 layers: 2,415,919,104 bytes / 450e9 = 5.369 ms
+    per_layer = 2 * 3 / 4 * 8192 * 1024 * 2
+    assert step.communication.context_parallel == pytest.approx(32 * 3 * per_layer / NVLINK)
+    assert step.communication.context_parallel == pytest.approx(5.369e-3, abs=1e-6)
+    # a recomputed forward passes K and V once more: 4 x, 7.158 ms
+    rc = _comm(replace(spec, recompute=True)).context_parallel
+    assert rc == pytest.approx(32 * 4 * per_layer / NVLINK)
+    # the FLOPs are split 4 ways; the 4 chips hold the same weights and all-reduce their
+    # gradients like data-parallel replicas: 2 * 3/4 * 2 N = 24,090,783,744 bytes
+    whole = estimate(LLAMA_8B, H100, replace(spec, training=Training()))
+    assert result.roofline.flops == pytest.approx(whole.roofline.flops / 4)
+    assert step.communication.data_parallel_bytes == pytest.approx(2 * 3 / 4 * 2 * 8_030_261_248)
+
+
+def test_llama_3_405b_long_context_layout():
+    # Llama 3 405B at 128K context (Llama 3 paper, Table 4): tp 8, cp 16, pp 16, dp 8:
+    # 8 * 16 * 16 * 8 = 16,384 chips; 126 layers over 16 stages of 8 or 7
+    lay = layout(LLAMA_405B, 8, 8, Parallelism(cp=16, pp=16, dp=8))
+    assert lay.chips == 16_384
+    assert (lay.replicas, lay.stage_layers) == (8 * 16, 8)
+    with pytest.raises(InvalidInput) as info:
+        layout(LLAMA_8B, 1, 8, Parallelism(cp=0))
+    assert info.value.field == "cp"

@@ -280,7 +280,9 @@ def test_result_of_a_training_run_with_its_scaling_chart(client):
     assert "Amdahl (f=0.02)" in html
     assert value_of(html, "f-dp") == "64"  # the form keeps what was typed
     # the fewest-chips sentence names the layout
-    assert re.search(r"Fewest chips for this batch: \d+\s+\(tp=\d+, pp=\d+, dp=64, ep=1\)", html)
+    assert re.search(
+        r"Fewest chips for this batch: \d+\s+\(tp=\d+, pp=\d+, dp=64, ep=1, cp=1\)", html
+    )
 
 
 def test_scaling_svg_alone(client):

@@ -90,7 +90,7 @@ def training_step(
     flops = (forward * passes + adapters) / (lay.chips // lay.pp * lay.pipeline_split)
 
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
-    micro_tokens = lay.micro_batch * seq_len
+    micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # one micro-batch's activations and logits, written in the forward, read in the backward
     saved = sum(
         micro_batch_activations(
