@@ -64,8 +64,8 @@ def test_expert_all_to_alls_dispatch_and_combine_in_each_activation_pass():
     assert rc == pytest.approx(32 * 6 * sent / NVLINK)  # 12.53 ms (8 counted 16.70 ms)
 
 
-def test_training_other_than_the_collectives_is_unchanged_by_tp():
-    # the FLOPs of the step are those of tp = 1 split 8 ways
+def test_tensor_parallelism_splits_the_step_flops():
+    # the FLOPs per chip are those of tp = 1 split 8 ways
     one = estimate(LLAMA_8B, H100, _train()).roofline.flops
     eight = estimate(LLAMA_8B, H100, replace(_train(), tp=8)).roofline.flops
     assert eight == pytest.approx(one / 8)
