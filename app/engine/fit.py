@@ -23,6 +23,8 @@ class MemoryFit:
     max_batch: int  # at this layout; 0 when not even batch 1 fits
     min_chips_layout: dict[str, int] | None  # the degrees of the fewest chips; None if none fits
     max_trainable_params: float | None = None  # training: most parameters whose state fits
+    # training: the same, in what this workload's activations leave (those held fixed)
+    max_trainable_params_with_activations: float | None = None
 
     @property
     def fits(self) -> bool:
@@ -50,7 +52,8 @@ def _fits(arch: Architecture, chip: Chip, spec: TransformerSpec) -> bool:
 
 def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict[str, int] | None:
     """The layout of the fewest chips that hold `spec`: inference grows tp; training grows tp
-    and pp (its dp, ep and ZeRO stage stay as given), preferring tp within one node.
+    and pp over the layers' divisors (its dp, ep, cp and ZeRO stage stay as given), preferring
+    tp within one node.
 
     Memory per chip only falls as tp and pp grow, so the first fitting layout in order of chip
     count is the answer.
@@ -69,7 +72,7 @@ def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict
         )
         if _fits(arch, chip, trial):
             return (
-                {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep}
+                {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep, "cp": parallel.cp}
                 if training
                 else {"tp": tp}
             )
@@ -85,18 +88,20 @@ def max_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> int:
 
 def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryFit:
     """Memory needed per chip, the largest batch that fits, the fewest chips that hold it and,
-    for training, the most parameters whose training state fits at this layout."""
+    for training, the most parameters whose training state fits at this layout: before
+    activations, and in the memory this workload's activations leave. The second holds the
+    given model's activations fixed (at its batch, sequence and layout) rather than scaling them
+    with a smaller or larger model's width: for a narrower model it is a lower bound."""
     estimate(arch, chip, spec)  # validates the spec
     breakdown = memory_needed(arch, chip, spec, spec.batch)
     largest = max_batch(arch, chip, spec)
     fewest = _fewest_chips(arch, chip, spec)
-    max_params = None
-    if spec.phase is Phase.TRAINING:
-        lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
-        max_params = max_trainable_params(
-            chip.memory_bytes - breakdown.reserve,
-            lay,
-            spec.training,
-            spec.precision.compute,
-        )
-    return MemoryFit(breakdown, chip.memory_bytes, largest, fewest, max_params)
+    if spec.phase is not Phase.TRAINING:
+        return MemoryFit(breakdown, chip.memory_bytes, largest, fewest)
+    lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
+    usable = chip.memory_bytes - breakdown.reserve
+    before, after = (
+        max_trainable_params(max(0.0, room), lay, spec.training, spec.precision.compute)
+        for room in (usable, usable - breakdown.activations)
+    )
+    return MemoryFit(breakdown, chip.memory_bytes, largest, fewest, before, after)

@@ -1,6 +1,7 @@
 """Scaling a training job over chip counts: speedup and efficiency, beside Amdahl and Gustafson.
 
-Data parallelism grows with the count (dp = chips / (tp x pp x ep)); the other degrees stay.
+Data parallelism grows with the count (dp = chips / (tp x cp x pp x ep)); the other degrees
+stay.
 Strong scaling keeps the global batch; weak scaling keeps each replica's batch, so the global
 batch grows with the chips. Speedup is throughput (tokens/s) over the first count's, from the
 realistic step time (sustained fractions plus exposed communication; a given MFU is ignored
@@ -40,7 +41,8 @@ class ScalingPoint:
     tokens_per_s: float
     speedup: float  # over the first count
     efficiency: float  # speedup / (chips / first chips)
-    law_speedup: float  # Amdahl (strong) or Gustafson (weak) at the serial fraction
+    law_speedup: float  # Amdahl (strong) or Gustafson (weak) at f, over the first count
+    law_speedup_vs_one: float  # the same law over one chip
     communication_time: float  # exposed, per step
     fits: bool
 
@@ -49,7 +51,10 @@ def scaling_laws(counts: Sequence[int], serial_fraction: float) -> list[tuple[fl
     """(Amdahl, Gustafson) speedups over the first count, for a serial fraction f.
 
     Strong scaling: 1 / (f + (1-f)/r) (Amdahl 1967), limited to 1/f; weak scaling:
-    f + (1-f) r (Gustafson 1988), with r the ratio of chips to the first count.
+    f + (1-f) r (Gustafson 1988), with r the ratio of chips to the first count: f is then the
+    serial share of the first count's run, not of a one-chip run. Against one chip, pass a
+    first count of 1: at 64 chips and f = 0.02, 1 / (0.02 + 0.98/64) = 28.3 over one chip, but
+    1 / (0.02 + 0.98/8) = 7.02 over 8 chips.
     """
     if not 0 <= serial_fraction <= 1:
         raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
@@ -75,11 +80,11 @@ def scaling(
     if list(counts) != sorted(set(counts)):
         raise InvalidInput("chip_counts", "chip counts must be distinct and ascending")
     parallel = spec.training.parallel
-    group = spec.tp * parallel.pp * parallel.ep
+    group = spec.tp * parallel.cp * parallel.pp * parallel.ep
     if any(n % group for n in counts):
         raise InvalidInput(
             "chip_counts",
-            f"every count must be a multiple of tp x pp x ep = {group}, got {list(counts)}",
+            f"every count must be a multiple of tp x cp x pp x ep = {group}, got {list(counts)}",
         )
     first_dp = counts[0] // group
     if mode is ScalingMode.WEAK and spec.batch % (first_dp * parallel.ep):
@@ -88,8 +93,10 @@ def scaling(
             f"must be a multiple of dp x ep = {first_dp * parallel.ep} at {counts[0]} chips",
         )
     laws = scaling_laws(counts, serial_fraction)
+    # the laws against one chip: the same formulas with a first count of 1
+    vs_one = scaling_laws([1, *counts], serial_fraction)[1:]
     points: list[ScalingPoint] = []
-    for n, (amdahl, gustafson) in zip(counts, laws, strict=True):
+    for n, (amdahl, gustafson), (amdahl_1, gustafson_1) in zip(counts, laws, vs_one, strict=True):
         dp = n // group
         batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
         training = replace(spec.training, mfu=None, parallel=replace(parallel, dp=dp))
@@ -108,6 +115,7 @@ def scaling(
                 speedup=speedup,
                 efficiency=speedup / ratio,
                 law_speedup=amdahl if mode is ScalingMode.STRONG else gustafson,
+                law_speedup_vs_one=amdahl_1 if mode is ScalingMode.STRONG else gustafson_1,
                 communication_time=result.roofline.communication_time,
                 fits=result.fits,
             )

@@ -148,7 +148,7 @@ def memory_needed(
     if spec.phase is Phase.TRAINING:
         # at the spec's micro-batches per replica, each micro-batch grows with the batch
         lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
-        micro = batch / (lay.replicas * lay.micro_batches)
+        micro = batch / (lay.batch_shares * lay.micro_batches)
         return training_memory(
             arch,
             replace(lay, micro_batch=micro),

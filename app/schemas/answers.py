@@ -57,6 +57,7 @@ class CommunicationOut(_Out):
     tensor_parallel_s: float
     pipeline_s: float
     expert_s: float
+    context_parallel_s: float = Field(description="Ring attention's K/V passes (cp > 1).")
     data_parallel_s: float
     data_parallel_exposed_s: float = Field(description="What the overlap leaves exposed.")
     data_parallel_bytes: float = Field(description="Bytes each chip sends per step.")
@@ -69,7 +70,7 @@ class TrainingOut(_Out):
     the given MFU)."""
 
     chips: int
-    layout: dict[str, int] = Field(description="tp, dp, pp, ep")
+    layout: dict[str, int] = Field(description="tp, dp, pp, ep, cp")
     micro_batch: float
     micro_batches: int = Field(description="Per replica and step.")
     bubble_fraction: float = Field(description="(p-1)/(m+p-1) of the step is pipeline idle.")
@@ -195,12 +196,17 @@ class MemoryFitAnswer(_Answer):
     max_batch: int
     min_chips: int | None
     min_chips_layout: dict[str, int] | None = Field(
-        None, description="The parallel degrees (tp, and in training pp, dp, ep) of min_chips."
+        None, description="The parallel degrees (tp, and in training pp, dp, ep, cp) of min_chips."
     )
     max_trainable_params: float | None = Field(
         None,
         description="Training: the largest model whose weights and training state fit at this "
         "layout, before activations.",
+    )
+    max_trainable_params_with_activations: float | None = Field(
+        None,
+        description="Training: the same in the memory left by this workload's activations at "
+        "its batch, sequence and layout (held fixed, not rescaled to the other model's width).",
     )
 
 
@@ -241,7 +247,13 @@ class ScalingRow(_Out):
     tokens_per_s: float
     speedup: float
     efficiency: float
-    law_speedup: float = Field(description="Amdahl (strong) or Gustafson (weak) at f.")
+    law_speedup: float = Field(
+        description="Amdahl (strong) or Gustafson (weak) at f, over base_chips (r = chips / "
+        "base_chips; f the serial share of the base run)."
+    )
+    law_speedup_vs_one: float = Field(
+        description="The same law over one chip (r = chips): Amdahl 1 / (f + (1-f)/chips)."
+    )
     communication_time_s: float
     fits: bool
 
@@ -251,5 +263,8 @@ class ScalingAnswer(_Answer):
 
     mode: ScalingMode
     serial_fraction: float
+    base_chips: int = Field(
+        description="The first chip count: speedup, efficiency and law_speedup are over it."
+    )
     amdahl_limit: float | None = Field(description="1/f: no chip count goes beyond it.")
     points: list[ScalingRow]

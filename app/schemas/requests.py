@@ -45,9 +45,15 @@ class TrainingFields(Request):
     zero: int = Field(_PARALLEL.zero, ge=0, le=3, description="ZeRO stage (3 = FSDP full shard).")
     dp: int = Field(_PARALLEL.dp, ge=1, le=MAX_CHIPS, description="Data-parallel replicas.")
     pp: int = Field(
-        _PARALLEL.pp, ge=1, le=MAX_CHIPS, description="Pipeline stages (divide the layers)."
+        _PARALLEL.pp, ge=1, le=MAX_CHIPS, description="Pipeline stages (at most the layers)."
     )
     ep: int = Field(_PARALLEL.ep, ge=1, le=MAX_CHIPS, description="Expert-parallel degree (MoE).")
+    cp: int = Field(
+        _PARALLEL.cp,
+        ge=1,
+        le=MAX_CHIPS,
+        description="Context-parallel degree: each sequence split cp ways (ring attention).",
+    )
     micro_batch: int | None = Field(
         _PARALLEL.micro_batch,
         ge=1,

@@ -72,7 +72,7 @@ def _training_out(step: TrainingStep) -> TrainingOut:
     realistic_train = step.time_to_train(roof.realistic_time)
     return TrainingOut(
         chips=lay.chips,
-        layout={"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "ep": lay.ep},
+        layout={"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "ep": lay.ep, "cp": lay.cp},
         micro_batch=lay.micro_batch,
         micro_batches=lay.micro_batches,
         bubble_fraction=lay.bubble_fraction,
@@ -88,6 +88,7 @@ def _training_out(step: TrainingStep) -> TrainingOut:
             tensor_parallel_s=comm.tensor_parallel,
             pipeline_s=comm.pipeline,
             expert_s=comm.expert,
+            context_parallel_s=comm.context_parallel,
             data_parallel_s=comm.data_parallel,
             data_parallel_exposed_s=comm.data_parallel_exposed,
             data_parallel_bytes=comm.data_parallel_bytes,

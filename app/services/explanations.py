@@ -96,7 +96,9 @@ def warnings_of(model: ModelInput) -> list[str]:
 def training_lines(step: TrainingStep) -> list[str]:
     roof, lay, comm = step.roofline, step.layout, step.communication
     lines = [
-        f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}); "
+        f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}"
+        + (f" x cp={lay.cp}" if lay.cp > 1 else "")
+        + "); "
         f"{lay.micro_batches} micro-batch(es) of {lay.micro_batch:g} sequences per replica.",
         f"Model FLOPs per step {fmt.flops(step.model_flops)} (6 N T + attention); "
         f"MFU {step.mfu(roof.expected_time):.0%} at the ideal step time "
@@ -110,6 +112,12 @@ def training_lines(step: TrainingStep) -> list[str]:
         )
     if lay.pp > 1:
         lines.append(f"Pipeline bubble: {lay.bubble_fraction:.0%} of the step is idle.")
+    if lay.layers % lay.pp:
+        lines.append(
+            f"Uneven pipeline stages: {lay.pp} stages of {lay.stage_layers} or "
+            f"{lay.stage_layers - 1} of the {lay.layers} layers; the fullest sets the step time "
+            "and the memory per chip."
+        )
     if comm.data_parallel:
         where = "the scale-out network" if comm.data_parallel_over_network else "the scale-up link"
         lines.append(

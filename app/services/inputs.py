@@ -92,6 +92,7 @@ def training_of(workload: TransformerWorkload) -> Training:
             dp=workload.dp,
             pp=workload.pp,
             ep=workload.ep,
+            cp=workload.cp,
             micro_batch=workload.micro_batch,
             zero=workload.zero,
             chips_per_node=workload.chips_per_node,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from app import formatting as fmt
 from app.engine import (
     InvalidInput,
     memory_fit,
@@ -80,6 +81,12 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
             f"The largest model whose weights and training state fit at this layout, before "
             f"activations: {fit.max_trainable_params / GIGA:.3g}B parameters."
         )
+    if fit.max_trainable_params_with_activations is not None:
+        explanation.append(
+            f"With this workload's activations ({fmt.bytes_(fit.breakdown.activations)} per chip "
+            f"at batch {model.workload.batch} x {model.workload.seq_len} tokens, held fixed): "
+            f"{fit.max_trainable_params_with_activations / GIGA:.3g}B parameters."
+        )
     return MemoryFitAnswer(
         **header(resolved, model),
         explanation=explanation,
@@ -91,6 +98,7 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
         min_chips=fit.min_chips,
         min_chips_layout=fit.min_chips_layout,
         max_trainable_params=fit.max_trainable_params,
+        max_trainable_params_with_activations=fit.max_trainable_params_with_activations,
     )
 
 
@@ -106,18 +114,23 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
         serial_fraction=request.serial_fraction,
     )
     f = request.serial_fraction
-    last = points[-1]
+    last, base = points[-1], points[0].chips
+    law = "Amdahl's law" if request.mode == "strong" else "Gustafson's law"
     explanation = [
         f"{request.mode} scaling from {points[0].chips} to {last.chips} chips: speedup "
         f"{last.speedup:.3g}x at {last.efficiency:.0%} efficiency (from the realistic step "
         "time: sustained fractions plus exposed communication).",
         "Amdahl's law limits strong scaling to 1/f" + (f" = {1 / f:.3g}x." if f else " (f = 0)."),
+        f"{law} at f = {f:g} over the {base} chips of the first count (f the serial share of "
+        f"that run): {last.law_speedup:.3g}x at {last.chips} chips; over one chip: "
+        f"{last.law_speedup_vs_one:.3g}x.",
     ]
     return ScalingAnswer(
         **header(resolved, model),
         explanation=explanation,
         mode=request.mode,
         serial_fraction=f,
+        base_chips=base,
         amdahl_limit=1 / f if f else None,
         points=[
             ScalingRow(
@@ -129,6 +142,7 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
                 speedup=p.speedup,
                 efficiency=p.efficiency,
                 law_speedup=p.law_speedup,
+                law_speedup_vs_one=p.law_speedup_vs_one,
                 communication_time_s=p.communication_time,
                 fits=p.fits,
             )

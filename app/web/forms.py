@@ -30,7 +30,7 @@ from app.services.catalogs import Catalogs
 KINDS = ("transformer", "matmul", "elementwise", "custom")
 # phase=training only; the form shows the ones engineers change most
 TRAINING_FIELDS = (
-    *("optimizer", "zero", "dp", "pp", "ep", "micro_batch"),
+    *("optimizer", "zero", "dp", "pp", "ep", "cp", "micro_batch"),
     *("lora_rank", "qlora", "recompute", "mfu", "train_tokens"),
 )
 SCALING_FIELDS = ("chip_counts", "serial_fraction")

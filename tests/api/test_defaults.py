@@ -34,7 +34,7 @@ def test_the_engine_defaults_are_the_documented_ones():
         False,
     )
     parallel = Parallelism()
-    assert (parallel.dp, parallel.pp, parallel.ep, parallel.zero) == (1, 1, 1, 0)
+    assert (parallel.dp, parallel.pp, parallel.ep, parallel.cp, parallel.zero) == (1, 1, 1, 1, 0)
     assert parallel.chips_per_node == 8
     assert parallel.network_bandwidth == 400e9 / 8  # one 400 Gb/s NIC per chip, in bytes/s
     assert parallel.dp_algorithm is DataParallelAlgorithm.RING
@@ -87,6 +87,7 @@ def test_the_api_reads_the_engine_defaults(field, engine):
         ("phase", "decode"),
         ("optimizer", "adamw"),
         ("zero", "0"),
+        ("cp", "1"),
         ("qlora", "false"),
         ("mfu", ""),
         ("chip_counts", "8,16,32,64,128"),

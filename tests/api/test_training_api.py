@@ -16,7 +16,7 @@ def test_expected_time_of_a_data_parallel_training_run(client):
     peak = 989.4e12  # the H100 SXM5's dense bf16 matrix peak (datasheet 1978.8 with sparsity)
     assert body["peak_flops"] == peak
     assert training["chips"] == 64
-    assert training["layout"] == {"tp": 1, "dp": 64, "pp": 1, "ep": 1}
+    assert training["layout"] == {"tp": 1, "dp": 64, "pp": 1, "ep": 1, "cp": 1}
     assert training["tokens_per_step"] == 512 * 2048
     assert training["model_flops"] == pytest.approx(46_638_563_328 * 512 * 2048)
     assert training["realistic_mfu"] == pytest.approx(0.4)
@@ -71,7 +71,32 @@ def test_largest_trainable_model_on_one_80gb_chip(client):
     # 16 bytes per parameter: the catalog's 81,559 MiB (85,520,809,984 bytes) / 16 = 5.345e9
     assert body["available_bytes"] == 81_559 * 2**20
     assert body["max_trainable_params"] == pytest.approx(81_559 * 2**20 / 16)
+    # with Llama 3.1 8B's activations at batch 1 x 2048 held fixed: 32 * 2048 * 4096 * 34
+    # + 2048 * 128,256 * 4 = 10,177,478,656 bytes, leaving 75,343,331,328 / 16 = 4.709e9
+    activations = 32 * 2048 * 4096 * 34 + 2048 * 128_256 * 4
+    assert body["max_trainable_params_with_activations"] == pytest.approx(
+        (81_559 * 2**20 - activations) / 16
+    )
     assert any("largest model" in line for line in body["explanation"])
+
+
+def test_uneven_pipeline_stages_are_accepted_and_explained(client):
+    # 32 layers over 3 stages: 11, 11, 10
+    body = client.get("/expected-time", params={**TRAIN, "batch": 3, "pp": 3}).json()
+    assert body["training"]["layout"]["pp"] == 3
+    assert any("stages of 11 or 10 of the 32 layers" in line for line in body["explanation"])
+
+
+def test_context_parallel_training_step(client):
+    # one sequence of 8192 tokens over cp = 4 (engine test: 5.369 ms of ring K/V traffic)
+    params = {**TRAIN, "batch": 1, "seq_len": 8192, "cp": 4}
+    body = client.get("/expected-time", params=params).json()
+    assert body["training"]["chips"] == 4
+    assert body["training"]["layout"]["cp"] == 4
+    ring = 32 * 3 * 2 * 3 / 4 * 8192 * 1024 * 2
+    link = body["training"]["communication"]["context_parallel_s"] * 450e9
+    assert link == pytest.approx(ring, rel=0.01)  # the catalog H100's NVLink, about 450 GB/s
+    assert any("cp=4" in line for line in body["explanation"])
 
 
 def test_check_judges_a_training_step(client):
@@ -100,6 +125,10 @@ def test_scaling_curve_get_and_post(client):
     assert body["amdahl_limit"] == pytest.approx(100)
     # Amdahl at 256 / 8 = 32x the chips: 1 / (0.01 + 0.99 / 32)
     assert points[-1]["law_speedup"] == pytest.approx(1 / (0.01 + 0.99 / 32))
+    # the base is stated, and the law over one chip given beside: 1 / (0.01 + 0.99 / 256)
+    assert body["base_chips"] == 8
+    assert points[-1]["law_speedup_vs_one"] == pytest.approx(1 / (0.01 + 0.99 / 256))
+    assert any("over one chip" in line for line in body["explanation"])
     assert body["workload"]["phase"] == "training"
     workload = {
         "kind": "transformer",
@@ -131,8 +160,9 @@ def test_scaling_curve_get_and_post(client):
         ("/scaling", {"chip_counts": "8,16", "batch": 7}, "batch"),
         ("/scaling", {"phase": "decode"}, "phase"),
         ("/scaling", {"serial_fraction": 2}, "serial_fraction"),
-        ("/expected-time", {"phase": "training", "pp": 3}, "pp"),
+        ("/expected-time", {"phase": "training", "pp": 33}, "pp"),  # 32 layers
         ("/expected-time", {"phase": "training", "ep": 2}, "ep"),
+        ("/expected-time", {"phase": "training", "cp": 0}, "cp"),
         ("/expected-time", {"phase": "training", "zero": 4}, "zero"),
         ("/expected-time", {"phase": "training", "mfu": 0}, "mfu"),
         ("/expected-time", {"phase": "training", "optimizer": "lion"}, "optimizer"),

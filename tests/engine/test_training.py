@@ -75,6 +75,22 @@ def test_an_80_gb_chip_holds_the_training_state_of_5b_parameters():
     assert max_trainable_params(80e9, lay, qlora, Dtype.BF16) == pytest.approx(80e9 / 0.515875)
 
 
+def test_a_96_gb_chip_trains_about_4b_parameters_once_activations_are_counted():
+    # 96e9 bytes, no reserve, 16 bytes per parameter: 6e9 before activations. Llama 3.1 8B's
+    # activations at batch 3 x 2048 (flash, no recomputation): 32 layers of S b d (10 + 24)
+    # = 32 * 2048 * 3 * 4096 * 34 = 27,380,416,512 bytes, plus fp32 logits 3 * 2048 * 128,256
+    # * 4 = 3,152,019,456; held fixed, they leave 65,467,564,032 bytes / 16 = 4.09e9
+    # parameters: the ~4B of the usual lecture figure for AdamW on a 96 GB H100.
+    chip = replace(H100, memory_bytes=96e9)
+    fit = memory_fit(LLAMA_8B, chip, replace(_train(batch=3), reserve_fraction=0.0))
+    assert fit.breakdown.activations == 27_380_416_512 + 3_152_019_456
+    assert fit.max_trainable_params == pytest.approx(6e9)
+    assert fit.max_trainable_params_with_activations == pytest.approx(4_091_722_752)
+    # activations beyond the memory leave room for no model at all
+    huge = memory_fit(LLAMA_8B, chip, replace(_train(batch=64), reserve_fraction=0.0))
+    assert huge.max_trainable_params_with_activations == 0
+
+
 def test_full_training_memory_of_llama_8b_with_zero_stages():
     # N = 8,030,261,248; 8 data-parallel replicas. Weights 2 N, gradients 2 N, AdamW 12 N.
     n = LLAMA_8B_PARAMS
@@ -249,7 +265,7 @@ def test_fewest_chips_for_training_grows_tensor_then_pipeline_parallelism():
     fit = memory_fit(LLAMA_8B, H100, _train(batch=8))
     assert not fit.fits
     assert fit.min_chips == 4
-    assert fit.min_chips_layout == {"tp": 4, "pp": 1, "dp": 1, "ep": 1}
+    assert fit.min_chips_layout == {"tp": 4, "pp": 1, "dp": 1, "ep": 1, "cp": 1}
     # with ZeRO-3 over 64 replicas and micro-batches of 1 it fits on its 64 chips
     assert memory_fit(LLAMA_8B, H100, _train(batch=64, dp=64, zero=3, micro_batch=1)).fits
 
@@ -274,7 +290,7 @@ def test_expert_parallelism_splits_routed_experts():
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        (_train(batch=8, pp=3), "pp"),  # 32 layers
+        (_train(batch=8, pp=33), "pp"),  # 32 layers (pp = 3 is allowed: stages of 11, 11, 10)
         (_train(batch=8, ep=2), "ep"),  # a dense model
         (_train(batch=6, dp=4), "batch"),
         (_train(batch=8, dp=2, micro_batch=3), "micro_batch"),
@@ -296,6 +312,22 @@ def test_amdahl_limit_is_one_over_the_serial_fraction():
     assert laws[1][0] == pytest.approx(1 / (0.05 + 0.95 / 10))  # 6.897
     assert laws[2][0] == pytest.approx(20, rel=1e-4)
     assert laws[1][1] == pytest.approx(0.05 + 0.95 * 10)  # 9.55
+
+
+def test_amdahl_over_the_first_count_and_over_one_chip():
+    # 8 .. 128 chips at f = 0.02. Over the first count (r = 64 / 8 = 8), f being the serial
+    # share of the 8-chip run: 1 / (0.02 + 0.98 / 8) = 1 / 0.1425 = 7.018. Over one chip:
+    # 1 / (0.02 + 0.98 / 64) = 1 / 0.0353125 = 28.32; Gustafson over one chip 0.02 + 0.98 * 64
+    # = 62.74
+    counts = [8, 16, 32, 64, 128]
+    assert scaling_laws(counts, 0.02)[3][0] == pytest.approx(7.018, abs=1e-3)
+    spec = _train(batch=512, zero=1)
+    strong = scaling(LLAMA_8B, H100, spec, counts, mode=ScalingMode.STRONG, serial_fraction=0.02)
+    assert strong[3].law_speedup == pytest.approx(1 / 0.1425)
+    assert strong[3].law_speedup_vs_one == pytest.approx(1 / 0.0353125)  # 28.32
+    assert strong[3].law_speedup_vs_one == pytest.approx(28.32, abs=0.01)
+    weak = scaling(LLAMA_8B, H100, spec, counts, mode=ScalingMode.WEAK, serial_fraction=0.02)
+    assert weak[3].law_speedup_vs_one == pytest.approx(0.02 + 0.98 * 64)
 
 
 def test_strong_scaling_loses_efficiency_to_the_network_and_weak_scaling_keeps_it():

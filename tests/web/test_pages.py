@@ -282,7 +282,9 @@ def test_result_of_a_training_run_with_its_scaling_chart(client):
     assert "Amdahl (f=0.02)" in html
     assert value_of(html, "f-dp") == "64"  # the form keeps what was typed
     # the fewest-chips sentence names the layout
-    assert re.search(r"Fewest chips for this batch: \d+\s+\(tp=\d+, pp=\d+, dp=64, ep=1\)", html)
+    assert re.search(
+        r"Fewest chips for this batch: \d+\s+\(tp=\d+, pp=\d+, dp=64, ep=1, cp=1\)", html
+    )
 
 
 def test_scaling_svg_alone(client):
@@ -305,9 +307,9 @@ def test_scaling_svg_alone(client):
 
 
 def test_bad_training_values_show_their_message_next_to_the_field(client):
-    page = client.get("/", params={**TRAINING, "pp": "3"})
+    page = client.get("/", params={**TRAINING, "pp": "33"})
     assert page.status_code == 422
-    assert 'id="f-pp-error"' in page.text and "must divide the model&#39;s 32 layers" in page.text
+    assert 'id="f-pp-error"' in page.text and "at most the model&#39;s 32 layers" in page.text
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ class Communication:
     tensor_parallel: float
     pipeline: float
     expert: float
+    context_parallel: float
     data_parallel: float
     data_parallel_exposed: float
     data_parallel_bytes: float
@@ -28,8 +29,15 @@ class Communication:
 
     @property
     def exposed(self) -> float:
-        """Communication on the critical path: TP, PP, EP, and what of DP the overlap leaves."""
-        return self.tensor_parallel + self.pipeline + self.expert + self.data_parallel_exposed
+        """Communication on the critical path: TP, PP, EP, CP, and what of DP the overlap
+        leaves."""
+        return (
+            self.tensor_parallel
+            + self.pipeline
+            + self.expert
+            + self.context_parallel
+            + self.data_parallel_exposed
+        )
 
 
 def _link(chip: Chip, parallel: Parallelism, span: int) -> tuple[float, bool]:
@@ -60,22 +68,31 @@ def communication(
     seq_len: float,
     dtype: Dtype,
     training: Training,
-    passes: int,
+    recompute: bool,
     backward_time: float,
 ) -> Communication:
     """Per-step collective times of one chip (bandwidth terms only, like the roofline).
 
-    TP: 2 all-reduces of b S d per layer per pass (Shoeybi et al. 2019). PP: each micro-batch's
-    activations go forward and their gradients back, b S d / t per stage boundary (Narayanan et
-    al. 2021, scatter/gather). EP: dispatch and combine all-to-alls per MoE layer and pass,
-    each sending (e-1)/e of b S k d. DP: the trained gradients, ring all-reduce 2 (p-1)/p G, or
-    ZeRO-3's reduce-scatter plus two all-gathers 3 (p-1)/p G (Rajbhandari et al. 2020); a
-    parameter server receives and sends G from each of p-1 workers, 2 G (p-1) over its link.
+    TP: 2 all-reduces of b S d per layer in the forward (after attention and after the MLP),
+    2 in the backward for the input gradients (the weight gradients need none), and 2 more in
+    the recomputed forward: 4 per layer, 6 with full recomputation (Shoeybi et al. 2019, 3;
+    Korthikanti et al. 2022, 4), LoRA alike. PP: each micro-batch's activations go forward and
+    their gradients back, b S d / t per stage boundary (Narayanan et al. 2021, scatter/gather).
+    EP: a dispatch and a combine all-to-all per MoE layer in the forward, the same two in the
+    backward and again in a recomputed forward, each sending (e-1)/e of b S k d. CP: ring
+    attention passes each chip's K and V around the cp chips, (cp-1)/cp of b S (K + V widths)
+    per layer in the forward and again in a recomputed forward; the backward passes K and V
+    and their gradients, twice that (Liu et al. 2023; Megatron/Transformer Engine). DP: the
+    trained gradients, ring all-reduce 2 (p-1)/p G, or ZeRO-3's reduce-scatter plus two
+    all-gathers 3 (p-1)/p G (Rajbhandari et al. 2020); a parameter server receives and sends
+    G from each of p-1 workers, 2 G (p-1) over its link.
     """
     p = training.parallel
     s = dtype_bytes(dtype)
-    micro_tokens = lay.micro_batch * seq_len
-    # tensor_parallel_time counts every layer; this chip's stage holds L/p of them
+    micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
+    # activation collectives run in the forward, the backward and any recomputed forward
+    activation_passes = 3 if recompute else 2
+    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them
     tp_time = (
         tensor_parallel_time(
             arch,
@@ -83,9 +100,9 @@ def communication(
             tokens=lay.micro_batches * micro_tokens,
             dtype=dtype,
             tp=lay.tp,
-            allreduces_per_layer=2 * passes,
+            allreduces_per_layer=2 * activation_passes,
         )
-        / lay.pp
+        / lay.pipeline_split
     )
     pp_bw, _ = _link(chip, p, lay.chips)
     pp_time = 0.0
@@ -93,21 +110,34 @@ def communication(
         pp_time = lay.micro_batches * 2 * micro_tokens * arch.hidden * s / lay.tp / pp_bw
     ep_time = 0.0
     if lay.ep > 1 and arch.moe is not None:
-        ep_bw, _ = _link(chip, p, lay.tp * lay.ep)
+        ep_bw, _ = _link(chip, p, lay.tp * lay.cp * lay.ep)
         k = arch.moe.experts_per_token
-        moe_layers = arch.moe.moe_layers / lay.pp
+        moe_layers = arch.moe.moe_layers / lay.pipeline_split
         sent = micro_tokens * k * arch.hidden * s * (lay.ep - 1) / lay.ep / lay.tp
-        ep_time = lay.micro_batches * moe_layers * 2 * passes * sent / ep_bw
+        ep_time = lay.micro_batches * moe_layers * 2 * activation_passes * sent / ep_bw
+    cp_time = 0.0
+    if lay.cp > 1:
+        cp_bw, _ = _link(chip, p, lay.tp * lay.cp)
+        att = arch.attention
+        # K and V of this chip's heads (replicated when tp exceeds the KV heads)
+        kv_width = att.kv_heads * (att.qk_dim + att.v_dim) / min(lay.tp, att.kv_heads)
+        ring = (lay.cp - 1) * micro_tokens * kv_width * s  # (cp-1)/cp of b S, per layer
+        # each forward (1, or 2 with recomputation) passes K, V; the backward K, V and dK, dV
+        forwards = activation_passes - 1
+        ring_passes = forwards + 2
+        cp_time = lay.micro_batches * arch.layers / lay.pipeline_split * ring_passes * ring / cp_bw
     params = trainable(arch, dtype, lay, training.lora)
     grad = state_bytes_per_param(training.optimizer, dtype)[0]
-    dp_bw, over_network = _link(chip, p, lay.tp * lay.ep * lay.dp)
+    dp_bw, over_network = _link(chip, p, lay.tp * lay.cp * lay.ep * lay.dp)
     dp_bytes = sum(
         _gradient_sync_bytes(trained * grad, replicas, p)
         for trained, replicas in (
             (params.trained_dense, lay.replicas),
-            (params.trained_expert, lay.dp),
+            (params.trained_expert, lay.expert_replicas),
         )
     )
     dp_time = dp_bytes / dp_bw if dp_bytes else 0.0
     exposed = max(0.0, dp_time - backward_time) if p.overlap else dp_time
-    return Communication(tp_time, pp_time, ep_time, dp_time, exposed, dp_bytes, over_network)
+    return Communication(
+        tp_time, pp_time, ep_time, cp_time, dp_time, exposed, dp_bytes, over_network
+    )

@@ -92,11 +92,12 @@ def lora_params(arch: Architecture, lora: Lora) -> tuple[float, float]:
 def trainable(arch: Architecture, dtype: Dtype, lay: Layout, lora: Lora | None) -> Trainable:
     """This chip's share of the stored and the trained parameters.
 
-    Everything is split tp x pp ways; routed experts also ep ways. LoRA trains only adapters
+    Everything is split tp ways and over the pp stages, the fullest holding ceil(L/p)/L of it
+    (1/p when p divides L); routed experts also ep ways. LoRA trains only adapters
     and stores the base in `dtype`, or its block matrices in NF4 for QLoRA.
     """
     c = param_counts(arch)
-    shard = lay.tp * lay.pp
+    shard = lay.tp * lay.pipeline_split  # the fullest stage's ceil(L/p) of the L layers
     dense, expert = (c.total - c.routed_total) / shard, c.routed_total / (shard * lay.ep)
     s = dtype_bytes(dtype)
     if lora is None:
@@ -155,12 +156,14 @@ def activation_bytes_per_layer(
     tp: int,
     flash: bool,
     recompute: bool,
+    cp: int = 1,
 ) -> float:
     """Activations one layer saves for the backward pass, per chip (Korthikanti et al., Table 2).
 
     S b d (10 + 24/t + 5 a S / (d t)) bytes with tensor parallelism t; flash attention stores no
     S x S scores, dropping the last term; full recomputation keeps only the layer's input,
-    2 S b d. Scaled from 16-bit elements to `dtype`.
+    2 S b d. Scaled from 16-bit elements to `dtype`. Context parallelism keeps S/cp of each
+    sequence's tokens on a chip (their scores against all S keys): all of it divided by cp.
     """
     sbd = seq_len * micro_batch * arch.hidden
     if recompute:
@@ -169,7 +172,7 @@ def activation_bytes_per_layer(
         per_layer = sbd * (10 + 24 / tp)
         if not flash:
             per_layer += sbd * 5 * arch.attention.heads * seq_len / (arch.hidden * tp)
-    return per_layer * dtype_bytes(dtype) / _KORTHIKANTI_BYTES
+    return per_layer * dtype_bytes(dtype) / _KORTHIKANTI_BYTES / cp
 
 
 def micro_batch_activations(
@@ -181,7 +184,8 @@ def micro_batch_activations(
     flash: bool,
     recompute: bool,
 ) -> tuple[float, float]:
-    """(activations one micro-batch saves in a stage's L/p layers, its fp32 logits b S V 4 / t)."""
+    """(activations one micro-batch saves in the fullest stage's ceil(L/p) layers, its fp32
+    logits b S V 4 / (t cp))."""
     per_layer = activation_bytes_per_layer(
         arch,
         micro_batch=lay.micro_batch,
@@ -190,9 +194,10 @@ def micro_batch_activations(
         tp=lay.tp,
         flash=flash,
         recompute=recompute,
+        cp=lay.cp,
     )
-    logits = lay.micro_batch * seq_len * arch.vocab * LOGIT_BYTES / lay.tp
-    return arch.layers / lay.pp * per_layer, logits
+    logits = lay.micro_batch * seq_len * arch.vocab * LOGIT_BYTES / lay.tp / lay.cp
+    return lay.stage_layers * per_layer, logits
 
 
 def activation_bytes(
@@ -205,7 +210,7 @@ def activation_bytes(
     recompute: bool,
 ) -> float:
     """Saved activations per chip: the first pipeline stage holds min(p, m) micro-batches of its
-    L/p layers (1F1B), plus the fp32 logits of the micro-batch in the loss."""
+    ceil(L/p) layers (1F1B), plus the fp32 logits of the micro-batch in the loss."""
     layers, logits = micro_batch_activations(
         arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
@@ -225,15 +230,15 @@ def training_memory(
 ) -> MemoryBreakdown:
     """Weights, gradients, optimizer state (ZeRO-sharded) and saved activations per chip.
 
-    Dense parameters are sharded over the dp x ep replicas, routed experts over dp. LoRA keeps
-    its adapters in `dtype` beside the frozen base.
+    Dense parameters are sharded over the dp x ep x cp replicas, routed experts over dp x cp.
+    LoRA keeps its adapters in `dtype` beside the frozen base.
     """
     params = trainable(arch, dtype, lay, training.lora)
     grad, opt = state_bytes_per_param(training.optimizer, dtype)
     weights = gradients = optimizer = 0.0
     for stored, trained, replicas in (
         (params.dense, params.trained_dense, lay.replicas),
-        (params.expert, params.trained_expert, lay.dp),
+        (params.expert, params.trained_expert, lay.expert_replicas),
     ):
         w_div, g_div, o_div = zero_divisors(training.parallel.zero, replicas)
         share = stored / params.stored if params.stored else 0.0
@@ -261,13 +266,14 @@ def max_trainable_params(
     usable_bytes: float, lay: Layout, training: Training, dtype: Dtype
 ) -> float:
     """The largest model, in parameters, whose weights and training state fit in `usable_bytes`
-    per chip, before activations. State is split tp x pp ways, then ZeRO-sharded over the dp x ep
-    replicas. 16-bit AdamW on one 80 GB chip: 80e9 / 16 = 5e9. LoRA stores only the frozen base
-    (adapters are a fraction of a percent): 2 bytes per parameter, NF4's 0.516 with QLoRA."""
+    per chip. State is split tp ways and over the pp stages (the fullest holding ceil(L/p)/L
+    of it), then ZeRO-sharded over the dp x ep x cp replicas. 16-bit AdamW on one 80 GB chip:
+    80e9 / 16 = 5e9. LoRA stores only the frozen base (adapters are a fraction of a percent):
+    2 bytes per parameter, NF4's 0.516 with QLoRA."""
     w_div, g_div, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     if training.lora is None:
         grad, opt = state_bytes_per_param(training.optimizer, dtype)
         per_param = dtype_bytes(dtype) / w_div + grad / g_div + opt / o_div
     else:
         per_param = (NF4_BYTES if training.lora.quantized_base else dtype_bytes(dtype)) / w_div
-    return usable_bytes * lay.tp * lay.pp / per_param
+    return usable_bytes * lay.tp * lay.pipeline_split / per_param

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
@@ -19,16 +20,41 @@ class Layout:
     ep: int
     micro_batch: float  # sequences per micro-batch (a float so that memory can be probed at 0)
     micro_batches: int  # per replica and step
+    layers: int  # the model's, split over the pp stages
+    cp: int = 1  # context parallel: each sequence split cp ways
+
+    @property
+    def stage_layers(self) -> int:
+        """Layers of the fullest pipeline stage, ceil(L/p): stages hold ceil(L/p) or floor(L/p)
+        layers when p does not divide L (Llama 3 405B: 126 layers over 16 stages, 8 or 7)."""
+        return math.ceil(self.layers / self.pp)
+
+    @property
+    def pipeline_split(self) -> float:
+        """L / ceil(L/p): the fullest stage holds 1/this of the layers (p when p divides L). Its
+        share of the parameters, FLOPs and traffic sets the memory per chip and the step time."""
+        return self.layers / self.stage_layers
 
     @property
     def chips(self) -> int:
-        """tp x dp x pp x ep."""
-        return self.tp * self.dp * self.pp * self.ep
+        """tp x cp x ep x dp x pp."""
+        return self.tp * self.cp * self.ep * self.dp * self.pp
 
     @property
     def replicas(self) -> int:
-        """Data-parallel replicas of the dense layers: dp x ep."""
+        """Chips holding the same dense weights shard, that reduce their gradients together:
+        dp x ep x cp (context-parallel chips see other tokens of the same sequences)."""
+        return self.dp * self.ep * self.cp
+
+    @property
+    def batch_shares(self) -> int:
+        """Ways the global batch is split into sequences: dp x ep (cp splits each sequence)."""
         return self.dp * self.ep
+
+    @property
+    def expert_replicas(self) -> int:
+        """Chips holding the same routed experts: dp x cp."""
+        return self.dp * self.cp
 
     @property
     def bubble_fraction(self) -> float:
@@ -44,11 +70,11 @@ class Layout:
 def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> Layout:
     """Check the degrees against the model and the batch, and split the batch."""
     p = parallel
-    for name, value in (("dp", p.dp), ("pp", p.pp), ("ep", p.ep)):
+    for name, value in (("dp", p.dp), ("pp", p.pp), ("ep", p.ep), ("cp", p.cp)):
         if not 1 <= value <= MAX_CHIPS:
             raise InvalidInput(name, f"must be between 1 and {MAX_CHIPS}, got {value}")
-    if arch.layers % p.pp:
-        raise InvalidInput("pp", f"must divide the model's {arch.layers} layers, got {p.pp}")
+    if p.pp > arch.layers:
+        raise InvalidInput("pp", f"must be at most the model's {arch.layers} layers, got {p.pp}")
     if p.ep > 1 and arch.moe is None:
         raise InvalidInput("ep", "expert parallelism needs a mixture-of-experts model; use ep=1")
     experts = arch.moe.experts if arch.moe else 1
@@ -71,4 +97,4 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro)
+    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro, arch.layers, p.cp)

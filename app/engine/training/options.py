@@ -1,8 +1,10 @@
 """How a training step is run: optimizer, parallel layout, adapters (the inputs of this package).
 
-Chips are laid out Megatron-style, innermost first: tensor (tp), expert (ep), data (dp),
-pipeline (pp); chips = tp x ep x dp x pp. Dense layers see dp x ep data-parallel replicas;
-routed experts are split over ep and replicated over dp.
+Chips are laid out Megatron-style, innermost first: tensor (tp), context (cp), expert (ep),
+data (dp), pipeline (pp); chips = tp x cp x ep x dp x pp. Context parallelism splits each
+sequence cp ways; its chips hold the same weights and reduce their gradients with the data
+parallel replicas. Dense layers see dp x ep x cp gradient replicas; routed experts are split
+over ep and replicated over dp x cp.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class Lora:
 
 @dataclass(frozen=True, slots=True)
 class Parallelism:
-    """Data, pipeline and expert parallel degrees (tensor parallel is the spec's `tp`).
+    """Data, pipeline, expert and context parallel degrees (tensor parallel is the spec's `tp`).
 
     `micro_batch`: sequences per micro-batch (default: each replica's whole batch at once).
     `zero`: ZeRO stage 0-3 (FSDP's full shard is stage 3). Bandwidths in bytes/s per chip and
@@ -87,6 +89,7 @@ class Parallelism:
     dp: int = 1
     pp: int = 1
     ep: int = 1
+    cp: int = 1  # context parallel: each sequence split cp ways (ring attention)
     micro_batch: int | None = None
     zero: int = 0
     chips_per_node: int = DEFAULT_CHIPS_PER_NODE

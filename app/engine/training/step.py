@@ -89,10 +89,11 @@ def training_step(
         trained = sum(lora_params(arch, training.lora))
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
-    flops = (forward * passes + adapters) / lay.chips
+    # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
+    flops = (forward * passes + adapters) / (lay.chips // lay.pp * lay.pipeline_split)
 
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
-    micro_tokens = lay.micro_batch * seq_len
+    micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # one micro-batch's activations and logits, written in the forward, read in the backward
     saved = sum(
         micro_batch_activations(
@@ -102,7 +103,7 @@ def training_step(
     traffic = lay.micro_batches * (
         reads * params.base_bytes
         + 2 * saved
-        + passes * residual_bytes(arch, micro_tokens, dtype) / lay.pp
+        + passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
     )
     traffic += params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
     work = Work(flops, traffic, dtype, Unit.MATRIX)
@@ -115,7 +116,7 @@ def training_step(
         seq_len=seq_len,
         dtype=dtype,
         training=training,
-        passes=passes,
+        recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
     )
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
