@@ -190,7 +190,7 @@ def test_the_fewest_chips_keep_tensor_parallelism_within_a_node():
     # 16 layers at b = 8, t = 2: 16 * 8 * 2048 * 4096 * (10 + 12) = 23,622,320,128 and logits
     # 8 * 2048 * 128,256 * 4 / 2 = 4,202,692,608; + reserve = 68,535,992,320 bytes: fits.
     fit = memory_fit(LLAMA_8B, H100, _train(batch=8, chips_per_node=2))
-    assert fit.min_chips_layout == {"tp": 2, "pp": 2, "dp": 1, "ep": 1}
+    assert fit.min_chips_layout == {"tp": 2, "pp": 2, "dp": 1, "ep": 1, "cp": 1}
     trial = replace(_train(batch=8), tp=2, training=Training(parallel=Parallelism(pp=2)))
     assert estimate(LLAMA_8B, H100, trial).memory.total == 68_535_992_320
     # with the default 8 chips per node, tp = 4 (the existing test's answer)
@@ -199,4 +199,5 @@ def test_the_fewest_chips_keep_tensor_parallelism_within_a_node():
         "pp": 1,
         "dp": 1,
         "ep": 1,
+        "cp": 1,
     }
