@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 from app.db.session import make_engine, session_factory, transaction
-from tests.db.conftest import POSTGRES_URL
 
 
 def test_a_sqlite_writer_waits_for_the_one_writing(tmp_path: Path) -> None:
@@ -40,9 +39,9 @@ def test_a_sqlite_writer_waits_for_the_one_writing(tmp_path: Path) -> None:
     engine.dispose()
 
 
-def test_postgresql_writers_do_not_queue_in_the_process() -> None:
+def test_postgresql_writers_do_not_queue_in_the_process(postgres_url: str) -> None:
     """PostgreSQL takes concurrent writers itself: no lock to wait on."""
-    engine = make_engine(POSTGRES_URL)
+    engine = make_engine(postgres_url)
     factory = session_factory(engine)
     with transaction(factory, writes=True), transaction(factory, writes=True):
         pass  # a second writer of the same thread would deadlock on a process lock
