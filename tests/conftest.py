@@ -1,18 +1,99 @@
-"""Shared fixtures: the app on a fresh SQLite database with the real catalogs, a client, and
-the app served over loopback."""
+"""Shared fixtures: the app on a fresh SQLite database with the real catalogs, a client, the
+app served over loopback, and a PostgreSQL database per test (tests/postgres.py).
 
+Also the suite's own rules: Hypothesis draws reproducibly in CI, and the engine is held to a
+coverage of its own (ENGINE_FAIL_UNDER), beside the total's (`fail_under` in pyproject.toml).
+"""
+
+import io
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import uvicorn
+from coverage.exceptions import NoDataError
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import settings
 
 from app.main import create_app
 from app.settings import Settings
+from tests.postgres import ENV, check_reachable, embedded_server, fresh_database
+
+# CI: the same examples on every run (derived from each test, not drawn at random) and no
+# example database, so a failure is the code's, never a rare draw; it replays locally with
+# HYPOTHESIS_PROFILE=ci. Local runs keep drawing new examples and remembering failing ones.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "default")
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE = ROOT / "app" / "engine"
+ENGINE_FAIL_UNDER = 97.0
+_ENGINE_REPORT = pytest.StashKey[str]()
+
+
+def pytest_report_header() -> str:
+    configured = os.environ.get(ENV)
+    if configured:
+        return f"postgresql: {ENV}={configured}"
+    return "postgresql: a server started for this run (tests/postgres.py)"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    """Fail the run when app/engine's coverage is under ENGINE_FAIL_UNDER (after pytest-cov
+    has collected the data and judged the total; nothing to do under --no-cov)."""
+    result = yield
+    plugin = session.config.pluginmanager.getplugin("_cov")
+    if plugin is None or plugin.cov_controller is None or plugin.cov_total is None:
+        return result
+    if session.config.option.collectonly:
+        return result
+    try:
+        engine = plugin.cov_controller.cov.report(include=[f"{ENGINE}/*"], file=io.StringIO())
+    except NoDataError:
+        engine = 0.0
+    message = f"app/engine coverage: {engine:.2f}% (fail under {ENGINE_FAIL_UNDER:.0f}%)"
+    session.config.stash[_ENGINE_REPORT] = message
+    if engine < ENGINE_FAIL_UNDER:
+        session.config.stash[_ENGINE_REPORT] = "ERROR: " + message
+        session.testsfailed += 1
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    message = terminalreporter.config.stash.get(_ENGINE_REPORT, None)
+    if message is not None:
+        terminalreporter.write_line(message, red=message.startswith("ERROR"), bold=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of the test PostgreSQL server: ROOFCHECK_TEST_POSTGRES_URL, or one started for
+    this session. Unreachable or failing to start: the tests that need it fail, never skip."""
+    configured = os.environ.get(ENV)
+    if configured:
+        try:
+            check_reachable(configured)
+        except ConnectionError as exc:
+            pytest.fail(f"{exc} (unset {ENV} to start a server for the tests)", pytrace=False)
+        yield configured
+        return
+    with embedded_server() as started:
+        yield started
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test alone."""
+    with fresh_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +110,13 @@ def client(app: FastAPI) -> TestClient:
 @pytest.fixture(scope="session")
 def url(app: FastAPI) -> Iterator[str]:
     """The app served by uvicorn on a free loopback port (for the CLI and the browser)."""
+    with serve(app) as base:
+        yield base
+
+
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """`app` served by uvicorn, in a thread, on a free loopback port: its base URL."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -3,13 +3,17 @@ cache, a distinct one never is (bench/load.py), with both load generators."""
 
 import asyncio
 import os
+from collections.abc import Iterator
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from app.main import create_app
+from app.settings import Settings
 from bench.load import TARGETS, Target, drive, wrk_drive
 from bench.server import Server
+from tests.conftest import serve
 
 DISTINCT = {t.name: t for t in TARGETS if t.distinct}
 REPEATED = next(t for t in TARGETS if t.name == "GET /check")
@@ -24,6 +28,20 @@ def test_distinct_targets_ask_a_new_question_each_time() -> None:
     assert path == "/check" and body is not None
     assert body["workload"] == {"kind": "matmul", "m": 7, "n": 4096, "k": 4096, "dtype": "bf16"}
     assert REPEATED.request(1) == REPEATED.request(2)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
+    """An app of this module's own: the session's has answers cached by whichever tests ran
+    before (a matmul of m=4096 is one of the distinct rows' questions too)."""
+    database = tmp_path_factory.mktemp("bench") / "roofcheck.db"
+    return create_app(Settings(database_url=f"sqlite:///{database}"))
+
+
+@pytest.fixture(scope="module")
+def url(app: FastAPI) -> Iterator[str]:
+    with serve(app) as base:
+        yield base
 
 
 def _hits(app: FastAPI) -> int:

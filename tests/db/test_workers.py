@@ -13,7 +13,6 @@ import sqlalchemy as sa
 from app.db.session import make_engine
 from app.settings import Settings
 from bench.server import free_port, uvicorn_server
-from tests.db.conftest import POSTGRES_URL, drop_our_tables
 
 WRITES = 120
 CONCURRENCY = 24
@@ -46,9 +45,8 @@ async def _post_all(base: str) -> list[httpx.Response]:
         return await asyncio.gather(*(post(i) for i in range(WRITES)))
 
 
-def test_concurrent_writes_to_two_workers_are_stored_exactly_once() -> None:
-    drop_our_tables(POSTGRES_URL)
-    with uvicorn_server(POSTGRES_URL, free_port(), workers=2) as server:
+def test_concurrent_writes_to_two_workers_are_stored_exactly_once(postgres_url: str) -> None:
+    with uvicorn_server(postgres_url, free_port(), workers=2) as server:
         assert len(_children(server.pid)) >= 2  # the supervisor and its two worker processes
         responses = asyncio.run(_post_all(server.base))
         listed = httpx.get(f"{server.base}/measurements", params={"limit": 1}).json()
@@ -57,7 +55,7 @@ def test_concurrent_writes_to_two_workers_are_stored_exactly_once() -> None:
     ids = [r.json()["id"] for r in responses]
     assert len(set(ids)) == WRITES  # every answer names its own row
     assert listed["total"] == WRITES  # the list, from either worker, sees all of them
-    engine = make_engine(Settings(database_url=POSTGRES_URL).database_url)
+    engine = make_engine(Settings(database_url=postgres_url).database_url)
     try:
         with engine.connect() as connection:
             stored = connection.execute(sa.text("SELECT id, notes FROM measurements")).all()

@@ -8,7 +8,6 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from app.db.session import make_engine, session_factory, transaction
-from tests.db.conftest import POSTGRES_URL
 
 
 def test_a_sqlite_writer_waits_for_the_one_writing(tmp_path: Path) -> None:
@@ -42,11 +41,11 @@ def test_a_sqlite_writer_waits_for_the_one_writing(tmp_path: Path) -> None:
     engine.dispose()
 
 
-def test_postgresql_writers_do_not_queue_in_the_process() -> None:
+def test_postgresql_writers_do_not_queue_in_the_process(postgres_url: str) -> None:
     """PostgreSQL takes concurrent writers itself: no lock to wait on. Two write transactions
     of one thread are open at once, each on its own server connection (a process lock would
     deadlock the second). Each statement reaches the server, so an unreachable one fails."""
-    engine = make_engine(POSTGRES_URL)
+    engine = make_engine(postgres_url)
     factory = session_factory(engine)
     try:
         assert engine.dialect.name == "postgresql"

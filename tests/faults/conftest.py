@@ -7,14 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.db.conftest import (
-    POSTGRES_URL,
-    db_app,
-    db_client,
-    db_settings,
-    drop_our_tables,
-    empty_database,
-)
+from tests.db.conftest import db_app, db_client, db_settings, empty_database
 from tests.faults.proxy import Proxy
 
 
@@ -43,8 +36,7 @@ def switchable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Switc
     if request.param == "sqlite":
         yield Switchable(f"sqlite:///{folder / 'roofcheck.db'}", None, folder)
         return
-    drop_our_tables(POSTGRES_URL)
-    target = make_url(POSTGRES_URL)
+    target = make_url(request.getfixturevalue("postgres_url"))
     proxy = Proxy((target.host or "127.0.0.1", target.port or 5432))
     proxy.up()  # reserve the port, then leave it dead until the test brings it up
     proxy.down()

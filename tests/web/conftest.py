@@ -1,6 +1,6 @@
 """Debian's Chromium driven by playwright, against the real app under uvicorn (`url`).
 
-The browser tests fail (never skip) when /usr/bin/chromium is missing: run .ci/install-system.
+The browser tests fail (never skip) when /usr/bin/chromium is missing: run scripts/test-setup.
 Screenshots of the pages go to tests/web/screenshots/ (gitignored) for a reviewer to look at.
 """
 
@@ -23,10 +23,18 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Chromium, for one test module at a time.
+
+    Playwright's sync API runs its asyncio event loop in a greenlet of the calling thread, so
+    while it is started that thread has a running loop, and `asyncio.run()` anywhere else in
+    the suite (the benchmark's, the load tests', the answer cache's) raises "cannot be called
+    from a running event loop". Module scope stops it as soon as the module's tests are done,
+    whatever order the modules run in.
+    """
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run .ci/install-system", pytrace=False)
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/test-setup", pytrace=False)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
