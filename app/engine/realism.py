@@ -79,14 +79,20 @@ EAGER_DISPATCH_S = 8.0 * MICRO
 COLLECTIVE_LATENCY_S = {False: 12.5 * MICRO, True: 40.0 * MICRO}  # keyed by "across nodes"
 COLLECTIVE_BANDWIDTH_FRACTION = 370 / 450
 
-# Stacks that capture their kernels into a graph (or compile them into few launches), so the
-# host launches once per step rather than once per kernel.
+# Stacks that capture their kernels into a graph or compile a step into few launches, so the
+# host launches once per step rather than once per kernel: torch.compile and CUDA graphs,
+# the serving engines, llama.cpp (CUDA graphs since 2024,
+# https://github.com/ggml-org/llama.cpp/issues/6763), MaxText (XLA compiles the step), and
+# typical tuned software. The others (eager PyTorch, Megatron's eager training loop) launch
+# each op from Python.
 GRAPHED = frozenset(
     {
         Software.COMPILED,
         Software.VLLM,
         Software.SGLANG,
         Software.TENSORRT_LLM,
+        Software.LLAMA_CPP,
+        Software.MAXTEXT,
         Software.TYPICAL,
     }
 )
