@@ -1,6 +1,7 @@
 """Communication between chips (docs/formulas.md#several-chips).
 
-Bandwidth terms only: per-message latency is left out, so these are floors like the roofline.
+Bandwidth terms only: per-message latency is left out, so these are floors like the roofline
+(the realistic time adds it: app/engine/realism.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ def ring_allreduce_bytes(size: float, chips: int) -> float:
     (Patarasuk and Yuan, "Bandwidth optimal all-reduce algorithms", JPDC 2009).
     """
     return 2.0 * (chips - 1) / chips * size
+
+
+def activation_dtype(compute: Dtype) -> Dtype:
+    """The dtype activations cross chips in: 8-bit (and 4-bit) models run only their GEMMs in
+    the narrow type and keep activations, and so their all-reduces, in bf16 (NVIDIA
+    Transformer Engine's FP8 recipe: "the output of the GEMM is in higher precision",
+    https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/examples/fp8_primer.html)."""
+    return Dtype.BF16 if dtype_bytes(compute) < dtype_bytes(Dtype.BF16) else compute
 
 
 def tensor_parallel_time(
@@ -36,6 +45,6 @@ def tensor_parallel_time(
     """
     if tp == 1:
         return 0.0
-    size = tokens * arch.hidden * dtype_bytes(dtype)
+    size = tokens * arch.hidden * dtype_bytes(activation_dtype(dtype))
     per_layer = allreduces_per_layer * ring_allreduce_bytes(size, tp)
     return arch.layers * per_layer / chip.link_bandwidth_per_direction()

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from app.engine import InvalidInput, Phase, TransformerSpec, estimate
+from app.engine import Dtype, InvalidInput, Phase, Precision, TransformerSpec, estimate
 from app.engine import architecture_from_config as from_config
 from app.engine.training import Lora, Parallelism, Training, layout
 from tests.engine.chips import H100
@@ -156,3 +156,14 @@ def test_llama_3_405b_long_context_layout():
     with pytest.raises(InvalidInput) as info:
         layout(LLAMA_8B, 1, 8, Parallelism(cp=0))
     assert info.value.field == "cp"
+
+
+def test_an_fp8_model_all_reduces_its_activations_in_bf16():
+    # Llama 3.1 8B decode, batch 8, tp = 8 on H100s (NVLink 450 GB/s per direction): per layer
+    # 2 all-reduces of 8 tokens x 4096 x 2 bytes (bf16 even for fp8 compute) = 65,536 bytes,
+    # each sending 2 x 7/8 of it; 32 layers: 32 x 2 x 114,688 / 450e9 = 16.31 us
+    spec = TransformerSpec(batch=8, tp=8, precision=Precision(Dtype.FP8, Dtype.FP8, Dtype.FP8))
+    roof = estimate(LLAMA_8B, H100, spec).roofline
+    assert roof.communication_time == pytest.approx(32 * 2 * 2 * 7 / 8 * 65_536 / 450e9)
+    bf16 = estimate(LLAMA_8B, H100, TransformerSpec(batch=8, tp=8)).roofline
+    assert roof.communication_time == bf16.communication_time

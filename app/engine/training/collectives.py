@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
-from app.engine.parallel import ring_allreduce_bytes, tensor_parallel_time
+from app.engine.parallel import activation_dtype, ring_allreduce_bytes, tensor_parallel_time
 from app.engine.training.footprint import state_bytes_per_param, trainable
 from app.engine.training.layout import Layout
 from app.engine.training.options import DataParallelAlgorithm, Parallelism, Training
@@ -88,7 +88,7 @@ def communication(
     G from each of p-1 workers, 2 G (p-1) over its link.
     """
     p = training.parallel
-    s = dtype_bytes(dtype)
+    s = dtype_bytes(activation_dtype(dtype))  # activations cross chips in 16 bits at least
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # activation collectives run in the forward, the backward and any recomputed forward
     activation_passes = 3 if recompute else 2
