@@ -9,8 +9,9 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.7824, 0.9378, 5.2956, 28, 4),
     },
     "decode": {
-        "typical": (1.3885, 0.9728, 2.1594, 6, 2),
-        "tensorrt-llm": (1.4623, 1.0245, 2.2742, 5, 1),
+        "typical": (1.3269, 1.1222, 2.1995, 14, 3),
+        "tensorrt-llm": (1.4623, 1.2367, 2.424, 5, 1),
+        "compiled": (1.3269, 1.1222, 2.1995, 8, 1),
     },
     "elementwise": {
         "typical": (0.977, 0.9216, 1.0899, 8, 3),
