@@ -64,9 +64,10 @@ KINDS = {
     "training": Kind.TRAINING,
 }
 # The CSV's stacks by the engine profile they are runs of. NIM and NeMo inference serve
-# through TensorRT-LLM; NeMo and Megatron-Bridge train with Megatron-Core. Kernel rows (a
-# single GEMM, attention or copy) are typical whatever launched them: a stack changes only
-# their fixed costs, which these large kernels do not feel.
+# through TensorRT-LLM; NeMo and Megatron-Bridge train with Megatron-Core; gpt-fast decodes
+# under torch.compile (reduce-overhead: CUDA graphs). Kernel rows (a single GEMM, attention
+# or copy) are typical whatever launched them: a stack changes only their fixed costs,
+# which these large kernels do not feel.
 PROFILES = {
     "tensorrt-llm": Software.TENSORRT_LLM,
     "nim": Software.TENSORRT_LLM,
@@ -75,6 +76,7 @@ PROFILES = {
     "megatron-bridge": Software.MEGATRON,
     "megatron-deepspeed": Software.MEGATRON,
     "maxtext": Software.MAXTEXT,
+    "gpt-fast": Software.COMPILED,
 }
 # Rows whose own figure set a catalog sustained fraction (in-sample: their realistic error
 # is zero by construction); the median error is also stated without them.
