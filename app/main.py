@@ -20,7 +20,9 @@ from app.api import (
 )
 from app.api.stored_answers import ServeStoredAnswers
 from app.catalog.loader import CatalogError
+from app.db import empirical
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
+from app.db.models import EmpiricalProfileRow
 from app.db.session import make_engine
 from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
@@ -56,10 +58,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             413: {"description": "A request body over ROOFCHECK_MAX_BODY_BYTES."},
         },
     )
-    app.state.catalogs = Catalogs({current.version: current}, current.version, models)
+
+    def profiles(chip_id: str) -> EmpiricalProfileRow | None:
+        """The newest ceilings measured on `chip_id` (DatabaseUnavailable: 503)."""
+        return empirical.latest(database.sessions(), chip_id)
+
+    app.state.catalogs = Catalogs({current.version: current}, current.version, models, profiles)
 
     def on_ready(sessions: sessionmaker[Session]) -> None:
-        app.state.catalogs = record_catalogs(sessions, current, models)
+        app.state.catalogs = record_catalogs(sessions, current, models, profiles)
 
     app.state.database = database = Database(make_engine(settings.database_url), on_ready)
     try:

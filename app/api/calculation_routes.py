@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
 from app.api.wire import answer, parse_query, query_parameters
@@ -103,17 +104,29 @@ ENDPOINTS = (
 )
 
 
+async def _answer(
+    request: Request, catalogs: Catalogs, endpoint: Endpoint, body: CalculationRequest
+) -> Response:
+    """The endpoint's answer to `body`, kept for the next identical request unless it read
+    measured ceilings: those come from the database (read in the thread pool, off the event
+    loop), which may change them."""
+    if body.ceilings == "datasheet":
+        return await answer(request, catalogs.answers, lambda: endpoint.calculate(catalogs, body))
+    calculated = await run_in_threadpool(endpoint.calculate, catalogs, body)
+    return await answer(request, None, lambda: calculated)
+
+
 def _get(endpoint: Endpoint) -> Callable[..., Any]:
     async def get(request: Request, catalogs: CatalogsDep) -> Response:
         body = parse_query(request, endpoint.query).to_body()
-        return await answer(request, catalogs.answers, lambda: endpoint.calculate(catalogs, body))
+        return await _answer(request, catalogs, endpoint, body)
 
     return get
 
 
 def _post(endpoint: Endpoint) -> Callable[..., Any]:
     async def post(request: Request, body: Any, catalogs: CatalogsDep) -> Response:
-        return await answer(request, catalogs.answers, lambda: endpoint.calculate(catalogs, body))
+        return await _answer(request, catalogs, endpoint, body)
 
     post.__annotations__["body"] = endpoint.body  # FastAPI reads the body's model from here
     return post

@@ -79,14 +79,16 @@ def query_parameters(model: type[BaseModel]) -> dict[str, Any]:
 
 
 async def answer(
-    request: Request, cache: AnswerCache, calculate: Callable[[], BaseModel]
+    request: Request, cache: AnswerCache | None, calculate: Callable[[], BaseModel]
 ) -> Response:
-    """`calculate()` as a JSON response, stored in `cache` for the next identical request
+    """`calculate()` as a JSON response, stored in `cache` (unless None: an answer that
+    depends on more than the request and the catalogs) for the next identical request
     (which app/api/stored_answers.py serves before routing).
 
     Answer models refuse NaN and infinity when they are built (allow_inf_nan=False), so the
     JSON is always valid."""
     body = calculate().model_dump_json().encode()
-    key = request.scope.get(SCOPE_KEY) or key_of(request.scope, await request.body())
-    cache.put(key, body)
+    if cache is not None:
+        key = request.scope.get(SCOPE_KEY) or key_of(request.scope, await request.body())
+        cache.put(key, body)
     return Response(body, media_type="application/json")

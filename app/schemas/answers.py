@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.engine import AgainstPublished, Bound, Dtype, LimitedBy, Software, Unit, Verdict
@@ -137,6 +139,9 @@ class ExpectedTime(_Answer):
         "own where runs were published, else typical (tuned software as published).",
     )
     published_runs: int = Field(0, description="Published runs behind the realistic ratio.")
+    ceilings: Literal["datasheet", "empirical"] = Field(
+        "datasheet", description="Whose sustained fractions the realistic time starts from."
+    )
     sustained_compute_fraction: float
     sustained_memory_fraction: float
     bound: Bound = Field(description="compute, memory, communication or overhead.")

@@ -14,6 +14,7 @@ from app.schemas.requests import (
     STACK_DEFAULT,
     CalculationRequest,
     CatalogVersionName,
+    CeilingsName,
     CheckRequest,
     ChipName,
     Measured,
@@ -35,6 +36,7 @@ class TransformerQuery(TransformerFields):
     model: Annotated[str, NAME] = Field(description="Catalog id or alias, e.g. llama-8b.")
     catalog_version: CatalogVersionName = None
     stack: StackName = STACK_DEFAULT
+    ceilings: CeilingsName = "datasheet"
 
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
@@ -49,6 +51,7 @@ class TransformerQuery(TransformerFields):
             chip=self.chip,
             catalog_version=self.catalog_version,
             stack=self.stack,
+            ceilings=self.ceilings,
             workload=workload,
             **fields,
         )

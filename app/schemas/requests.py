@@ -259,12 +259,23 @@ StackName = Annotated[
 STACK_DEFAULT = _SPEC.software  # the engine calls the stack its software
 
 
+CeilingsName = Annotated[
+    Literal["datasheet", "empirical"],
+    Field(
+        description="Whose sustained fractions the realistic time starts from: the catalog's "
+        "(datasheet: best-case kernels measured by their sources) or the newest profile "
+        "`roofcheck probe` stored for the chip (empirical)."
+    ),
+]
+
+
 class CalculationRequest(Request):
     """A workload on a chip."""
 
     chip: ChipName
     catalog_version: CatalogVersionName = None
     stack: StackName = STACK_DEFAULT
+    ceilings: CeilingsName = "datasheet"
     workload: Workload
 
 

@@ -13,6 +13,7 @@ from app.schemas.requests import (
     MatmulWorkload,
     TransformerWorkload,
 )
+from app.services.profiles import MeasuredCeilings
 
 PHASE_KIND = {
     Phase.DECODE: Kind.DECODE,
@@ -108,3 +109,15 @@ def assumptions(
 ) -> list[str]:
     """What the numbers of `workload` on `stack` assumed."""
     return [*_workload_lines(workload, roof), *_stack_lines(kind, stack, roof)]
+
+
+def ceilings_assumptions(measured: MeasuredCeilings | None) -> list[str]:
+    """Whose sustained fractions the realistic time starts from."""
+    if measured is None:
+        return ["ceilings: the catalog's sustained fractions (datasheet)"]
+    p = measured.profile
+    return [
+        f"ceilings measured by roofcheck probe #{p.id} on {p.date} ({p.device}, {p.backend}): "
+        f"{p.matmul_fraction_of_datasheet[measured.dtype]:.0%} of the {measured.dtype} "
+        f"matrix peak, {p.copy_fraction_of_datasheet:.0%} of the bandwidth"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -14,17 +15,23 @@ from app.catalog.loader import (
 )
 from app.catalog.names import NameIndex
 from app.db import catalog_versions
+from app.db.models import EmpiricalProfileRow
 from app.services.answer_cache import AnswerCache
 from app.settings import Settings
+
+# the newest ceilings measured on a chip (by catalog id), from the database
+ProfileLookup = Callable[[str], EmpiricalProfileRow | None]
 
 
 @dataclass(frozen=True, slots=True)
 class Catalogs:
-    """Every usable chip-catalog version (by version) and the model catalog."""
+    """Every usable chip-catalog version (by version), the model catalog, and where the
+    ceilings measured on each chip (`roofcheck probe`) are looked up, when a database is."""
 
     chip_versions: dict[str, ChipCatalogVersion]
     current: str
     models: ModelCatalogVersion
+    profiles: ProfileLookup | None = field(default=None, repr=False, compare=False)
     _versions: NameIndex = field(init=False, repr=False, compare=False)
     # what the calculation endpoints rendered from these catalogs (app/services/answer_cache.py)
     answers: AnswerCache = field(default_factory=AnswerCache, init=False, repr=False, compare=False)
@@ -47,9 +54,12 @@ def load_catalog_files(settings: Settings) -> tuple[ChipCatalogVersion, ModelCat
 
 
 def record_catalogs(
-    sessions: sessionmaker[Session], current: ChipCatalogVersion, models: ModelCatalogVersion
+    sessions: sessionmaker[Session],
+    current: ChipCatalogVersion,
+    models: ModelCatalogVersion,
+    profiles: ProfileLookup | None = None,
 ) -> Catalogs:
     """Record the chip catalog's version in the database (refusing an edited file under a
     known version) and load every stored version beside it."""
     catalog_versions.record(sessions, current)
-    return Catalogs(catalog_versions.load_all(sessions, current), current.version, models)
+    return Catalogs(catalog_versions.load_all(sessions, current), current.version, models, profiles)

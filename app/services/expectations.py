@@ -31,7 +31,7 @@ from app.schemas.requests import (
     CheckRequest,
     TransformerWorkload,
 )
-from app.services.assumptions import PHASE_KIND, assumptions
+from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
 from app.services.catalogs import Catalogs
 from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
@@ -117,6 +117,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
     common = {
         "catalog_version": resolved.catalog.version,
         "chip": ChipRef(id=chip.id, name=chip.name),
+        "ceilings": request.ceilings,
     }
     if isinstance(request.workload, TransformerWorkload):
         model = model_input(catalogs, request.workload)
@@ -133,7 +134,10 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
                 memory_line(result.memory, result.capacity),
             ],
             "warnings": warnings_of(model),
-            "assumptions": assumptions(model.workload, kind, request.stack, roof),
+            "assumptions": [
+                *assumptions(model.workload, kind, request.stack, roof),
+                *ceilings_assumptions(resolved.measured),
+            ],
             **_roofline_fields(roof, kind, request.stack),
             **_transformer_fields(result),
         }
@@ -144,7 +148,10 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
         **common,
         "workload": filled,
         "explanation": roofline_lines(roof),
-        "assumptions": assumptions(filled, work.kind, request.stack, roof),
+        "assumptions": [
+            *assumptions(filled, work.kind, request.stack, roof),
+            *ceilings_assumptions(resolved.measured),
+        ],
         **_roofline_fields(roof, work.kind, request.stack),
     }
     return fields, roof

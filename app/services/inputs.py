@@ -40,12 +40,14 @@ from app.schemas.requests import (
     TransformerWorkload,
 )
 from app.services.catalogs import Catalogs
+from app.services.profiles import MeasuredCeilings, measured_ceilings
 
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
     catalog: ChipCatalogVersion
     chip: ChipRecord
+    measured: MeasuredCeilings | None = None  # with ceilings=empirical
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +58,22 @@ class ModelInput:
 
 
 def resolve(catalogs: Catalogs, request: CalculationRequest) -> Resolved:
+    """The request's catalog version and chip, with the ceilings it asked for."""
     catalog = catalogs.chips(request.catalog_version)
-    return Resolved(catalog, catalog.resolve(request.chip))
+    record = catalog.resolve(request.chip)
+    if request.ceilings == "datasheet":
+        return Resolved(catalog, record)
+    if catalogs.profiles is None:
+        raise InvalidInput("ceilings", "empirical ceilings are read from the database")
+    row = catalogs.profiles(record.entry.id)
+    if row is None:
+        raise InvalidInput(
+            "ceilings",
+            f"no profile is stored for {record.entry.id}: run `roofcheck probe --submit "
+            f"{record.entry.id}` on it, or use ceilings=datasheet",
+        )
+    measured = measured_ceilings(record, row)
+    return Resolved(catalog, measured.record, measured)
 
 
 def model_input(catalogs: Catalogs, workload: TransformerWorkload) -> ModelInput:

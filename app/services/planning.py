@@ -28,7 +28,7 @@ from app.schemas.requests import (
     ScalingRequest,
     TransformerWorkload,
 )
-from app.services.assumptions import transformer_assumptions
+from app.services.assumptions import ceilings_assumptions, transformer_assumptions
 from app.services.catalogs import Catalogs
 from app.services.explanations import batch_lines, memory_line, warnings_of
 from app.services.inputs import ModelInput, Resolved, model_input, resolve, spec_of
@@ -125,8 +125,11 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
         f"that run): {last.law_speedup:.3g}x at {last.chips} chips; over one chip: "
         f"{last.law_speedup_vs_one:.3g}x.",
     ]
+    fields = header(resolved, model)
+    # the curve is of realistic step times, which start from the ceilings
+    fields["assumptions"] += ceilings_assumptions(resolved.measured)
     return ScalingAnswer(
-        **header(resolved, model),
+        **fields,
         explanation=explanation,
         mode=request.mode,
         serial_fraction=f,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from app.catalog.loader import ChipRecord
 from app.db.models import EmpiricalProfileRow
-from app.engine import Dtype, EngineError, Unit
+from app.engine import Dtype, EngineError, InvalidInput, Unit
 from app.schemas.catalog_bodies import EmpiricalOut
 
 
@@ -30,3 +32,34 @@ def profile_view(row: EmpiricalProfileRow, record: ChipRecord) -> EmpiricalOut:
         matmul_flops_per_s=row.matmul_flops_per_s,
         matmul_fraction_of_datasheet=fractions,
     )
+
+
+# the matrix fraction a profile lends a chip: of the dtypes the probe measured, the first of
+# these (training and serving run in bf16; the probe's CPU backend measures fp32 and fp64)
+_MATRIX_PREFERENCE = ("bf16", "fp16", "fp32", "fp64")
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredCeilings:
+    """A chip whose sustained fractions are the ones `roofcheck probe` measured on it."""
+
+    record: ChipRecord
+    profile: EmpiricalOut
+    dtype: str  # whose matmul fraction stands for the chip's sustained matrix fraction
+
+
+def measured_ceilings(record: ChipRecord, row: EmpiricalProfileRow) -> MeasuredCeilings:
+    """`record` with the sustained fractions of the profile `row` instead of the catalog's."""
+    profile = profile_view(row, record)
+    fractions = profile.matmul_fraction_of_datasheet
+    dtype = next((d for d in _MATRIX_PREFERENCE if d in fractions), None)
+    if dtype is None:
+        raise InvalidInput(
+            "ceilings", f"the profile of {record.entry.id} measured no matmul rate this chip lists"
+        )
+    chip = replace(
+        record.chip,
+        sustained_matrix=min(1.0, fractions[dtype]),
+        sustained_memory=min(1.0, profile.copy_fraction_of_datasheet),
+    )
+    return MeasuredCeilings(ChipRecord(record.entry, chip), profile, dtype)

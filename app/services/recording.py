@@ -170,6 +170,8 @@ def rejudge(
             "catalog_version": version or catalogs.current,
             "workload": row.workload,
             unit_field: row.measured_values,
+            # the stack and ceilings it was judged on (answers stored before them: defaults)
+            **{k: row.expectation[k] for k in ("stack", "ceilings") if k in row.expectation},
         }
     )
     judged: Check = check(catalogs, request)

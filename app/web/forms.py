@@ -85,7 +85,7 @@ DEFAULTS: dict[str, str] = {
         [name for name in FIELDS["transformer"] if name not in ("model", "dtype")],
     ),
     "dtype": "",  # each kind's own default: bf16 for models and attention, fp32 for kernels
-    **_declared(CalculationRequest, ("stack",)),
+    **_declared(CalculationRequest, ("stack", "ceilings")),
     **_declared(ScalingQuery, ("chip_counts",)),
     **_declared(ScalingRequest, ("serial_fraction",)),
     **{"m": "4096", "n": "4096", "k": "4096", "elements": "100000000"},
@@ -178,8 +178,9 @@ def _body(values: Mapping[str, str]) -> dict[str, Any]:
     if values.get("kind") not in KINDS:
         raise UnknownName("workload kind", values.get("kind", ""), list(KINDS))
     body: dict[str, Any] = {"chip": values.get("chip", ""), "workload": _workload(values)}
-    if values.get("stack"):
-        body["stack"] = values["stack"]
+    for name in ("stack", "ceilings"):
+        if values.get(name):
+            body[name] = values[name]
     measured = measured_ms(values)
     if measured is not None:
         body["measured_ms"] = measured[0] if len(measured) == 1 else measured

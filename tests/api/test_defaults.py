@@ -82,6 +82,7 @@ def test_the_api_reads_the_engine_defaults(field, engine):
         ("gen_len", "256"),
         ("dtype", ""),  # blank: each kind's API default (bf16 for models, fp32 for kernels)
         ("stack", "typical"),
+        ("ceilings", "datasheet"),
         ("unit", "vector"),
         ("tp", "1"),
         ("phase", "decode"),
@@ -109,6 +110,7 @@ def test_the_form_and_the_api_agree_on_every_shared_field():
             if n in DEFAULTS and n != "dtype"
         },
         "stack": CalculationRequest,
+        "ceilings": CalculationRequest,
         "unit": CustomWorkload,
         "chip_counts": ScalingQuery,
         "serial_fraction": ScalingRequest,
