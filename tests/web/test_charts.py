@@ -14,6 +14,7 @@ from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, Work
 from app.web import charts, svg
 from app.web.charts import BOX, Roof, RooflineData, roofline_svg, roofs_of
 from app.web.trends import history_svg, sweep_svg
+from tests.engine.chips import A100
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 A100ISH = RooflineData(
@@ -243,15 +244,5 @@ def test_an_answer_stored_before_the_realistic_range_still_charts(client):
     del answer["published_stack"], answer["published_runs"], answer["assumptions"]
     old = ExpectedTime.model_validate(answer)
     assert old.realistic_range_s is None
-    chip = Chip(
-        id="a100",
-        name="A100",
-        memory_bytes=80e9,
-        memory_bandwidth=2.039e12,
-        matrix_peaks={Dtype.BF16: 312e12},
-        vector_peaks={Dtype.FP32: 19.5e12},
-        sustained_matrix=0.869,
-        sustained_memory=0.871,
-    )
-    document = roofline_svg(charts.data_of(old, chip, 0.01))
+    document = roofline_svg(charts.data_of(old, A100, 0.01))
     assert "measured" in circles(document) and "realistic" not in circles(document)
