@@ -55,6 +55,11 @@ class Chip:
     sustained_memory: float
     scale_up_bandwidth: float | None = None
     host_bandwidth: float | None = None
+    # measured matrix fractions of particular dtypes (e.g. fp8), where they differ from the
+    # chip's `sustained_matrix`; and the units a GEMM's tiles are spread over (NVIDIA SMs,
+    # AMD CUs, TPU MXUs, Gaudi MMEs), for wave quantisation (docs/formulas.md#realistic-time)
+    sustained_matrix_by_dtype: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
+    compute_units: int | None = None
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline.
@@ -84,6 +89,10 @@ class Chip:
             f"{self.id} has no published {dtype} vector peak; "
             f"available: {_names(self.vector_peaks)}",
         )
+
+    def sustained_matrix_of(self, dtype: Dtype) -> float:
+        """The measured matrix fraction for `dtype`: its own where measured, else the chip's."""
+        return self.sustained_matrix_by_dtype.get(dtype, self.sustained_matrix)
 
     def ridge_intensity(self, dtype: Dtype, unit: Unit) -> float:
         """FLOPs per byte where the roof of `dtype` on `unit` meets the memory roof."""

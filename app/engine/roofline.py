@@ -140,7 +140,7 @@ def place(
     memory_time = work.bytes / chip.memory_bandwidth
     # The catalog holds measured fractions for matrix work and for memory traffic only;
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
-    sustained_compute = chip.sustained_matrix if peak.unit is Unit.MATRIX else 1.0
+    sustained_compute = chip.sustained_matrix_of(peak.dtype) if peak.unit is Unit.MATRIX else 1.0
     realistic = roofline_time(compute_time / sustained_compute, memory_time / chip.sustained_memory)
     result = Roofline(
         flops=work.flops,

@@ -145,7 +145,7 @@ def _published(step: TrainingStep, chip: Chip, software: Software) -> Roofline:
     never faster than the step's own sustained time (bubble and communication included)."""
     roof = step.roofline
     published, _ = fitted(Kind.TRAINING, software)
-    basis = step.time_at_mfu(chip.sustained_matrix)
+    basis = step.time_at_mfu(chip.sustained_matrix_of(roof.peak.dtype))
     communication = roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
 
     def at(ratio: float) -> float:
