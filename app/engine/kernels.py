@@ -13,6 +13,7 @@ from app.engine.errors import InvalidInput
 from app.engine.hardware import pointwise_dtype
 from app.engine.roofline import Work
 from app.engine.stacks import Kind
+from app.engine.tiling import output_tiles
 from app.engine.units import Dtype, Unit, dtype_bytes
 
 # FLOPs per element of named pointwise ops. Each op is one arithmetic instruction per element
@@ -61,8 +62,15 @@ def matmul(m: int, n: int, k: int, dtype: Dtype, *, allow_tf32: bool = False) ->
         _positive(field, value)
     elements = m * k + k * n + m * n
     peak_dtype = Dtype.TF32 if dtype is Dtype.FP32 and allow_tf32 else dtype
+    tiles, tile_fill = output_tiles(m, n)
     return Work(
-        2.0 * m * n * k, elements * dtype_bytes(dtype), peak_dtype, Unit.MATRIX, Kind.MATMUL
+        2.0 * m * n * k,
+        elements * dtype_bytes(dtype),
+        peak_dtype,
+        Unit.MATRIX,
+        Kind.MATMUL,
+        tiles=tiles,
+        tile_fill=tile_fill,
     )
 
 

@@ -17,6 +17,7 @@ from enum import StrEnum
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip, Peak, ridge_intensity
 from app.engine.stacks import Kind
+from app.engine.tiling import fill
 from app.engine.units import Dtype, Unit
 
 
@@ -40,6 +41,8 @@ class Work:
     unit: Unit
     kind: Kind = Kind.CUSTOM  # which published runs its realistic time is calibrated on
     kernels: int = 1  # launches it takes
+    tiles: int = 0  # a single GEMM's output tiles (app/engine/tiling.py); 0 otherwise
+    tile_fill: float = 1.0  # the share of those tiles that is output, not padding
 
     def __add__(self, other: Work) -> Work:
         if (self.dtype, self.unit) != (other.dtype, other.unit):
@@ -51,7 +54,7 @@ class Work:
             self.unit,
             self.kind if self.kind == other.kind else Kind.CUSTOM,
             self.kernels + other.kernels,
-        )
+        )  # no longer one GEMM: no tiling
 
     def scaled(self, factor: float) -> Work:
         """The same work `factor` times."""
@@ -140,7 +143,13 @@ def place(
     memory_time = work.bytes / chip.memory_bandwidth
     # The catalog holds measured fractions for matrix work and for memory traffic only;
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
-    sustained_compute = chip.sustained_matrix_of(peak.dtype) if peak.unit is Unit.MATRIX else 1.0
+    # best-shape kernels reach the chip's measured fraction; a GEMM that cannot fill the
+    # chip's compute units reaches that share of it (app/engine/tiling.py)
+    sustained_compute = (
+        chip.sustained_matrix_of(peak.dtype) * fill(work.tiles, work.tile_fill, chip.compute_units)
+        if peak.unit is Unit.MATRIX
+        else 1.0
+    )
     realistic = roofline_time(compute_time / sustained_compute, memory_time / chip.sustained_memory)
     result = Roofline(
         flops=work.flops,

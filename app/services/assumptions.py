@@ -6,6 +6,7 @@ from __future__ import annotations
 from app import formatting as fmt
 from app.engine import Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.realism import EAGER_DISPATCH_S, GRAPHED
+from app.engine.tiling import TILE, output_tiles
 from app.schemas.requests import (
     AttentionWorkload,
     ElementwiseWorkload,
@@ -49,9 +50,16 @@ def _workload_lines(workload: TransformerWorkload | KernelWorkload, roof: Roofli
     match workload:
         case TransformerWorkload():
             return transformer_assumptions(workload)
-        case MatmulWorkload() if workload.dtype == "fp32":
-            tf32 = "TF32 allowed" if workload.allow_tf32 else "no TF32 (allow_tf32=false)"
-            return [f"dtype fp32, {tf32}"]
+        case MatmulWorkload():
+            tiles, tile_fill = output_tiles(workload.m, workload.n)
+            dtype = f"dtype {workload.dtype}"
+            if workload.dtype == "fp32":
+                dtype += ", TF32 allowed" if workload.allow_tf32 else ", no TF32 (allow_tf32=false)"
+            return [
+                dtype,
+                f"the output is {tiles} tiles of {TILE[0]}x{TILE[1]} ({tile_fill:.0%} output, "
+                "the rest padding), in waves over the chip's compute units",
+            ]
         case ElementwiseWorkload():
             lines = [f"dtype {workload.dtype}"]
             if roof.peak.dtype != workload.dtype:
