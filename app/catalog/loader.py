@@ -113,6 +113,8 @@ def _engine_chip(entry: ChipEntry) -> Chip:
         sustained_memory=entry.sustained.memory.value,
         scale_up_bandwidth=link.scale_up.bandwidth_bytes_per_s.value if link.scale_up else None,
         host_bandwidth=link.host.bandwidth_bytes_per_s.value if link.host else None,
+        sustained_matrix_by_dtype={d: f.value for d, f in entry.sustained.matrix_by_dtype.items()},
+        compute_units=int(entry.compute_units.value) if entry.compute_units else None,
     )
 
 

@@ -61,6 +61,16 @@ class Fraction(Figure):
     value: Annotated[float, Field(gt=0, le=1)]
 
 
+class Count(Figure):
+    """A figure that counts things (compute units): a positive whole number."""
+
+    @model_validator(mode="after")
+    def _whole(self) -> Count:
+        if not self.value.is_integer():
+            raise ValueError(f"must be a whole number, got {self.value}")
+        return self
+
+
 class Source(_Strict):
     """Where figures come from."""
 
@@ -131,10 +141,15 @@ class Interconnect(_Strict):
 
 
 class Sustained(_Strict):
-    """Measured fractions of the matrix peak and of the memory bandwidth."""
+    """Measured fractions of the matrix peak and of the memory bandwidth.
+
+    `matrix` is the bf16-based fraction every matrix dtype uses; `matrix_by_dtype` holds the
+    measured fraction of a dtype's own matrix peak where it differs (e.g. fp8).
+    """
 
     matrix: Fraction
     memory: Fraction
+    matrix_by_dtype: dict[Dtype, Fraction] = Field(default_factory=dict)
 
 
 class ChipEntry(_Strict):
@@ -148,7 +163,20 @@ class ChipEntry(_Strict):
     peak_flops_per_s: Peaks
     interconnect: Interconnect
     sustained: Sustained
+    # the units a GEMM's output tiles are spread over: NVIDIA SMs, AMD CUs, Intel Gaudi MMEs,
+    # Google TPU TensorCores x MXUs (the note says which)
+    compute_units: Count | None = None
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _fractions_of_known_peaks(self) -> ChipEntry:
+        for dtype in self.sustained.matrix_by_dtype:
+            if dtype not in self.peak_flops_per_s.matrix:
+                raise ValueError(
+                    f"sustained.matrix_by_dtype.{dtype}: the chip has no {dtype} matrix peak "
+                    "for it to be a fraction of"
+                )
+        return self
 
     def figures(self) -> dict[str, Figure]:
         """Every figure of the chip by its dotted path."""

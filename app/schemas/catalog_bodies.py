@@ -100,6 +100,11 @@ class SustainedOut(BaseModel):
 
     matrix: FigureOut
     memory: FigureOut
+    matrix_by_dtype: dict[Dtype, FigureOut] = Field(
+        default_factory=dict,
+        description="Measured fractions of a dtype's own matrix peak where they differ from "
+        "`matrix` (e.g. fp8).",
+    )
 
 
 class ChipOut(BaseModel):
@@ -113,6 +118,11 @@ class ChipOut(BaseModel):
     peak_flops_per_s: PeaksOut
     interconnect: InterconnectOut
     sustained: SustainedOut
+    compute_units: FigureOut | None = Field(
+        default=None,
+        description="The units a GEMM's output tiles are spread over (NVIDIA SMs, AMD CUs, "
+        "Gaudi MMEs, TPU TensorCores x MXUs); null where not catalogued.",
+    )
     notes: str | None
     ridge_intensity_flops_per_byte: dict[Dtype, float] = Field(
         description="matrix peak / memory bandwidth, FLOPs per byte, per dtype."

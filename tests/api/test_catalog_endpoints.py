@@ -86,6 +86,17 @@ def test_every_chip_figure_carries_a_source_url(client):
             assert figure["verify"] in {"V", "S", "U", "D"}
 
 
+def test_chip_shows_its_compute_units_and_fp8_fraction_with_sources(client):
+    chip = client.get("/chips/h100-sxm5-80gb").json()
+    assert chip["compute_units"]["value"] == 132
+    assert chip["compute_units"]["source"]["url"].startswith("https://")
+    fp8 = chip["sustained"]["matrix_by_dtype"]["fp8"]
+    assert fp8["value"] == 0.709  # MAMF fp8 1402.6 / 1978.9 TFLOP/s
+    assert fp8["source"]["key"] == "mleng-mamf"
+    bare = client.get("/chips/t4").json()
+    assert bare["compute_units"] is None and bare["sustained"]["matrix_by_dtype"] == {}
+
+
 def test_unknown_chip_is_a_404_with_suggestions(client):
     response = client.get("/chips/h10")
     assert response.status_code == 404

@@ -110,6 +110,29 @@ def first_chip(data):
         ),
         (lambda d: first_chip(d)["aliases"].append(d["chips"][1]["id"]), "is already used"),
         (lambda d: first_chip(d).update(colour="green"), "colour: Extra inputs"),
+        (
+            lambda d: first_chip(d).update(
+                compute_units={
+                    "value": 80.5,
+                    "source": first_chip(d)["memory"]["capacity_bytes"]["source"],
+                    "verify": "V",
+                }
+            ),
+            "compute_units: Value error, must be a whole number",
+        ),
+        (
+            # a per-dtype fraction needs that dtype's matrix peak to be a fraction of
+            lambda d: first_chip(d)["sustained"].update(
+                matrix_by_dtype={
+                    "fp4": {
+                        "value": 0.5,
+                        "source": first_chip(d)["memory"]["capacity_bytes"]["source"],
+                        "verify": "S",
+                    }
+                }
+            ),
+            "sustained.matrix_by_dtype.fp4: the chip has no fp4 matrix peak",
+        ),
     ],
 )
 def test_a_bad_catalog_names_the_chip_and_field(tmp_path, mutate, words):
@@ -206,3 +229,92 @@ def test_every_new_figure_has_a_source_url():
             assert sources[figure.source].url.startswith("https://"), (chip_id, path)
             if figure.verify == "D":
                 assert figure.note, (chip_id, path)  # a derived figure says how
+
+
+# the units a GEMM's tiles are spread over, per vendor: NVIDIA SMs, AMD CUs, Intel Gaudi MMEs,
+# Google TPU TensorCores x MXUs
+COMPUTE_UNITS = [
+    ("a100-sxm4-40gb", 108),
+    ("a100-sxm4-80gb", 108),
+    ("a100-pcie-40gb", 108),
+    ("a100-pcie-80gb", 108),
+    ("h100-sxm5-80gb", 132),
+    ("h100-pcie-80gb", 114),
+    ("b200", 148),  # 2 dies x 74 enabled SMs
+    ("mi250x", 220),  # 2 GCDs x 110
+    ("mi250x-gcd", 110),
+    ("mi300x", 304),
+    ("mi325x", 304),
+    ("mi355x", 256),
+    ("gaudi2", 2),
+    ("gaudi3", 8),
+    ("tpu-v4", 8),  # 2 TensorCores x 4 MXUs
+    ("tpu-v5e", 4),  # 1 x 4
+    ("tpu-v5p", 8),  # 2 x 4
+    ("tpu-v6e", 2),  # 1 x 2 (256x256 MXUs)
+]
+
+# ml-engineering FP8 MAMF (TFLOP/s) over the catalog's dense fp8 matrix peak (TFLOP/s)
+FP8_MAMF = [
+    ("h100-sxm5-80gb", 1402.6, 1978.9),
+    ("h200-sxm-141gb", 1453.4, 1979.0),
+    ("gh200", 1535.0, 1979.0),
+    ("b200", 3432.5, 4500.0),
+    ("gb200", 3615.6, 5000.0),
+    ("gaudi2", 826.5, 865.0),
+    ("gaudi3", 1289.5, 1835.0),
+]
+
+
+@pytest.mark.parametrize(("chip_id", "units"), COMPUTE_UNITS)
+def test_the_loader_maps_compute_units_into_the_chip(chip_id, units):
+    record = load_chip_catalog(REAL).resolve(chip_id)
+    assert record.chip.compute_units == units
+    assert isinstance(record.chip.compute_units, int)
+    assert record.entry.compute_units is not None and record.entry.compute_units.note
+
+
+@pytest.mark.parametrize(("chip_id", "achieved", "peak"), FP8_MAMF)
+def test_the_loader_maps_the_fp8_fraction_into_the_chip(chip_id, achieved, peak):
+    record = load_chip_catalog(REAL).resolve(chip_id)
+    chip = record.chip
+    assert chip.matrix_peaks[Dtype.FP8] == pytest.approx(peak * 1e12)
+    assert chip.sustained_matrix_by_dtype[Dtype.FP8] == pytest.approx(achieved / peak, abs=5e-4)
+    assert chip.sustained_matrix_of(Dtype.FP8) == chip.sustained_matrix_by_dtype[Dtype.FP8]
+    # bf16 keeps the chip's own fraction
+    assert chip.sustained_matrix_of(Dtype.BF16) == chip.sustained_matrix
+    assert record.entry.sustained.matrix_by_dtype[Dtype.FP8].source == "mleng-mamf"
+
+
+def test_h100_fp8_worked_example():
+    chip = load_chip_catalog(REAL).resolve("h100-sxm5-80gb").chip
+    # MAMF FP8 1402.6 TFLOP/s / 1978.9 TFLOP/s dense fp8 peak = 0.70878 -> 0.709, below the
+    # bf16 fraction 794.5 / 989.4 = 0.803: an fp8 GEMM's sustained time is peak time / 0.709
+    assert chip.sustained_matrix_by_dtype[Dtype.FP8] == 0.709
+    assert chip.sustained_matrix == 0.803
+    assert chip.compute_units == 132
+
+
+def test_chips_without_the_new_figures_keep_the_defaults():
+    catalog = load_chip_catalog(REAL)
+    with_units = {c for c, _ in COMPUTE_UNITS}
+    with_fp8 = {c for c, *_ in FP8_MAMF}
+    for chip_id, record in catalog.chips.items():
+        if chip_id not in with_units:
+            assert record.chip.compute_units is None, chip_id
+        if chip_id not in with_fp8:
+            assert dict(record.chip.sustained_matrix_by_dtype) == {}, chip_id
+            assert record.chip.sustained_matrix_of(Dtype.FP8) == record.chip.sustained_matrix
+
+
+def test_every_compute_unit_and_fp8_figure_has_a_source_url():
+    catalog = load_chip_catalog(REAL)
+    sources = catalog.catalog.sources
+    for chip_id, _ in COMPUTE_UNITS:
+        figure = catalog.resolve(chip_id).entry.compute_units
+        assert figure is not None
+        assert sources[figure.source].url.startswith("https://"), chip_id
+    for chip_id, *_ in FP8_MAMF:
+        fp8 = catalog.resolve(chip_id).entry.sustained.matrix_by_dtype[Dtype.FP8]
+        assert sources[fp8.source].url.startswith("https://"), chip_id
+        assert fp8.note and "FP8 MAMF" in fp8.note, chip_id
