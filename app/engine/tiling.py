@@ -5,18 +5,20 @@ unit (SM or CU). Two losses follow (NVIDIA, "Matrix Multiplication Background Us
 "Dimension Quantization Effects",
 https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html):
 tile quantisation, when m or n is not a multiple of the tile and the last tiles compute
-padding; and wave quantisation, when the tiles do not fill the last wave. The guide's example
-tile is 256 x 128 (on an A100's 108 SMs a 1792 x 1792 output is 7 x 14 = 98 tiles: one wave,
-98 of 108 SMs busy). A large GEMM fills every wave, which is where the catalog's sustained
-fractions were measured; a small or skinny one cannot: a 1024 x 1024 output is 32 tiles, a
-quarter of an H100's 132 SMs.
+padding; and wave quantisation, when the tiles do not fill the last wave. Libraries now
+rebalance a partial last wave across the chip when there are several (stream-K, Osama et al.
+2023, https://arxiv.org/abs/2301.03598, in CUTLASS and cuBLAS), so the wave loss that remains
+is the one no split can hide: fewer tiles than units. Tiles are 128 x 128, CUTLASS's
+threadblock tile for tensor-core GEMMs
+(https://github.com/NVIDIA/cutlass/blob/main/media/docs/efficient_gemm.md): a 1024 x 1024
+output is 64 tiles, under half of an H100's 132 SMs.
 """
 
 from __future__ import annotations
 
 import math
 
-TILE = (256, 128)  # output rows x columns of one thread block's tile (the guide's example)
+TILE = (128, 128)  # output rows x columns of one thread block's tile
 
 
 def output_tiles(m: int, n: int) -> tuple[int, float]:
@@ -28,10 +30,9 @@ def output_tiles(m: int, n: int) -> tuple[int, float]:
 
 
 def fill(tiles: int, tile_fill: float, units: int | None) -> float:
-    """The share of the chip's compute a GEMM of `tiles` tiles keeps busy: its tiles over the
-    unit-slots of the waves they need, times the tiles' own fill; 1 when the units are
-    unknown or the work is not one GEMM (`tiles` 0)."""
+    """The share of the chip's compute a GEMM of `tiles` tiles keeps busy: the tiles' own
+    fill, times the share of units a single partial wave occupies (several waves are
+    rebalanced); 1 when the units are unknown or the work is not one GEMM (`tiles` 0)."""
     if not tiles or not units:
         return 1.0
-    waves = math.ceil(tiles / units)
-    return tile_fill * tiles / (waves * units)
+    return tile_fill * min(1.0, tiles / units)
