@@ -172,6 +172,11 @@ class Realism:
     across_nodes: bool = False
 
 
+def realistic_communication(roof: Roofline) -> float:
+    """The roofline's collectives at the bandwidth NCCL reaches rather than the line rate."""
+    return roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+
+
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:
     """`roof` with its realistic time and range: the sustained-kernel `busy` time (default:
     the roofline's, without communication) scaled by what published runs of this kind of work
@@ -187,7 +192,7 @@ def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roof
         collectives=realism.collectives,
         across_nodes=realism.across_nodes,
     )
-    communication = roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+    communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
         work = busy * ratio

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine import Fitted, Kind, Software
-from app.engine.realism import COLLECTIVE_BANDWIDTH_FRACTION
+from app.engine.realism import realistic_communication
 from app.validation.runs import ROOT, Result
 
 TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
@@ -44,7 +44,7 @@ def parts(result: Result) -> Parts:
     """The engine's busy and fixed parts of a row's realistic time."""
     roof = result.roofline
     busy = roof.sustained_time - roof.communication_time
-    fixed = roof.overhead_time + roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+    fixed = roof.overhead_time + realistic_communication(roof)
     return Parts(busy, fixed, roof.expected_time)
 
 

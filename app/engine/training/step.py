@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.realism import COLLECTIVE_BANDWIDTH_FRACTION, fitted
+from app.engine.realism import fitted, realistic_communication
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
@@ -146,7 +146,7 @@ def _published(step: TrainingStep, chip: Chip, software: Software) -> Roofline:
     roof = step.roofline
     published, _ = fitted(Kind.TRAINING, software)
     basis = step.time_at_mfu(chip.sustained_matrix_of(roof.peak.dtype))
-    communication = roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+    communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
         return max(basis * ratio + communication, roof.realistic_time)
