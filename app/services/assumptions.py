@@ -103,12 +103,11 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> list[str]:
         f"sustained kernels reach {compute} and {roof.sustained_memory:.0%} of the bandwidth "
         "on this chip"
     )
+    kernels = f"{roof.kernels} kernel{'s' * (roof.kernels != 1)}"
     if stack in GRAPHED:
-        lines.append(f"{roof.kernels} kernels, launched from a CUDA graph or compiled")
+        lines.append(f"{kernels}, launched from a CUDA graph or compiled")
     else:
-        lines.append(
-            f"{roof.kernels} kernels, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch"
-        )
+        lines.append(f"{kernels}, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch")
     return lines
 
 
