@@ -115,6 +115,7 @@ def _engine_chip(entry: ChipEntry) -> Chip:
         host_bandwidth=link.host.bandwidth_bytes_per_s.value if link.host else None,
         sustained_matrix_by_dtype={d: f.value for d, f in entry.sustained.matrix_by_dtype.items()},
         compute_units=int(entry.compute_units.value) if entry.compute_units else None,
+        warp_mma=entry.sustained.warp_mma.value if entry.sustained.warp_mma else 1.0,
     )
 
 

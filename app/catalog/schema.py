@@ -150,6 +150,9 @@ class Sustained(_Strict):
     matrix: Fraction
     memory: Fraction
     matrix_by_dtype: dict[Dtype, Fraction] = Field(default_factory=dict)
+    # the share of the matrix peak Ampere's warp-level MMA (mma.sync) issues, on chips whose
+    # full rate needs asynchronous MMA (Hopper's wgmma, datacenter Blackwell's tcgen05)
+    warp_mma: Fraction | None = None
 
 
 class ChipEntry(_Strict):

@@ -19,6 +19,7 @@ from app.engine.fit import MemoryFit, memory_fit
 from app.engine.hardware import Chip, Peak, ridge_intensity
 from app.engine.hf_config import architecture_from_config
 from app.engine.kernels import (
+    AttentionKernel,
     RowOp,
     attention,
     custom,
@@ -44,6 +45,7 @@ __all__ = [
     "AgainstPublished",
     "Architecture",
     "Attention",
+    "AttentionKernel",
     "Bound",
     "Chip",
     "Dtype",

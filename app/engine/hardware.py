@@ -60,6 +60,10 @@ class Chip:
     # AMD CUs, TPU MXUs, Gaudi MMEs), for wave quantisation (docs/formulas.md#realistic-time)
     sustained_matrix_by_dtype: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
     compute_units: int | None = None
+    # the share of the matrix peak that kernels written with Ampere's warp-level MMA
+    # (mma.sync: FlashAttention-2) can issue where the full rate needs asynchronous MMA
+    # (Hopper's wgmma, datacenter Blackwell's tcgen05); 1 elsewhere
+    warp_mma: float = 1.0
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline.

@@ -137,6 +137,14 @@ def row_op(op: RowOp, rows: int, cols: int, dtype: Dtype) -> Work:
     )
 
 
+class AttentionKernel(StrEnum):
+    """How an attention layer is computed (docs/formulas.md#realistic-time)."""
+
+    FUSED = "fused"  # one kernel on the chip's fastest MMA path: FlashAttention-3, cuDNN, ...
+    FLASH_2 = "flash-attention-2"  # one kernel on Ampere's warp-level MMA, on every chip
+    NAIVE = "naive"  # QK^T, softmax and PV as three kernels, the scores in memory
+
+
 def attention_pairs(q_len: int, kv_len: int, *, causal: bool, window: int | None = None) -> float:
     """Number of (query, key) score entries computed, per head and sequence.
 
@@ -172,13 +180,14 @@ def attention(
     dtype: Dtype,
     kv_heads: int | None = None,
     causal: bool = False,
-    flash: bool = True,
+    implementation: AttentionKernel = AttentionKernel.FUSED,
 ) -> Work:
     """One attention layer: QK^T and PV, 4 B H (score entries) d FLOPs.
 
-    Flash (fused): Q, K, V read and O written. Naive: plus the score and probability matrices
+    Fused (flash): Q, K, V read and O written. Naive: plus the score and probability matrices
     (B H x score entries each) written and read back: 4 B H Lq Lk s more bytes. The softmax's
     few FLOPs per score are left out (they are < 1% of the matmul FLOPs for d >= 64).
+    FlashAttention-2 moves what a fused kernel moves, with warp-level MMA (`Work.warp_mma`).
     """
     for field, value in (
         ("batch", batch),
@@ -198,10 +207,19 @@ def attention(
     qo = 2.0 * batch * heads * q_len * head_dim
     kv = 2.0 * batch * kvh * kv_len * head_dim
     traffic = (qo + kv) * s
-    if not flash:
+    naive = implementation is AttentionKernel.NAIVE
+    if naive:
         traffic += 4.0 * batch * heads * q_len * kv_len * s
-    # flash: one fused kernel; naive: QK^T, the softmax and PV, each its own kernel
-    return Work(flops, traffic, dtype, Unit.MATRIX, Kind.ATTENTION, 1 if flash else 3)
+    # fused: one kernel; naive: QK^T, the softmax and PV, each its own kernel
+    return Work(
+        flops,
+        traffic,
+        dtype,
+        Unit.MATRIX,
+        Kind.ATTENTION,
+        3 if naive else 1,
+        warp_mma=implementation is AttentionKernel.FLASH_2,
+    )
 
 
 def memcopy(bytes_copied: float) -> Work:

@@ -43,6 +43,7 @@ class Work:
     kernels: int = 1  # launches it takes
     tiles: int = 0  # a single GEMM's output tiles (app/engine/tiling.py); 0 otherwise
     tile_fill: float = 1.0  # the share of those tiles that is output, not padding
+    warp_mma: bool = False  # issued as Ampere's warp-level MMA (mma.sync): Chip.warp_mma
 
     def __add__(self, other: Work) -> Work:
         if (self.dtype, self.unit) != (other.dtype, other.unit):
@@ -54,12 +55,19 @@ class Work:
             self.unit,
             self.kind if self.kind == other.kind else Kind.CUSTOM,
             self.kernels + other.kernels,
+            warp_mma=self.warp_mma and other.warp_mma,
         )  # no longer one GEMM: no tiling
 
     def scaled(self, factor: float) -> Work:
         """The same work `factor` times."""
         return Work(
-            self.flops * factor, self.bytes * factor, self.dtype, self.unit, self.kind, self.kernels
+            self.flops * factor,
+            self.bytes * factor,
+            self.dtype,
+            self.unit,
+            self.kind,
+            self.kernels,
+            warp_mma=self.warp_mma,
         )
 
 
@@ -150,6 +158,8 @@ def place(
         if peak.unit is Unit.MATRIX
         else 1.0
     )
+    if work.warp_mma and peak.unit is Unit.MATRIX:
+        sustained_compute = min(sustained_compute, chip.warp_mma)
     realistic = roofline_time(compute_time / sustained_compute, memory_time / chip.sustained_memory)
     result = Roofline(
         flops=work.flops,

@@ -105,6 +105,12 @@ class SustainedOut(BaseModel):
         description="Measured fractions of a dtype's own matrix peak where they differ from "
         "`matrix` (e.g. fp8).",
     )
+    warp_mma: FigureOut | None = Field(
+        default=None,
+        description="The share of the matrix peak Ampere's warp-level MMA (mma.sync, "
+        "FlashAttention-2) issues where the full rate needs asynchronous MMA (Hopper, "
+        "B200); null: no such loss.",
+    )
 
 
 class ChipOut(BaseModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.engine import Dtype, Phase, Software, TransformerSpec, Unit
+from app.engine import AttentionKernel, Dtype, Phase, Software, TransformerSpec, Unit
 from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import (
     ALL_LINEAR,
@@ -219,7 +219,32 @@ class AttentionWorkload(Request):
     head_dim: int = Field(ge=1, le=10**5)
     causal: bool = False
     flash: bool = Field(True, description="Fused: scores never reach memory.")
+    implementation: AttentionKernel | None = Field(
+        None,
+        description=(
+            "fused (the default with flash=true): one kernel on the chip's fastest matrix "
+            "path (FlashAttention-3, cuDNN); flash-attention-2: one kernel on Ampere's "
+            "warp-level MMA, which reaches half the peak on Hopper and a quarter on B200; "
+            "naive (the default with flash=false): scores in memory."
+        ),
+    )
     dtype: Dtype = Dtype.BF16
+
+    @property
+    def kernel(self) -> AttentionKernel:
+        """The implementation: the one given, else what `flash` says."""
+        if self.implementation is not None:
+            return self.implementation
+        return AttentionKernel.FUSED if self.flash else AttentionKernel.NAIVE
+
+    @model_validator(mode="after")
+    def _flash_agrees(self) -> Self:
+        if not self.flash and self.implementation not in (None, AttentionKernel.NAIVE):
+            raise ValueError(
+                f"flash=false is the naive kernel, not {self.implementation}: "
+                "give one of flash or implementation"
+            )
+        return self
 
 
 class CustomWorkload(Request):

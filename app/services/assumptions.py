@@ -4,7 +4,7 @@ so that the form, the API and the CLI can never silently disagree."""
 from __future__ import annotations
 
 from app import formatting as fmt
-from app.engine import Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.realism import EAGER_DISPATCH_S, GRAPHED
 from app.engine.tiling import TILE, output_tiles
 from app.schemas.requests import (
@@ -16,6 +16,13 @@ from app.schemas.requests import (
 )
 from app.services.profiles import MeasuredCeilings
 
+ATTENTION_KERNELS = {
+    AttentionKernel.FUSED: "one fused kernel on the chip's fastest matrix path "
+    "(FlashAttention-3, cuDNN)",
+    AttentionKernel.FLASH_2: "FlashAttention-2: one fused kernel on Ampere's warp-level MMA, "
+    "which on Hopper and Blackwell issues part of the matrix peak",
+    AttentionKernel.NAIVE: "naive: QK^T, the softmax and PV as three kernels, the scores in memory",
+}
 PHASE_KIND = {
     Phase.DECODE: Kind.DECODE,
     Phase.PREFILL: Kind.PREFILL,
@@ -74,8 +81,7 @@ def _workload_lines(workload: TransformerWorkload | KernelWorkload, roof: Roofli
                 lines.append(f"unfused: {ops} kernels, each reading and writing memory")
             return lines
         case AttentionWorkload():
-            impl = "a fused (flash) kernel" if workload.flash else "naive: scores in memory"
-            return [f"dtype {workload.dtype}", f"attention as {impl}"]
+            return [f"dtype {workload.dtype}", f"attention as {ATTENTION_KERNELS[workload.kernel]}"]
     return [f"dtype {workload.dtype}"]
 
 

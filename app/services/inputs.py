@@ -188,7 +188,7 @@ def kernel_work(workload: KernelWorkload) -> tuple[Work, KernelWorkload]:
                 dtype=workload.dtype,
                 kv_heads=kv_heads,
                 causal=workload.causal,
-                flash=workload.flash,
+                implementation=workload.kernel,
             )
             return work, workload.model_copy(update={"kv_len": kv_len, "kv_heads": kv_heads})
         case CustomWorkload():

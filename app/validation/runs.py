@@ -31,6 +31,7 @@ from typing import Any
 
 from app.catalog.loader import ChipCatalogVersion, ModelCatalogVersion
 from app.engine import (
+    AttentionKernel,
     Dtype,
     Kind,
     Phase,
@@ -78,6 +79,13 @@ PROFILES = {
     "maxtext": Software.MAXTEXT,
     "gpt-fast": Software.COMPILED,
 }
+# Attention rows by the kernel they ran: FlashAttention-2 issues Ampere's warp-level MMA on
+# every chip; FlashAttention-3 and cuDNN use the chip's fastest path.
+ATTENTION_KERNELS = {"flash-attention-2": AttentionKernel.FLASH_2}
+# NeMo is one name for two stacks: it trains with Megatron-Core and serves through
+# TensorRT-LLM.
+TRAINING_PROFILES = {"nemo": Software.MEGATRON}
+INFERENCE_PROFILES = {"nemo": Software.TENSORRT_LLM}
 # Rows whose own figure set a catalog sustained fraction (in-sample: their realistic error
 # is zero by construction); the median error is also stated without them.
 CALIBRATION_SOURCES = ("maximum-achievable-matmul-flops", "a10g", "BabelStream", "gpu-workshop")
@@ -106,7 +114,8 @@ class Measurement:
     @property
     def profile(self) -> Software:
         """The engine's software profile this row's stack belongs to (typical if none)."""
-        return PROFILES.get(self.software, Software.TYPICAL)
+        by_phase = TRAINING_PROFILES if self.kind is Kind.TRAINING else INFERENCE_PROFILES
+        return by_phase.get(self.software) or PROFILES.get(self.software, Software.TYPICAL)
 
     @property
     def source(self) -> str:
@@ -175,6 +184,7 @@ def work(row: Measurement) -> Work:
             head_dim=p["head_dim"],
             dtype=Dtype(p["dtype"]),
             causal=p["causal"],
+            implementation=ATTENTION_KERNELS.get(row.software, AttentionKernel.FUSED),
         )
     if row.workload == "copy":
         return memcopy(p["bytes_copied"])

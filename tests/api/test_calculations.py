@@ -248,3 +248,31 @@ def test_check_accepts_milliseconds_and_kernel_workloads(client):
     assert seconds["ratio"] == pytest.approx(millis["ratio"])
     assert millis["verdict"] == "near_roofline"
     assert millis["advice"][0].startswith("Close to the memory roofline")
+
+
+def test_attention_by_implementation(client):
+    # B=8, H=16, L=4096, d=128 bf16 on a B200: 4 * 8 * 16 * 4096^2 * 128 = 1.0995e12 FLOPs,
+    # ideal 1.0995e12 / 2.25e15 = 488.7 us whatever the kernel. FlashAttention-2's warp-level
+    # MMA issues a quarter of Blackwell's peak, so its sustained kernel takes
+    # 488.7 / 0.25 = 1955 us against 488.7 / 0.776 = 629.8 us for the fused kernel.
+    shape = {"kind": "attention", "batch": 8, "heads": 16, "q_len": 4096, "head_dim": 128}
+    answers = {
+        impl: client.post(
+            "/expected-time", json={"chip": "b200", "workload": {**shape, "implementation": impl}}
+        ).json()
+        for impl in ("fused", "flash-attention-2", "naive")
+    }
+    fused, fa2 = answers["fused"], answers["flash-attention-2"]
+    assert fused["expected_time_s"] == fa2["expected_time_s"] == pytest.approx(488.7e-6, rel=1e-3)
+    assert fa2["sustained_time_s"] == pytest.approx(1955e-6, rel=1e-3)
+    assert fused["sustained_time_s"] == pytest.approx(629.8e-6, rel=1e-3)
+    assert any("25% of the bf16 matrix peak" in a for a in fa2["assumptions"])
+    assert any("FlashAttention-2" in a for a in fa2["assumptions"])
+    assert answers["naive"]["expected_time_s"] > fused["expected_time_s"]
+    default = client.post("/expected-time", json={"chip": "b200", "workload": shape}).json()
+    assert default["expected_time_s"] == fused["expected_time_s"]
+    assert default["assumptions"] == fused["assumptions"]
+    both = {**shape, "flash": False, "implementation": "flash-attention-2"}
+    r = client.post("/expected-time", json={"chip": "b200", "workload": both})
+    assert r.status_code == 422
+    assert "flash=false is the naive kernel" in r.text
