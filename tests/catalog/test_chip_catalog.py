@@ -318,3 +318,20 @@ def test_every_compute_unit_and_fp8_figure_has_a_source_url():
         fp8 = catalog.resolve(chip_id).entry.sustained.matrix_by_dtype[Dtype.FP8]
         assert sources[fp8.source].url.startswith("https://"), chip_id
         assert fp8.note and "FP8 MAMF" in fp8.note, chip_id
+
+
+def test_h100_96gb_is_the_grace_hopper_gpu():
+    # the 96 GB HBM3 H100 is GH200's GPU: 96e9 bytes, 4.0 TB/s, 989.5 TFLOP/s bf16 (its datasheet)
+    chip = load_chip_catalog(REAL).resolve("h100-96gb").chip
+    assert chip.id == "gh200"
+    assert (chip.memory_bytes, chip.matrix_peaks[Dtype.BF16]) == (96e9, 989.5e12)
+
+
+def test_warp_level_mma_shares_are_sourced_on_hopper_and_blackwell_only():
+    # Hopper's SM doubled Ampere's tensor rate per clock (wgmma), Blackwell's doubled it again
+    # (tcgen05); mma.sync keeps Ampere's: 1/2 and 1/4 of the peak; no loss elsewhere
+    catalog = load_chip_catalog(REAL)
+    shares = {chip_id: record.chip.warp_mma for chip_id, record in catalog.chips.items()}
+    assert {i for i, s in shares.items() if s == 0.5} >= {"h100-sxm5-80gb", "h200-sxm-141gb"}
+    assert {i for i, s in shares.items() if s == 0.25} == {"b200", "gb200"}
+    assert shares["a100-sxm4-80gb"] == shares["h20"] == shares["mi300x"] == 1.0
