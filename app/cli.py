@@ -23,6 +23,7 @@ from typing import Any
 from app import formatting as fmt
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.units import MIB
+from app.engine.verdict import Verdict
 from app.probe import COPY_BYTES, MATMUL_N
 
 PASS, FAIL, ERROR = 0, 1, 2
@@ -264,7 +265,7 @@ def run(argv: Sequence[str]) -> int:
 
         validate()
         return PASS
-    fail_on = {part.strip() for part in args.fail_on.split(",") if part.strip()}
+    fail_on = _fail_on(args.fail_on, regression=args.command == "submit")
     base = args.url.rstrip("/")
     if args.command == "check":
         status, answer = _post(f"{base}/check", _body(args))
@@ -280,6 +281,17 @@ def run(argv: Sequence[str]) -> int:
         failed = answer["gate"]["reasons"]
     print(_summary(answer, failed))
     return FAIL if failed else PASS
+
+
+def _fail_on(text: str, *, regression: bool) -> set[str]:
+    """--fail-on's verdicts, each checked: a misspelt one would silently disable the gate."""
+    allowed = {v.value for v in Verdict} | ({"regression"} if regression else set())
+    chosen = {part.strip() for part in text.split(",") if part.strip()}
+    if unknown := sorted(chosen - allowed):
+        raise CliError(
+            f"--fail-on: unknown {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
+    return chosen
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from app.cli import ERROR, FAIL, PASS, main, run
+from app.cli import ERROR, FAIL, PASS, CliError, main, run
 
 # 2 * 4096^3 bf16 FLOPs on an A100: 440.5 us expected
 MATMUL = json.dumps({"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"})
@@ -159,3 +159,20 @@ def test_check_says_where_the_run_sits_against_published_runs(url, capsys):
     assert code == PASS  # room to improve is no failure
     assert "room_to_improve" in out and "(2.55x, memory-bound)" in out
     assert "published runs on eager" in out and out.rstrip().endswith("slower than published")
+
+
+@pytest.mark.parametrize("command", ["check", "submit"])
+def test_a_misspelt_fail_on_is_a_usage_error_not_a_disabled_gate(command):
+    # "order_of_magnitude_slow" is no verdict: the gate would never fire, so it is refused
+    # before anything is asked or stored (exit 2, naming the allowed values); nothing listens
+    # on port 9, so reaching the network would fail differently
+    args = [command, "--url", "http://127.0.0.1:9", "--chip", "a100", "--model", "llama-8b"]
+    with pytest.raises(CliError, match="--fail-on: unknown order_of_magnitude_slow; allowed: "):
+        run([*args, "--measured-ms", "1", "--fail-on", "order_of_magnitude_slow"])
+
+
+def test_regression_gates_only_what_is_stored():
+    # check stores nothing, so there is no previous run to regress against
+    args = ["check", "--url", "http://127.0.0.1:9", "--chip", "a100", "--model", "llama-8b"]
+    with pytest.raises(CliError, match="unknown regression"):
+        run([*args, "--measured-ms", "1", "--fail-on", "regression"])
