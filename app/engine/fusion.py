@@ -10,6 +10,7 @@ sum of theirs. Launch costs are the engine's fixed costs per kernel (realism.py)
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,7 +21,7 @@ from app.engine.ops import Op, Tensor, is_view, op_work
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
-from app.engine.units import ms_from_seconds
+from app.engine.units import Dtype, ms_from_seconds
 
 MAX_OPS = 4096
 
@@ -119,49 +120,61 @@ def kernel_groups(count: int, groups: Sequence[Sequence[int]]) -> list[list[int]
     return sorted(kernels)
 
 
-def _matches(wanted: Tensor, written: Tensor) -> bool:
-    if wanted.id is not None or written.id is not None:
-        return wanted.id == written.id
-    return (wanted.shape, wanted.dtype) == (written.shape, written.dtype)
+def _shape(tensor: Tensor) -> tuple[tuple[int, ...], Dtype]:
+    return tensor.shape, tensor.dtype
 
 
 def external_bytes(ops: Sequence[Op]) -> float:
     """Bytes of `ops` run in order as one kernel: the inputs none of them wrote (read once
     each, by id), and the outputs no later one of them reads. A tensor without an id is taken
-    for one unconsumed earlier output of the same shape and dtype. An operator given its bytes
-    is opaque: they count in full, and its tensors take no part. A view of a tensor on chip
-    is on chip too."""
+    for one unconsumed earlier output (without an id) of the same shape and dtype. An operator
+    given its bytes is opaque: they count in full, and its tensors take no part. A view of
+    tensors on chip is on chip too."""
     traffic = 0.0
-    pending: list[Tensor] = []  # written, not (yet) read by a later op
+    anonymous: Counter[tuple[tuple[int, ...], Dtype]] = Counter()  # written, not yet read
+    written: dict[str, float] = {}  # by id: written, not read since
     on_chip: set[str] = set()  # ids written or read already
     for op in ops:
         if op.bytes is not None:
             traffic += op.bytes
             continue
-        if is_view(op):  # an alias of what it views: on chip where that is, else read later
-            left = list(pending)
-            for viewed in op.inputs:
-                match = next((i for i, t in enumerate(left) if _matches(viewed, t)), None)
-                if match is None:
-                    break
-                del left[match]
-            else:
-                pending = [*left, *op.outputs]
+        if is_view(op):  # an alias: on chip where what it views is, else read by its users
+            wanted = Counter(_shape(x) for x in op.inputs if x.id is None)
+            ids = {x.id for x in op.inputs if x.id is not None}
+            if ids <= on_chip and all(anonymous[key] >= n for key, n in wanted.items()):
+                anonymous -= wanted
+                for id_ in ids:
+                    written.pop(id_, None)
+                _write(op.outputs, anonymous, written, on_chip)
             continue
         for tensor in op.inputs:
-            if tensor.id is not None and tensor.id in on_chip:
-                pending = [t for t in pending if t.id != tensor.id]
-                continue
-            match = next((i for i, t in enumerate(pending) if _matches(tensor, t)), None)
-            if match is None:
-                traffic += tensor.bytes
-                if tensor.id is not None:
+            if tensor.id is not None:
+                if tensor.id in on_chip:
+                    written.pop(tensor.id, None)
+                else:
+                    traffic += tensor.bytes
                     on_chip.add(tensor.id)
+            elif anonymous[_shape(tensor)]:
+                anonymous[_shape(tensor)] -= 1
             else:
-                del pending[match]
-        pending.extend(op.outputs)
-        on_chip.update(t.id for t in op.outputs if t.id is not None)
-    return traffic + sum(t.bytes for t in pending)
+                traffic += tensor.bytes
+        _write(op.outputs, anonymous, written, on_chip)
+    left = sum(Tensor(shape, dtype).bytes * n for (shape, dtype), n in anonymous.items())
+    return traffic + sum(written.values()) + left
+
+
+def _write(
+    outputs: Sequence[Tensor],
+    anonymous: Counter[tuple[tuple[int, ...], Dtype]],
+    written: dict[str, float],
+    on_chip: set[str],
+) -> None:
+    for tensor in outputs:
+        if tensor.id is None:
+            anonymous[_shape(tensor)] += 1
+        else:
+            written[tensor.id] = tensor.bytes
+            on_chip.add(tensor.id)
 
 
 def _cost(index: int, op: Op, chip: Chip) -> OpCost:

@@ -289,6 +289,12 @@ def test_ids_name_tensors_across_ops():
     # a tensor with an id is never taken for one without: y is written, and read back
     mixed = [ops[0], op("aten::cos", [t(1000)], [t(1000)])]
     assert external_bytes(mixed) == 5 * 4000
+    # a view of a tensor on chip is on chip: y viewed as v stays there
+    v = t(10, 100, id="v")
+    viewed = [ops[0], op("aten::view", [y], [v]), op("aten::cos", [v], [z])]
+    assert external_bytes(viewed) == 3 * 4000
+    # a view of a tensor in memory is read by its user
+    assert external_bytes(viewed[1:]) == 2 * 4000
     # an op given its bytes is opaque
     assert (
         external_bytes([op("x", [t(1000)], [t(1000)], flops=0, bytes=10.0), ops[1]])
