@@ -87,6 +87,12 @@ class OpsEstimate:
                 f"Faster than the ops fused into one kernel ({fused}): the measurement, or the "
                 "ops and shapes given, are not what ran."
             )
+        if place_ is AgainstFusion.BETWEEN and measured < self.roofline.expected_time:
+            return (
+                f"Faster than the ops as grouped allow ({_ms(self.roofline.expected_time)}), "
+                f"but not than the whole fused ({fused}): more of them ran fused than given "
+                "(a compiler, CUDA graphs)."
+            )
         if place_ is AgainstFusion.BETWEEN:
             return (
                 f"Between the fused floor ({fused}) and each op as its own kernel ({unfused}): "

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.engine import AgainstPublished, Bound, Dtype, LimitedBy, Software, Unit, Verdict
 from app.engine.compare import Repeats
+from app.engine.fusion import AgainstFusion
 from app.engine.scaling import ScalingMode
+from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import KernelWorkload, TransformerWorkload
 
 
@@ -87,10 +89,20 @@ class TrainingOut(_Out):
     communication: CommunicationOut
 
 
+class OpOut(_Out):
+    """One operator of an `ops` workload, as its own kernel."""
+
+    name: str
+    flops: float
+    bytes: float
+    expected_time_s: float = Field(description="Its ideal roofline time alone (0 for a view).")
+    bound: Bound | None = Field(description="compute or memory; null for a view (no kernel).")
+
+
 class _Answer(_Out):
     catalog_version: str
     chip: ChipRef
-    workload: TransformerWorkload | KernelWorkload
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload
     model: ModelRef | None = None
     explanation: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -153,6 +165,16 @@ class ExpectedTime(_Answer):
     time_to_first_token_s: float | None = None
     time_per_output_token_s: float | None = None
     training: TrainingOut | None = None
+    ops: list[OpOut] | None = Field(None, description="ops workloads: each op alone.")
+    unfused_time_s: float | None = Field(
+        None, description="ops: each op its own kernel, ideal times plus launch costs."
+    )
+    fused_time_s: float | None = Field(
+        None, description="ops: the whole as one kernel (its external tensors), one launch."
+    )
+    launch_overhead_s: float | None = Field(
+        None, description="ops: the fixed cost of launching the kernels with nothing to do."
+    )
 
 
 class RepeatsOut(_Out):
@@ -189,6 +211,10 @@ class Check(ExpectedTime):
         None, description="Where the run sits against realistic_range_s."
     )
     advice: list[str]
+    against_fusion: AgainstFusion | None = Field(
+        None,
+        description="ops: faster_than_fused, between_fused_and_unfused or slower_than_unfused.",
+    )
 
 
 class MemoryFitAnswer(_Answer):

@@ -18,6 +18,7 @@ from app.engine.training import (
     Optimizer,
 )
 from app.engine.units import seconds_from_ms
+from app.schemas.ops_bodies import OpsWorkload
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
 NAME = Field(min_length=1, max_length=200)
@@ -240,7 +241,9 @@ KernelWorkload = (
     | AttentionWorkload
     | CustomWorkload
 )
-Workload = Annotated[TransformerWorkload | KernelWorkload, Field(discriminator="kind")]
+Workload = Annotated[
+    TransformerWorkload | KernelWorkload | OpsWorkload, Field(discriminator="kind")
+]
 
 
 ChipName = Annotated[str, NAME, Field(description="Catalog id or alias, e.g. a100 (see /chips).")]

@@ -15,6 +15,7 @@ from app.engine import (
     place_kernel,
 )
 from app.engine.compare import summarise_times
+from app.engine.fusion import OpsEstimate
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
 from app.schemas.answers import (
@@ -26,6 +27,7 @@ from app.schemas.answers import (
     RepeatsOut,
     TrainingOut,
 )
+from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
@@ -35,6 +37,7 @@ from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptio
 from app.services.catalogs import Catalogs
 from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
+from app.services.op_sequences import estimate_of, ops_fields, ops_lines
 
 
 def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, object]:
@@ -110,8 +113,11 @@ def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
     }
 
 
-def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, Any], Roofline]:
-    """The fields of the request's ExpectedTime answer (a Check adds its own), and its roofline."""
+def _place(
+    catalogs: Catalogs, request: CalculationRequest
+) -> tuple[dict[str, Any], Roofline, OpsEstimate | None]:
+    """The fields of the request's ExpectedTime answer (a Check adds its own), its roofline,
+    and for an `ops` workload, its operators' estimate."""
     resolved = resolve(catalogs, request)
     chip = resolved.chip.chip
     common = {
@@ -141,7 +147,22 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
             **_roofline_fields(roof, kind, request.stack),
             **_transformer_fields(result),
         }
-        return fields, roof
+        return fields, roof, None
+    if isinstance(request.workload, OpsWorkload):
+        ops = estimate_of(request.workload, chip, request.stack)
+        roof = ops.roofline
+        fields = {
+            **common,
+            "workload": request.workload,
+            "explanation": [*ops_lines(ops), *roofline_lines(roof)],
+            "assumptions": [
+                *assumptions(request.workload, ops.kind, request.stack, roof),
+                *ceilings_assumptions(resolved.measured),
+            ],
+            **_roofline_fields(roof, ops.kind, request.stack),
+            **ops_fields(ops),
+        }
+        return fields, roof, ops
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     fields = {
@@ -154,7 +175,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
         ],
         **_roofline_fields(roof, work.kind, request.stack),
     }
-    return fields, roof
+    return fields, roof, None
 
 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
@@ -164,9 +185,10 @@ def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTi
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     """The request's measured time against its roofline: ratio, verdict and advice."""
-    fields, roof = _place(catalogs, request)
+    fields, roof, ops = _place(catalogs, request)
     repeats = summarise_times(request.measured_seconds)
     judgement = judge(roof, repeats.mean)
+    fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
     return Check(
         **fields,
         measured_time_s=judgement.measured_time,
@@ -176,5 +198,6 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
         verdict=judgement.verdict,
         realistic_ratio=judgement.realistic_ratio,
         against_published=judgement.against_published,
-        advice=list(judgement.advice),
+        advice=[*fusion, *judgement.advice],
+        against_fusion=None if ops is None else ops.against_fusion(judgement.measured_time),
     )
