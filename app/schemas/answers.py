@@ -99,6 +99,21 @@ class OpOut(_Out):
     bound: Bound | None = Field(description="compute or memory; null for a view (no kernel).")
 
 
+class BreakdownRow(_Out):
+    """One operation of a transformer step, over its `count` occurrences, on one chip."""
+
+    name: str = Field(description="e.g. qkv_projection, attention, mlp_down, tp_allreduce.")
+    count: float = Field(description="Occurrences in the step (layers, passes, or 1).")
+    flops: float
+    bytes: float
+    time_s: float = Field(
+        description="Its own roofline at the step's peak, max(FLOPs / peak, bytes / bandwidth), "
+        "or a collective's or the pipeline bubble's seconds."
+    )
+    share: float = Field(description="time_s over the sum of every row's time_s.")
+    bound: Bound
+
+
 class _Answer(_Out):
     catalog_version: str
     chip: ChipRef
@@ -174,6 +189,9 @@ class ExpectedTime(_Answer):
     )
     launch_overhead_s: float | None = Field(
         None, description="ops: the fixed cost of launching the kernels with nothing to do."
+    )
+    breakdown: list[BreakdownRow] | None = Field(
+        None, description="With breakdown=true: the step by operation (prefill, decode, training)."
     )
 
 

@@ -272,6 +272,13 @@ CeilingsName = Annotated[
 ]
 
 
+BREAKDOWN = Field(
+    False,
+    description="Add `breakdown` to /expected-time and /check answers of prefill, decode and "
+    "training: the step by operation (FLOPs, bytes, time, share, regime).",
+)
+
+
 class CalculationRequest(Request):
     """A workload on a chip."""
 
@@ -279,6 +286,7 @@ class CalculationRequest(Request):
     catalog_version: CatalogVersionName = None
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
+    breakdown: bool = BREAKDOWN
     workload: Workload
 
 

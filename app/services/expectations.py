@@ -14,11 +14,13 @@ from app.engine import (
     judge,
     place_kernel,
 )
+from app.engine.breakdown import shares
 from app.engine.compare import summarise_times
 from app.engine.fusion import OpsEstimate
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
 from app.schemas.answers import (
+    BreakdownRow,
     Check,
     ChipRef,
     CommunicationOut,
@@ -38,6 +40,11 @@ from app.services.catalogs import Catalogs
 from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
 from app.services.op_sequences import estimate_of, ops_fields, ops_lines
+
+BREAKDOWN_WARNING = [
+    "breakdown: given for prefill, decode and training steps; ask for generate's prefill and "
+    "decode phases one at a time"
+]
 
 
 def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, object]:
@@ -100,8 +107,24 @@ def _training_out(step: TrainingStep) -> TrainingOut:
     )
 
 
-def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
+def _breakdown(result: TransformerEstimate) -> list[BreakdownRow]:
+    return [
+        BreakdownRow(
+            name=row.name,
+            count=row.count,
+            flops=row.flops,
+            bytes=row.bytes,
+            time_s=row.time,
+            share=row.share,
+            bound=row.bound,
+        )
+        for row in shares(result.terms, result.roofline)
+    ]
+
+
+def _transformer_fields(result: TransformerEstimate, breakdown: bool) -> dict[str, object]:
     return {
+        "breakdown": _breakdown(result) if breakdown and result.terms else None,
         "training": None if result.training is None else _training_out(result.training),
         "memory_required_bytes": result.memory.total,
         "memory_available_bytes": result.capacity,
@@ -139,13 +162,16 @@ def _place(
                 *([] if result.training is None else training_lines(result.training)),
                 memory_line(result.memory, result.capacity),
             ],
-            "warnings": warnings_of(model),
+            "warnings": [
+                *warnings_of(model),
+                *(BREAKDOWN_WARNING if request.breakdown and not result.terms else []),
+            ],
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, kind, request.stack),
-            **_transformer_fields(result),
+            **_transformer_fields(result, request.breakdown),
         }
         return fields, roof, None
     if isinstance(request.workload, OpsWorkload):
