@@ -59,7 +59,15 @@ class MLP:
 
     def linear(self, d: int) -> int:
         """Weight-matrix elements."""
-        return (3 if self.gated else 2) * d * self.intermediate
+        return self.up_linear(d) + self.down_linear(d)
+
+    def up_linear(self, d: int) -> int:
+        """Weight elements of the projections into the MLP: gate and up (gated), or up."""
+        return (2 if self.gated else 1) * d * self.intermediate
+
+    def down_linear(self, d: int) -> int:
+        """Weight elements of the projection out of the MLP."""
+        return d * self.intermediate
 
     def biases(self, d: int) -> int:
         """Bias elements (gated: gate and up biases, then the down bias)."""
@@ -109,6 +117,35 @@ class Architecture:
 
 
 @dataclass(frozen=True, slots=True)
+class MatmulParts:
+    """The blocks' matrix parameters (ParamCounts.block_linear), by the operation whose
+    products use them, over all layers: query, key and value projections (MLA's down and up
+    projections), the output projection, the dense MLPs in and out, the routers, the shared
+    experts, BERT's pooler."""
+
+    qkv: int
+    attention_out: int
+    mlp_up: int
+    mlp_down: int
+    router: int
+    shared_experts: int
+    pooler: int
+
+    @property
+    def block(self) -> int:
+        """All of them."""
+        return (
+            self.qkv
+            + self.attention_out
+            + self.mlp_up
+            + self.mlp_down
+            + self.router
+            + self.shared_experts
+            + self.pooler
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ParamCounts:
     """Parameters of an architecture, split by how they are stored and used.
 
@@ -127,6 +164,7 @@ class ParamCounts:
     experts: int
     experts_per_token: int
     head_matmul: int  # the output projection's matrix (the tied embedding counts here once)
+    parts: MatmulParts  # block_linear by operation
 
     @property
     def routed_total(self) -> int:
@@ -173,8 +211,9 @@ class ParamCounts:
         return self.positions + untied_input
 
 
-def _attention_params(att: Attention, d: int) -> tuple[int, int]:
-    """(matrix elements, other elements) of one attention layer."""
+def _attention_params(att: Attention, d: int) -> tuple[int, int, int]:
+    """(matrix elements into the heads: q, k, v; matrix elements out: o; other elements) of one
+    attention layer."""
     h = att.heads
     if att.mla is not None:
         m = att.mla
@@ -188,51 +227,58 @@ def _attention_params(att: Attention, d: int) -> tuple[int, int]:
             m.qk_nope_head_dim + m.v_head_dim
         )
         out = h * m.v_head_dim * d
-        return q + kv + out, q_norm + m.kv_lora_rank
+        return q + kv, out, q_norm + m.kv_lora_rank
     q_width = h * att.head_dim
     kv_width = att.kv_heads * att.head_dim
-    linear = d * q_width + 2 * d * kv_width + q_width * d
     other = (q_width + 2 * kv_width) * att.qkv_bias + d * att.out_bias
     other += 2 * att.head_dim * att.qk_norm + h * att.sinks
-    return linear, other
+    return d * q_width + 2 * d * kv_width, q_width * d, other
 
 
 @lru_cache(maxsize=256)
 def param_counts(arch: Architecture) -> ParamCounts:
     """Count the parameters of `arch` from its hyperparameters."""
     d = arch.hidden
-    att_linear, att_other = _attention_params(arch.attention, d)
+    att_in, att_out, att_other = _attention_params(arch.attention, d)
     norm = d * (2 if arch.norm_bias else 1)
-    block_linear = arch.layers * att_linear + arch.dense_layers * arch.mlp.linear(d)
     other = arch.layers * (att_other + arch.norms_per_layer * norm)
     other += arch.dense_layers * arch.mlp.biases(d)
     other += norm * (arch.final_norm + arch.embedding_norm)
-    routed_expert = experts = per_token = moe_layers = 0
+    routed_expert = experts = per_token = moe_layers = router = shared = 0
     if arch.moe is not None:
         moe = arch.moe
         moe_layers, experts, per_token = moe.moe_layers, moe.experts, moe.experts_per_token
         routed_expert = moe.expert.linear(d) + moe.expert.biases(d)
-        block_linear += moe_layers * moe.experts * d  # the router
+        router = moe_layers * moe.experts * d
         other += moe_layers * moe.experts * moe.router_bias
         if moe.shared is not None:
-            block_linear += moe_layers * moe.shared.linear(d)
+            shared = moe_layers * moe.shared.linear(d)
             other += moe_layers * moe.shared.biases(d)
     if arch.pooler:
-        block_linear += d * d
         other += d
+    parts = MatmulParts(
+        qkv=arch.layers * att_in,
+        attention_out=arch.layers * att_out,
+        mlp_up=arch.dense_layers * arch.mlp.up_linear(d),
+        mlp_down=arch.dense_layers * arch.mlp.down_linear(d),
+        router=router,
+        shared_experts=shared,
+        pooler=d * d if arch.pooler else 0,
+    )
     embedding = arch.vocab * d
     head_matmul = embedding if arch.lm_head else 0
     return ParamCounts(
         embedding=embedding,
         positions=(arch.learned_positions + arch.token_types) * d,
         lm_head=0 if arch.tied_embeddings or not arch.lm_head else embedding,
-        block_linear=block_linear,
+        block_linear=parts.block,
         routed_expert=routed_expert,
         other=other,
         moe_layers=moe_layers,
         experts=experts,
         experts_per_token=per_token,
         head_matmul=head_matmul,
+        parts=parts,
     )
 
 

@@ -17,14 +17,24 @@ from app.engine.tiling import output_tiles
 from app.engine.units import Dtype, Unit, dtype_bytes
 
 # FLOPs per element of named pointwise ops. Each op is one arithmetic instruction per element
-# (a transcendental is one special-function instruction), except a fused multiply-add (2),
-# following the "multiply-add is 2 FLOPs" convention of docs/formulas.md#units.
+# (a transcendental is one special-function instruction, a comparison or select one), except
+# a fused multiply-add (2, the "multiply-add is 2 FLOPs" convention of docs/formulas.md#units)
+# and the composites, counted as the instructions they are written with
+# (docs/formulas.md#kernels): clamp = max, min (2); silu = x sigmoid(x) (2); pow = exp2(y log2 x)
+# (3); gelu = x/2 (1 + erf(x/sqrt 2)) (5, PyTorch's default exact form). A fill writes a
+# constant: no FLOPs.
 POINTWISE_FLOPS: dict[str, int] = {
-    **dict.fromkeys(("add", "sub", "mul", "div", "neg", "abs", "relu", "max", "min", "square"), 1),
+    **dict.fromkeys(("add", "sub", "rsub", "mul", "div", "neg", "abs", "relu", "square"), 1),
+    **dict.fromkeys(("max", "min", "maximum", "minimum", "where", "masked_fill"), 1),
+    **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge", "sign", "floor", "ceil", "round"), 1),
     **dict.fromkeys(
-        ("exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal"), 1
+        ("exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "erf"), 1
     ),
-    "fma": 2,
+    **dict.fromkeys(("log1p", "expm1", "exp2", "log2"), 1),
+    **dict.fromkeys(("fma", "clamp", "silu"), 2),
+    "pow": 3,
+    "gelu": 5,
+    **dict.fromkeys(("fill", "zero"), 0),
 }
 
 
@@ -134,6 +144,16 @@ def row_op(op: RowOp, rows: int, cols: int, dtype: Dtype) -> Work:
     flops = float(ROW_OP_FLOPS[op] * rows * cols)
     return Work(
         flops, elements * dtype_bytes(dtype), pointwise_dtype(dtype), Unit.VECTOR, _POINTWISE
+    )
+
+
+def reduction(n: int, out: int, dtype: Dtype) -> Work:
+    """A reduction (sum, mean, amax, ...) of `n` elements to `out`: one add or compare per
+    element read; read once, write once: (n + out) s bytes."""
+    _positive("n", n)
+    _positive("out", out)
+    return Work(
+        float(n), (n + out) * dtype_bytes(dtype), pointwise_dtype(dtype), Unit.VECTOR, _POINTWISE
     )
 
 

@@ -18,6 +18,7 @@ from app.engine.architecture import (
     kv_elements_per_token,
     param_counts,
 )
+from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.kernels import attention_pairs
 from app.engine.roofline import Work
@@ -57,21 +58,57 @@ def experts_touched(experts: int, per_token: int, tokens: float) -> float:
     return experts * (1.0 - math.pow(1.0 - per_token / experts, tokens))
 
 
-def weight_bytes(
-    arch: Architecture, precision: Precision, experts_read: float | None = None
-) -> float:
-    """Bytes of weights: all of them (resident), or those one forward pass streams.
-
-    With `experts_read` (distinct routed experts per MoE layer) the count is what a forward pass
-    reads: lookup tables (positions, an untied input embedding) are only indexed, not streamed.
-    """
+def weight_bytes(arch: Architecture, precision: Precision) -> float:
+    """Bytes of all the weights, resident in memory (what a forward pass streams of them, by
+    operation, is `linear_terms`'s)."""
     c = param_counts(arch)
     s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
     unquantised = c.other + c.head_matmul
-    if experts_read is None:
-        return s_w * (c.block_linear + c.routed_total) + s_c * (unquantised + c.lookup_only)
-    routed = c.moe_layers * experts_read * c.routed_expert
-    return s_w * (c.block_linear + routed) + s_c * unquantised
+    return s_w * (c.block_linear + c.routed_total) + s_c * (unquantised + c.lookup_only)
+
+
+def linear_terms(
+    arch: Architecture, tokens: float, precision: Precision, tp: int, experts_read: float
+) -> list[Term]:
+    """The matrix products of a forward pass over `tokens` tokens, per chip, by operation:
+    2 x (its matrix parameters) x tokens FLOPs (2 N_mm tokens in all), and the weights it
+    streams once, quantised ones in the weight dtype (`experts_read` distinct routed experts
+    per MoE layer); the norms' weights and the biases, in the compute dtype, with no FLOPs
+    counted. Lookup tables (positions, an untied input embedding) are only indexed, not
+    streamed."""
+    c = param_counts(arch)
+    p = c.parts
+    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
+    moe = c.moe_layers
+    per_op = (  # name, count, matrix parameters used per token, parameters streamed, bytes each
+        ("qkv_projection", arch.layers, p.qkv, p.qkv, s_w),
+        ("output_projection", arch.layers, p.attention_out, p.attention_out, s_w),
+        (
+            "mlp_gate_up" if arch.mlp.gated else "mlp_up",
+            arch.dense_layers,
+            p.mlp_up,
+            p.mlp_up,
+            s_w,
+        ),
+        ("mlp_down", arch.dense_layers, p.mlp_down, p.mlp_down, s_w),
+        ("router", moe, p.router, p.router, s_w),
+        (
+            "experts",
+            moe,
+            moe * c.experts_per_token * c.routed_expert,
+            moe * experts_read * c.routed_expert,
+            s_w,
+        ),
+        ("shared_experts", moe, p.shared_experts, p.shared_experts, s_w),
+        ("pooler", 1, p.pooler, p.pooler, s_w),
+        ("lm_head", 1, c.head_matmul, c.head_matmul, s_c),
+        ("norms_and_biases", arch.layers, 0, c.other, s_c),
+    )
+    return [
+        Term(name, count, 2.0 * used * tokens / tp, size * streamed / tp)
+        for name, count, used, streamed, size in per_op
+        if used or streamed
+    ]
 
 
 def kv_shards(arch: Architecture, tp: int) -> int:
@@ -144,10 +181,10 @@ def residual_bytes(arch: Architecture, tokens: float, dtype: Dtype) -> float:
     return arch.layers * 2.0 * tokens * arch.hidden * dtype_bytes(dtype)
 
 
-def prefill(
+def prefill_terms(
     arch: Architecture, batch: float, prompt: int, precision: Precision, tp: int = 1
-) -> Work:
-    """A forward pass over `batch` prompts of `prompt` tokens, per chip.
+) -> list[Term]:
+    """A forward pass over `batch` prompts of `prompt` tokens, per chip, by operation.
 
     FLOPs = 2 N_mm B P + attention (2 L B P^2 H dh when causal); bytes = weights streamed once
     + KV written (B P kv) + the residual stream read and written per layer (2 L B P d s).
@@ -155,22 +192,38 @@ def prefill(
     _check(batch, prompt, tp, arch)
     c = param_counts(arch)
     tokens = batch * prompt
-    flops = 2.0 * c.matmul_active * tokens
-    flops += _attention_flops_per_pair(arch, absorbed=False) * batch * _prompt_pairs(arch, prompt)
+    pairs = _attention_flops_per_pair(arch, absorbed=False) * batch * _prompt_pairs(arch, prompt)
     touched = experts_touched(c.experts, c.experts_per_token, tokens)
     written_kv = tokens * kv_bytes_per_token(arch, precision.kv) / kv_shards(arch, tp)
-    traffic = (
-        weight_bytes(arch, precision, touched) / tp
-        + written_kv
-        + residual_bytes(arch, tokens, precision.compute)
-    )
-    return Work(flops / tp, traffic, precision.compute, Unit.MATRIX)
+    linear = linear_terms(arch, tokens, precision, tp, touched)
+    return [
+        *linear[:1],
+        Term("attention", arch.layers, pairs / tp, written_kv),
+        *linear[1:],
+        Term("residual_stream", arch.layers, 0.0, residual_bytes(arch, tokens, precision.compute)),
+    ]
 
 
-def decode(
-    arch: Architecture, batch: float, context: int, precision: Precision, tp: int = 1
+def prefill(
+    arch: Architecture, batch: float, prompt: int, precision: Precision, tp: int = 1
 ) -> Work:
-    """One decode step: `batch` sequences each add one token after `context` cached ones.
+    """A forward pass over `batch` prompts of `prompt` tokens, per chip: its terms together
+    (`prefill_terms`)."""
+    return work_of(prefill_terms(arch, batch, prompt, precision, tp), precision)
+
+
+def work_of(terms: list[Term], precision: Precision) -> Work:
+    """The work of a forward pass's terms: their FLOPs and bytes together, on the matrix
+    unit in the compute dtype."""
+    flops, traffic = totals(terms)
+    return Work(flops, traffic, precision.compute, Unit.MATRIX)
+
+
+def decode_terms(
+    arch: Architecture, batch: float, context: int, precision: Precision, tp: int = 1
+) -> list[Term]:
+    """One decode step, per chip, by operation: `batch` sequences each add one token after
+    `context` cached ones.
 
     FLOPs = B (2 N_mm + attention over the cache: 4 L C H dh); bytes = weights streamed once
     (MoE: the distinct experts B tokens touch) + KV read (B C kv) + KV written (B kv).
@@ -180,13 +233,23 @@ def decode(
     if not arch.causal:
         raise InvalidInput("phase", "an encoder has no decode phase; use prefill or training")
     c = param_counts(arch)
-    flops = 2.0 * c.matmul_active * batch
-    flops += (
+    pairs = (
         _attention_flops_per_pair(arch, absorbed=True) * batch * cached_token_layers(arch, context)
     )
     touched = experts_touched(c.experts, c.experts_per_token, batch)
     shards = kv_shards(arch, tp)
     kv_read = kv_cache_bytes(arch, precision.kv, batch, context) / shards
     kv_written = batch * kv_bytes_per_token(arch, precision.kv) / shards
-    traffic = weight_bytes(arch, precision, touched) / tp + kv_read + kv_written
-    return Work(flops / tp, traffic, precision.compute, Unit.MATRIX)
+    linear = linear_terms(arch, batch, precision, tp, touched)
+    return [
+        *linear[:1],
+        Term("attention", arch.layers, pairs / tp, kv_read + kv_written),
+        *linear[1:],
+    ]
+
+
+def decode(
+    arch: Architecture, batch: float, context: int, precision: Precision, tp: int = 1
+) -> Work:
+    """One decode step, per chip: its terms together (`decode_terms`)."""
+    return work_of(decode_terms(arch, batch, context, precision, tp), precision)

@@ -9,15 +9,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from app.engine.architecture import Architecture
+from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
-from app.engine.roofline import Roofline, Work, combine, place, place_steps
+from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
 from app.engine.stacks import Kind, Software
 from app.engine.training import Training, TrainingStep, layout, training_memory, training_step
-from app.engine.transformer import Phase, Precision, decode, prefill
+from app.engine.transformer import (
+    Phase,
+    Precision,
+    decode,
+    decode_terms,
+    prefill,
+    prefill_terms,
+    work_of,
+)
 
 MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
 MAX_TOKENS = 2**40
@@ -61,6 +70,9 @@ class TransformerEstimate:
     time_to_first_token: float | None
     time_per_output_token: float | None
     training: TrainingStep | None = None
+    # the step by operation (prefill, decode, training; none for generate): their FLOPs and
+    # bytes add up to the roofline's (docs/formulas.md#breakdown)
+    terms: tuple[Term, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -105,6 +117,21 @@ def _forward_comm(arch: Architecture, chip: Chip, tokens: float, spec: Transform
 def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float) -> Roofline:
     work = prefill(arch, batch, spec.seq_len, spec.precision, spec.tp)
     return place(work, chip, _forward_comm(arch, chip, batch * spec.seq_len, spec))
+
+
+def _forward(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, terms: list[Term], tokens: float
+) -> tuple[Roofline, tuple[Term, ...]]:
+    """A forward pass (a prefill or a decode step over `tokens` tokens) from its terms: its
+    roofline with the tensor-parallel all-reduces, and the terms with them."""
+    comm = _forward_comm(arch, chip, tokens, spec)
+    roof = place(work_of(terms, spec.precision), chip, comm)
+    if comm:
+        terms = [
+            *terms,
+            Term("tp_allreduce", 2 * arch.layers, seconds=comm, regime=Bound.COMMUNICATION),
+        ]
+    return roof, tuple(terms)
 
 
 def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roofline:
@@ -194,16 +221,25 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`."""
     _validate(arch, spec)
     ttft = tpot = step = None
+    terms: tuple[Term, ...] = ()
     if spec.phase is Phase.PREFILL:
-        roof = _prefill(arch, chip, spec, spec.batch)
         tokens = spec.batch * spec.seq_len
+        roof, terms = _forward(
+            arch,
+            chip,
+            spec,
+            prefill_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
+            tokens,
+        )
         ttft = roof.expected_time
         roof = realize(roof, _realism(Kind.PREFILL, arch, spec))
     elif spec.phase is Phase.DECODE:
-        roof = place(
-            decode(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
+        roof, terms = _forward(
+            arch,
             chip,
-            _forward_comm(arch, chip, spec.batch, spec),
+            spec,
+            decode_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
+            spec.batch,
         )
         tokens = spec.batch
         tpot = roof.expected_time
@@ -221,6 +257,7 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         step = _training(arch, chip, spec)
         roof = step.roofline
         tokens = spec.batch * spec.seq_len
+        terms = step.terms
     return TransformerEstimate(
         roofline=roof,
         memory=memory_needed(arch, chip, spec, spec.batch),
@@ -229,4 +266,5 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         time_to_first_token=ttft,
         time_per_output_token=tpot,
         training=step,
+        terms=terms,
     )

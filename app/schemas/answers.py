@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.engine import AgainstPublished, Bound, Dtype, LimitedBy, Software, Unit, Verdict
 from app.engine.compare import Repeats
+from app.engine.fusion import AgainstFusion
 from app.engine.scaling import ScalingMode
+from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import KernelWorkload, TransformerWorkload
 
 
@@ -87,10 +89,35 @@ class TrainingOut(_Out):
     communication: CommunicationOut
 
 
+class OpOut(_Out):
+    """One operator of an `ops` workload, as its own kernel."""
+
+    name: str
+    flops: float
+    bytes: float
+    expected_time_s: float = Field(description="Its ideal roofline time alone (0 for a view).")
+    bound: Bound | None = Field(description="compute or memory; null for a view (no kernel).")
+
+
+class BreakdownRow(_Out):
+    """One operation of a transformer step, over its `count` occurrences, on one chip."""
+
+    name: str = Field(description="e.g. qkv_projection, attention, mlp_down, tp_allreduce.")
+    count: float = Field(description="Occurrences in the step (layers, passes, or 1).")
+    flops: float
+    bytes: float
+    time_s: float = Field(
+        description="Its own roofline at the step's peak, max(FLOPs / peak, bytes / bandwidth), "
+        "or a collective's or the pipeline bubble's seconds."
+    )
+    share: float = Field(description="time_s over the sum of every row's time_s.")
+    bound: Bound
+
+
 class _Answer(_Out):
     catalog_version: str
     chip: ChipRef
-    workload: TransformerWorkload | KernelWorkload
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload
     model: ModelRef | None = None
     explanation: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -153,6 +180,19 @@ class ExpectedTime(_Answer):
     time_to_first_token_s: float | None = None
     time_per_output_token_s: float | None = None
     training: TrainingOut | None = None
+    ops: list[OpOut] | None = Field(None, description="ops workloads: each op alone.")
+    unfused_time_s: float | None = Field(
+        None, description="ops: each op its own kernel, ideal times plus launch costs."
+    )
+    fused_time_s: float | None = Field(
+        None, description="ops: the whole as one kernel (its external tensors), one launch."
+    )
+    launch_overhead_s: float | None = Field(
+        None, description="ops: the fixed cost of launching the kernels with nothing to do."
+    )
+    breakdown: list[BreakdownRow] | None = Field(
+        None, description="With breakdown=true: the step by operation (prefill, decode, training)."
+    )
 
 
 class RepeatsOut(_Out):
@@ -189,6 +229,10 @@ class Check(ExpectedTime):
         None, description="Where the run sits against realistic_range_s."
     )
     advice: list[str]
+    against_fusion: AgainstFusion | None = Field(
+        None,
+        description="ops: faster_than_fused, between_fused_and_unfused or slower_than_unfused.",
+    )
 
 
 class MemoryFitAnswer(_Answer):

@@ -10,6 +10,7 @@ from app.engine import Phase
 from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import MAX_CHIPS
 from app.schemas.requests import (
+    BREAKDOWN,
     NAME,
     STACK_DEFAULT,
     CalculationRequest,
@@ -37,6 +38,7 @@ class TransformerQuery(TransformerFields):
     catalog_version: CatalogVersionName = None
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
+    breakdown: bool = BREAKDOWN
 
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
@@ -52,6 +54,7 @@ class TransformerQuery(TransformerFields):
             catalog_version=self.catalog_version,
             stack=self.stack,
             ceilings=self.ceilings,
+            breakdown=self.breakdown,
             workload=workload,
             **fields,
         )

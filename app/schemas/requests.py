@@ -18,6 +18,7 @@ from app.engine.training import (
     Optimizer,
 )
 from app.engine.units import seconds_from_ms
+from app.schemas.ops_bodies import OpsWorkload
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
 NAME = Field(min_length=1, max_length=200)
@@ -265,7 +266,9 @@ KernelWorkload = (
     | AttentionWorkload
     | CustomWorkload
 )
-Workload = Annotated[TransformerWorkload | KernelWorkload, Field(discriminator="kind")]
+Workload = Annotated[
+    TransformerWorkload | KernelWorkload | OpsWorkload, Field(discriminator="kind")
+]
 
 
 ChipName = Annotated[str, NAME, Field(description="Catalog id or alias, e.g. a100 (see /chips).")]
@@ -294,6 +297,13 @@ CeilingsName = Annotated[
 ]
 
 
+BREAKDOWN = Field(
+    False,
+    description="Add `breakdown` to /expected-time and /check answers of prefill, decode and "
+    "training: the step by operation (FLOPs, bytes, time, share, regime).",
+)
+
+
 class CalculationRequest(Request):
     """A workload on a chip."""
 
@@ -301,6 +311,7 @@ class CalculationRequest(Request):
     catalog_version: CatalogVersionName = None
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
+    breakdown: bool = BREAKDOWN
     workload: Workload
 
 

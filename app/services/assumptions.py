@@ -7,6 +7,7 @@ from app import formatting as fmt
 from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.realism import EAGER_DISPATCH_S, GRAPHED
 from app.engine.tiling import TILE, output_tiles
+from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     AttentionWorkload,
     ElementwiseWorkload,
@@ -53,7 +54,9 @@ def transformer_assumptions(w: TransformerWorkload) -> list[str]:
     return lines
 
 
-def _workload_lines(workload: TransformerWorkload | KernelWorkload, roof: Roofline) -> list[str]:
+def _workload_lines(
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload, roof: Roofline
+) -> list[str]:
     match workload:
         case TransformerWorkload():
             return transformer_assumptions(workload)
@@ -80,6 +83,17 @@ def _workload_lines(workload: TransformerWorkload | KernelWorkload, roof: Roofli
             else:
                 lines.append(f"unfused: {ops} kernels, each reading and writing memory")
             return lines
+        case OpsWorkload():
+            fused = f"{len(workload.groups)} fused group(s) as given"
+            return [
+                "each op's FLOPs from the kernel formula of its kind, at its own dtype's peak "
+                "(compute_time_s sums them; peak is that of the op with the longest compute "
+                "term); its bytes are its tensors' (inputs read, outputs written)",
+                f"each op its own kernel, {fused if workload.groups else 'none fused'}; views "
+                "launch none",
+                "a fused group moves only its external tensors (matched by id, else by shape "
+                "and dtype)",
+            ]
         case AttentionWorkload():
             return [f"dtype {workload.dtype}", f"attention as {ATTENTION_KERNELS[workload.kernel]}"]
     return [f"dtype {workload.dtype}"]
@@ -118,10 +132,19 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> list[str]:
 
 
 def assumptions(
-    workload: TransformerWorkload | KernelWorkload, kind: Kind, stack: Software, roof: Roofline
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload,
+    kind: Kind,
+    stack: Software,
+    roof: Roofline,
 ) -> list[str]:
     """What the numbers of `workload` on `stack` assumed."""
-    return [*_workload_lines(workload, roof), *_stack_lines(kind, stack, roof)]
+    lines = [*_workload_lines(workload, roof), *_stack_lines(kind, stack, roof)]
+    if isinstance(workload, OpsWorkload):
+        lines.append(
+            f"the realistic time of all the ops from published {kind} runs: the kind of the op "
+            "with the longest sustained-kernel time"
+        )
+    return lines
 
 
 def ceilings_assumptions(measured: MeasuredCeilings | None) -> list[str]:

@@ -14,10 +14,13 @@ from app.engine import (
     judge,
     place_kernel,
 )
+from app.engine.breakdown import shares
 from app.engine.compare import summarise_times
+from app.engine.fusion import OpsEstimate
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
 from app.schemas.answers import (
+    BreakdownRow,
     Check,
     ChipRef,
     CommunicationOut,
@@ -26,6 +29,7 @@ from app.schemas.answers import (
     RepeatsOut,
     TrainingOut,
 )
+from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
@@ -35,6 +39,12 @@ from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptio
 from app.services.catalogs import Catalogs
 from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
+from app.services.op_sequences import estimate_of, ops_fields, ops_lines
+
+BREAKDOWN_WARNING = [
+    "breakdown: given for prefill, decode and training steps; ask for generate's prefill and "
+    "decode phases one at a time"
+]
 
 
 def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, object]:
@@ -97,8 +107,24 @@ def _training_out(step: TrainingStep) -> TrainingOut:
     )
 
 
-def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
+def _breakdown(result: TransformerEstimate) -> list[BreakdownRow]:
+    return [
+        BreakdownRow(
+            name=row.name,
+            count=row.count,
+            flops=row.flops,
+            bytes=row.bytes,
+            time_s=row.time,
+            share=row.share,
+            bound=row.bound,
+        )
+        for row in shares(result.terms, result.roofline)
+    ]
+
+
+def _transformer_fields(result: TransformerEstimate, breakdown: bool) -> dict[str, object]:
     return {
+        "breakdown": _breakdown(result) if breakdown and result.terms else None,
         "training": None if result.training is None else _training_out(result.training),
         "memory_required_bytes": result.memory.total,
         "memory_available_bytes": result.capacity,
@@ -110,8 +136,11 @@ def _transformer_fields(result: TransformerEstimate) -> dict[str, object]:
     }
 
 
-def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, Any], Roofline]:
-    """The fields of the request's ExpectedTime answer (a Check adds its own), and its roofline."""
+def _place(
+    catalogs: Catalogs, request: CalculationRequest
+) -> tuple[dict[str, Any], Roofline, OpsEstimate | None]:
+    """The fields of the request's ExpectedTime answer (a Check adds its own), its roofline,
+    and for an `ops` workload, its operators' estimate."""
     resolved = resolve(catalogs, request)
     chip = resolved.chip.chip
     common = {
@@ -133,15 +162,33 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
                 *([] if result.training is None else training_lines(result.training)),
                 memory_line(result.memory, result.capacity),
             ],
-            "warnings": warnings_of(model),
+            "warnings": [
+                *warnings_of(model),
+                *(BREAKDOWN_WARNING if request.breakdown and not result.terms else []),
+            ],
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, kind, request.stack),
-            **_transformer_fields(result),
+            **_transformer_fields(result, request.breakdown),
         }
-        return fields, roof
+        return fields, roof, None
+    if isinstance(request.workload, OpsWorkload):
+        ops = estimate_of(request.workload, chip, request.stack)
+        roof = ops.roofline
+        fields = {
+            **common,
+            "workload": request.workload,
+            "explanation": [*ops_lines(ops), *roofline_lines(roof)],
+            "assumptions": [
+                *assumptions(request.workload, ops.kind, request.stack, roof),
+                *ceilings_assumptions(resolved.measured),
+            ],
+            **_roofline_fields(roof, ops.kind, request.stack),
+            **ops_fields(ops),
+        }
+        return fields, roof, ops
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     fields = {
@@ -154,7 +201,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> tuple[dict[str, A
         ],
         **_roofline_fields(roof, work.kind, request.stack),
     }
-    return fields, roof
+    return fields, roof, None
 
 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
@@ -164,9 +211,10 @@ def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTi
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     """The request's measured time against its roofline: ratio, verdict and advice."""
-    fields, roof = _place(catalogs, request)
+    fields, roof, ops = _place(catalogs, request)
     repeats = summarise_times(request.measured_seconds)
     judgement = judge(roof, repeats.mean)
+    fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
     return Check(
         **fields,
         measured_time_s=judgement.measured_time,
@@ -176,5 +224,6 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
         verdict=judgement.verdict,
         realistic_ratio=judgement.realistic_ratio,
         against_published=judgement.against_published,
-        advice=list(judgement.advice),
+        advice=[*fusion, *judgement.advice],
+        against_fusion=None if ops is None else ops.against_fusion(judgement.measured_time),
     )

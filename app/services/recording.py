@@ -22,6 +22,7 @@ from app.schemas.measurement_bodies import (
     MeasurementOut,
     Rejudged,
 )
+from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CheckRequest,
     KernelWorkload,
@@ -42,10 +43,11 @@ SIZE_FIELDS: dict[str, tuple[str, ...]] = {
     "rmsnorm": ("rows", "cols"),
     "attention": ("batch", "q_len", "kv_len"),
     "custom": ("flops", "bytes"),
+    "ops": (),  # sizes are in the shapes: each list of ops a family of its own
 }
 
 
-def identity(workload: TransformerWorkload | KernelWorkload) -> dict[str, Any]:
+def identity(workload: TransformerWorkload | KernelWorkload | OpsWorkload) -> dict[str, Any]:
     """The fields that identify a workload: those not at their defaults (so a field added
     later with a default leaves stored keys alone), without training fields outside training."""
     fields = workload.model_dump(mode="json", exclude_defaults=True) | {"kind": workload.kind}

@@ -24,6 +24,10 @@ def test_check_store_and_find_it_in_history(page, url, shot):
     expect(page.locator("#roofline svg circle.measured")).to_have_count(1)
     expect(page.locator("#sweep svg")).to_be_visible()
     expect(page.locator("#f-batch")).to_have_value("8")
+    breakdown = page.locator("#breakdown")
+    expect(breakdown).to_be_visible()
+    expect(breakdown.locator("tbody tr.bound th")).to_have_text("mlp gate up")
+    expect(breakdown.locator("tbody tr").first).to_contain_text("memory")
     shot(page, "01-result")
 
     label = f"browser-{uuid.uuid4().hex[:8]}"
@@ -116,4 +120,6 @@ def test_training_run_with_scaling_chart(page, url, shot):
     expect(page.locator("#mfu")).to_have_text(re.compile(r"\d+% / \d+%"))
     expect(page.locator("#time-to-train")).to_have_text(re.compile(r"[\d.]+ days"))
     expect(page.locator("#scaling svg")).to_be_visible()
+    expect(page.locator("#breakdown")).to_contain_text("optimizer update")
+    expect(page.locator("#breakdown")).to_contain_text("dp gradient sync")
     shot(page, "11-training")

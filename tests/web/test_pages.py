@@ -329,3 +329,24 @@ def test_bad_scaling_values_keep_the_answer_and_say_what_is_wrong(client, bad, f
     assert 'id="training"' in html and 'id="scaling"' not in html
     error = re.search(rf'<p class="error" id="f-{field}-error" role="alert">([^<]*)</p>', html)
     assert error and message in error.group(1), html[:3000]
+
+
+def test_the_result_shows_the_step_by_operation(client):
+    # the same rows as /expected-time?breakdown=true: Llama 3.1 8B decode at batch 8 on an
+    # A100, memory-bound, the MLP's gate and up projections the largest share (in bold)
+    page = client.get("/", params=DECODE)
+    assert page.status_code == 200
+    table = page.text.split('id="breakdown"')[1].split("</table>")[0]
+    rows = re.findall(r'<tr( class="bound")?><th scope="row">([^<]+)</th>', table)
+    assert [name for _, name in rows][:3] == ["qkv projection", "attention", "output projection"]
+    assert [name for bold, name in rows if bold] == ["mlp gate up"]
+    answer = client.get(
+        "/expected-time",
+        params={"chip": "a100", "model": "llama-3.1-8b", "batch": 8, "breakdown": "true"},
+    ).json()
+    assert len(rows) == len(answer["breakdown"])
+
+
+def test_a_kernel_result_has_no_breakdown(client):
+    page = client.get("/", params=MATMUL)
+    assert page.status_code == 200 and 'id="breakdown"' not in page.text

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from app.engine.architecture import Architecture, param_counts
+from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import fitted, realistic_communication
-from app.engine.roofline import Roofline, Work, place
+from app.engine.roofline import Bound, Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
 from app.engine.training.footprint import (
@@ -21,7 +22,7 @@ from app.engine.training.footprint import (
 )
 from app.engine.training.layout import Layout, layout
 from app.engine.training.options import Training
-from app.engine.transformer import Precision, prefill, residual_bytes
+from app.engine.transformer import Precision, prefill_terms, residual_bytes
 from app.engine.units import Unit
 
 
@@ -37,6 +38,7 @@ class TrainingStep:
     tokens_per_step: float
     tokens: float | None  # to train on
     given_mfu: float | None = None  # the MFU the realistic time assumes, when one was given
+    terms: tuple[Term, ...] = ()  # the step by operation: its FLOPs and bytes add up to these
 
     def mfu(self, time: float) -> float:
         """Model FLOPs utilisation of a step taking `time`: model FLOPs / (chips x peak x time)."""
@@ -79,7 +81,8 @@ def training_step(
     """
     lay = layout(arch, tp, batch, training.parallel)
     dtype = precision.compute
-    forward = prefill(arch, batch, seq_len, precision, tp=1).flops
+    forward_terms = prefill_terms(arch, batch, seq_len, precision, tp=1)
+    forward = totals(forward_terms)[0]
     params = trainable(arch, dtype, lay, training.lora)
     reads = 3 if recompute else 2
     passes = reads + (1 if training.lora is None else 0)
@@ -90,7 +93,10 @@ def training_step(
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
-    flops = (forward * passes + adapters) / (lay.chips // lay.pp * lay.pipeline_split)
+    share = lay.chips // lay.pp * lay.pipeline_split
+    terms = [Term(t.name, t.count, t.flops * passes / share) for t in forward_terms if t.flops]
+    if adapters:
+        terms.append(Term("lora_adapters", arch.layers, adapters / share))
 
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
@@ -100,13 +106,22 @@ def training_step(
             arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
         )
     )
-    traffic = lay.micro_batches * (
-        reads * params.base_bytes
-        + 2 * saved
-        + passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
-    )
-    traffic += params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
-    work = Work(flops, traffic, dtype, Unit.MATRIX)
+    micro = lay.micro_batches
+    terms += [
+        Term("weight_reads", micro * reads, bytes=micro * reads * params.base_bytes),
+        Term("saved_activations", micro, bytes=micro * 2 * saved),
+        Term(
+            "residual_stream",
+            arch.layers,
+            bytes=micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split,
+        ),
+        Term(
+            "optimizer_update",
+            1,
+            bytes=params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype),
+        ),
+    ]
+    work = Work(*totals(terms), dtype, Unit.MATRIX)
 
     busy = place(work, chip).expected_time
     comm = communication(
@@ -120,7 +135,11 @@ def training_step(
         backward_time=busy * (passes - 1) / passes,
     )
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
-    step = TrainingStep(roof, lay, comm, model_flops, trained, tokens, training.tokens)
+    idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
+    terms += _beside_the_roofs(comm, roof, idle)
+    step = TrainingStep(
+        roof, lay, comm, model_flops, trained, tokens, training.tokens, terms=tuple(terms)
+    )
     if training.mfu is None:
         return replace(step, roofline=_published(step, chip, software))
     if training.mfu is not None:
@@ -136,6 +155,26 @@ def training_step(
         )
         step = replace(step, roofline=at_given, given_mfu=training.mfu)
     return step
+
+
+def _beside_the_roofs(comm: Communication, roof: Roofline, idle: float) -> list[Term]:
+    """The step's time beside its FLOPs and bytes: each collective on the critical path, and
+    the pipeline's idle slots (at the step's own roof)."""
+    collectives = (
+        ("tp_allreduce", comm.tensor_parallel),
+        ("pp_send_recv", comm.pipeline),
+        ("ep_all_to_all", comm.expert),
+        ("cp_ring", comm.context_parallel),
+        ("dp_gradient_sync", comm.data_parallel_exposed),
+    )
+    terms = [
+        Term(name, 1, seconds=seconds, regime=Bound.COMMUNICATION)
+        for name, seconds in collectives
+        if seconds
+    ]
+    if idle:
+        terms.append(Term("pipeline_bubble", 1, seconds=idle, regime=roof.roof))
+    return terms
 
 
 def _published(step: TrainingStep, chip: Chip, software: Software) -> Roofline:

@@ -1,0 +1,60 @@
+"""Where a transformer step goes, operation by operation (docs/formulas.md#breakdown).
+
+The FLOPs and bytes of a prefill, a decode step and a training step (transformer.py,
+training/step.py) are sums of these terms, so a breakdown adds up to the totals by
+construction. Each term's time is its own roofline at the step's peak, max(FLOPs / peak,
+bytes / bandwidth), plus the seconds it spends beside the roofs (a collective, a pipeline's
+idle slots); its share is that time over the sum of the terms' times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.engine.roofline import Bound, Roofline, roofline_time
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One operation of a step, over its `count` occurrences (layers, or 1), on one chip."""
+
+    name: str
+    count: float
+    flops: float = 0.0
+    bytes: float = 0.0
+    seconds: float = 0.0  # beside the roofs: a collective, pipeline idle
+    regime: Bound | None = None  # what `seconds` are (communication, overhead)
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A term placed on the step's roofline."""
+
+    name: str
+    count: float
+    flops: float
+    bytes: float
+    time: float
+    share: float
+    bound: Bound
+
+
+def totals(terms: Sequence[Term]) -> tuple[float, float]:
+    """The FLOPs and bytes of the terms together."""
+    return sum(t.flops for t in terms), sum(t.bytes for t in terms)
+
+
+def shares(terms: Sequence[Term], roof: Roofline) -> tuple[Share, ...]:
+    """The terms on `roof`'s peak and bandwidth: each one's time, share and regime."""
+    placed = []
+    for term in terms:
+        compute = term.flops / roof.peak.flops_per_s
+        memory = term.bytes / roof.memory_bandwidth
+        regime = term.regime or (Bound.COMPUTE if compute >= memory else Bound.MEMORY)
+        placed.append((term, roofline_time(compute, memory) + term.seconds, regime))
+    whole = sum(time for _, time, _ in placed)
+    return tuple(
+        Share(t.name, t.count, t.flops, t.bytes, time, time / whole if whole else 0.0, regime)
+        for t, time, regime in placed
+    )

@@ -1,0 +1,289 @@
+"""A sequence of operators run as kernels: each its own, in fused groups, or the whole as one
+(docs/formulas.md#fusion).
+
+A kernel that runs several operators does each one's FLOPs at that operator's own peak and
+moves only its external tensors: what it reads that none of its operators wrote, and what
+it writes that none of its later operators reads. Its ideal time is
+max(sum of the compute terms, external bytes / bandwidth); a sequence of kernels takes the
+sum of theirs. Launch costs are the engine's fixed costs per kernel (realism.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.engine.errors import InvalidInput, Unsupported
+from app.engine.hardware import Chip
+from app.engine.ops import Op, Tensor, is_view, op_work
+from app.engine.realism import Realism, fixed_costs, realize
+from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
+from app.engine.stacks import Kind, Software
+from app.engine.units import Dtype, ms_from_seconds
+
+MAX_OPS = 4096
+
+
+class AgainstFusion(StrEnum):
+    """Where a measured time sits against the fused floor and the unfused time."""
+
+    FASTER = "faster_than_fused"
+    BETWEEN = "between_fused_and_unfused"
+    SLOWER = "slower_than_unfused"
+
+
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    """One operator as its own kernel (`roofline` None for a view, which launches none)."""
+
+    op: Op
+    work: Work
+    roofline: Roofline | None
+
+    @property
+    def expected_time(self) -> float:
+        """Its ideal roofline time alone (0 for a view)."""
+        return 0.0 if self.roofline is None else self.roofline.expected_time
+
+    @property
+    def bound(self) -> Bound | None:
+        """Its roof alone: compute or memory (None for a view)."""
+        return None if self.roofline is None else self.roofline.roof
+
+
+@dataclass(frozen=True, slots=True)
+class OpsEstimate:
+    """A sequence of operators on a chip: as grouped (`roofline`, realized on the stack), each
+    as its own kernel with launch costs (`unfused_time`), and the whole as one kernel with one
+    launch (`fused_time`). `launch_overhead` is the fixed cost of launching the grouped
+    kernels with nothing to do: no run of them is faster."""
+
+    ops: tuple[OpCost, ...]
+    roofline: Roofline
+    kind: Kind  # whose published runs calibrate the realistic time
+    kernels: int
+    unfused_kernels: int
+    unfused_time: float
+    fused_time: float
+    fused_bytes: float
+    launch_overhead: float
+
+    def against_fusion(self, measured: float) -> AgainstFusion:
+        """Where `measured` seconds sit between the fused floor and the unfused time."""
+        if measured < self.fused_time:
+            return AgainstFusion.FASTER
+        if measured > self.unfused_time:
+            return AgainstFusion.SLOWER
+        return AgainstFusion.BETWEEN
+
+    def fusion_advice(self, measured: float) -> str:
+        """One sentence placing `measured` seconds against fusion."""
+        fused, unfused = _ms(self.fused_time), _ms(self.unfused_time)
+        place_ = self.against_fusion(measured)
+        if place_ is AgainstFusion.FASTER:
+            return (
+                f"Faster than the ops fused into one kernel ({fused}): the measurement, or the "
+                "ops and shapes given, are not what ran."
+            )
+        if place_ is AgainstFusion.BETWEEN and measured < self.roofline.expected_time:
+            return (
+                f"Faster than the ops as grouped allow ({_ms(self.roofline.expected_time)}), "
+                f"but not than the whole fused ({fused}): more of them ran fused than given "
+                "(a compiler, CUDA graphs)."
+            )
+        if place_ is AgainstFusion.BETWEEN:
+            return (
+                f"Between the fused floor ({fused}) and each op as its own kernel ({unfused}): "
+                f"fusing the ops into one kernel would reach {fused}."
+            )
+        return (
+            f"Slower than each op as its own kernel with its launch ({unfused}): look beyond the "
+            f"kernels (synchronisation, host work, copies); fused, the ops would take {fused}."
+        )
+
+
+def _ms(seconds: float) -> str:
+    return f"{ms_from_seconds(seconds):.4g} ms"
+
+
+def kernel_groups(count: int, groups: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The kernels as lists of operator indices: each group, and each operator in no group
+    alone, ordered by their first operator; each group's operators in their order."""
+    seen: set[int] = set()
+    for g, group in enumerate(groups):
+        if not group:
+            raise InvalidInput(f"groups.{g}", "a group needs at least one op index")
+        for index in group:
+            if not 0 <= index < count:
+                raise InvalidInput(f"groups.{g}", f"op index {index} is not in 0 to {count - 1}")
+            if index in seen:
+                raise InvalidInput(f"groups.{g}", f"op {index} is in more than one group")
+            seen.add(index)
+    kernels = [sorted(group) for group in groups]
+    kernels += [[index] for index in range(count) if index not in seen]
+    return sorted(kernels)
+
+
+def _shape(tensor: Tensor) -> tuple[tuple[int, ...], Dtype]:
+    return tensor.shape, tensor.dtype
+
+
+def external_bytes(ops: Sequence[Op]) -> float:
+    """Bytes of `ops` run in order as one kernel: the inputs none of them wrote (read once
+    each, by id), and the outputs no later one of them reads. A tensor without an id is taken
+    for one unconsumed earlier output (without an id) of the same shape and dtype. An operator
+    given its bytes is opaque: they count in full, and its tensors take no part. A view of
+    tensors on chip is on chip too."""
+    traffic = 0.0
+    anonymous: Counter[tuple[tuple[int, ...], Dtype]] = Counter()  # written, not yet read
+    written: dict[str, float] = {}  # by id: written, not read since
+    on_chip: set[str] = set()  # ids written or read already
+    for op in ops:
+        if op.bytes is not None:
+            traffic += op.bytes
+            continue
+        if is_view(op):  # an alias: on chip where what it views is, else read by its users
+            wanted = Counter(_shape(x) for x in op.inputs if x.id is None)
+            ids = {x.id for x in op.inputs if x.id is not None}
+            if ids <= on_chip and all(anonymous[key] >= n for key, n in wanted.items()):
+                anonymous -= wanted
+                for id_ in ids:
+                    written.pop(id_, None)
+                _write(op.outputs, anonymous, written, on_chip)
+            continue
+        for tensor in op.inputs:
+            if tensor.id is not None:
+                if tensor.id in on_chip:
+                    written.pop(tensor.id, None)
+                else:
+                    traffic += tensor.bytes
+                    on_chip.add(tensor.id)
+            elif anonymous[_shape(tensor)]:
+                anonymous[_shape(tensor)] -= 1
+            else:
+                traffic += tensor.bytes
+        _write(op.outputs, anonymous, written, on_chip)
+    left = sum(Tensor(shape, dtype).bytes * n for (shape, dtype), n in anonymous.items())
+    return traffic + sum(written.values()) + left
+
+
+def _write(
+    outputs: Sequence[Tensor],
+    anonymous: Counter[tuple[tuple[int, ...], Dtype]],
+    written: dict[str, float],
+    on_chip: set[str],
+) -> None:
+    for tensor in outputs:
+        if tensor.id is None:
+            anonymous[_shape(tensor)] += 1
+        else:
+            written[tensor.id] = tensor.bytes
+            on_chip.add(tensor.id)
+
+
+def _cost(index: int, op: Op, chip: Chip) -> OpCost:
+    field = f"ops.{index}"
+    work = op_work(op, field)
+    if is_view(op):
+        return OpCost(op, work, None)
+    try:
+        return OpCost(op, work, place(work, chip))
+    except Unsupported as error:
+        raise Unsupported(field, f"{op.name}: {error.message}") from error
+
+
+def _lead(parts: Sequence[Roofline]) -> Roofline:
+    """The part with the longest compute term: its peak is the one shown for the whole."""
+    return max(parts, key=lambda r: r.compute_time)
+
+
+def _sustained_compute(parts: Sequence[Roofline]) -> float:
+    """The compute fraction the parts reach together: their compute terms over their
+    sustained compute terms (each at its own fraction)."""
+    compute = sum(r.compute_time for r in parts)
+    sustained = sum(r.compute_time / r.sustained_compute for r in parts)
+    return compute / sustained if sustained else _lead(parts).sustained_compute
+
+
+def _kernel(parts: Sequence[Roofline], traffic: float, chip: Chip) -> Roofline:
+    """Operators run as one kernel moving `traffic` bytes: the compute terms add (each at its
+    own peak and sustained fraction), the memory term is the kernel's own."""
+    compute = sum(r.compute_time for r in parts)
+    memory = traffic / chip.memory_bandwidth
+    sustained = _sustained_compute(parts)
+    return Roofline(
+        flops=sum(r.flops for r in parts),
+        bytes=traffic,
+        peak=_lead(parts).peak,
+        memory_bandwidth=chip.memory_bandwidth,
+        compute_time=compute,
+        memory_time=memory,
+        communication_time=0.0,
+        expected_time=roofline_time(compute, memory),
+        realistic_time=roofline_time(compute / sustained, memory / chip.sustained_memory),
+        sustained_compute=sustained,
+        sustained_memory=chip.sustained_memory,
+    )
+
+
+def _in_sequence(kernels: Sequence[Roofline]) -> Roofline:
+    """Kernels run one after another: every term adds."""
+    return Roofline(
+        flops=sum(r.flops for r in kernels),
+        bytes=sum(r.bytes for r in kernels),
+        peak=_lead(kernels).peak,
+        memory_bandwidth=kernels[0].memory_bandwidth,
+        compute_time=sum(r.compute_time for r in kernels),
+        memory_time=sum(r.memory_time for r in kernels),
+        communication_time=0.0,
+        expected_time=sum(r.expected_time for r in kernels),
+        realistic_time=sum(r.realistic_time for r in kernels),
+        sustained_compute=_sustained_compute(kernels),
+        sustained_memory=kernels[0].sustained_memory,
+    )
+
+
+def launched(busy: float, kernels: int, software: Software) -> float:
+    """`busy` seconds of device work in `kernels` kernels, with their launch costs (one
+    framework step: realism.py's fixed costs)."""
+    return busy + fixed_costs(software, kernels=kernels, steps=1).on_top_of(busy)
+
+
+def estimate_ops(
+    ops: Sequence[Op],
+    chip: Chip,
+    software: Software = Software.TYPICAL,
+    groups: Sequence[Sequence[int]] = (),
+) -> OpsEstimate:
+    """The operators on `chip`: as grouped, unfused and fused (docs/formulas.md#fusion)."""
+    if not 1 <= len(ops) <= MAX_OPS:
+        raise InvalidInput("ops", f"give 1 to {MAX_OPS} ops, got {len(ops)}")
+    costs = tuple(_cost(i, op, chip) for i, op in enumerate(ops))
+    kernels = []
+    for indices in kernel_groups(len(ops), groups):
+        parts = [r for i in indices if (r := costs[i].roofline) is not None]
+        if len(parts) == 1:  # an op alone: its own tensors
+            kernels.append(parts[0])
+        elif parts:
+            traffic = external_bytes([ops[i] for i in indices])
+            kernels.append(_kernel(parts, traffic, chip))
+    if not kernels:
+        raise InvalidInput("ops", "the ops are all views: they launch no kernel to time")
+    alone = [c for c in costs if c.roofline is not None]
+    fused_bytes = external_bytes(ops)
+    whole = _kernel([r for c in alone if (r := c.roofline) is not None], fused_bytes, chip)
+    kind = max(alone, key=lambda c: c.roofline.realistic_time if c.roofline else 0.0).work.kind
+    roof = realize(_in_sequence(kernels), Realism(kind, software, kernels=len(kernels)))
+    return OpsEstimate(
+        ops=costs,
+        roofline=roof,
+        kind=kind,
+        kernels=len(kernels),
+        unfused_kernels=len(alone),
+        unfused_time=launched(sum(c.expected_time for c in alone), len(alone), software),
+        fused_time=launched(whole.expected_time, 1, software),
+        fused_bytes=fused_bytes,
+        launch_overhead=launched(0.0, len(kernels), software),
+    )
