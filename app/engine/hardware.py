@@ -94,6 +94,12 @@ class Chip:
             f"available: {_names(self.vector_peaks)}",
         )
 
+    def default_compute_dtype(self, preferred: Dtype) -> Dtype:
+        """`preferred` where the chip has a matrix peak for it; a 16-bit model on a chip
+        without bf16 (T4, V100) computes in fp16, which those chips' tensor cores run."""
+        no_bf16 = Dtype.BF16 not in self.matrix_peaks and Dtype.FP16 in self.matrix_peaks
+        return Dtype.FP16 if preferred is Dtype.BF16 and no_bf16 else preferred
+
     def sustained_matrix_of(self, dtype: Dtype) -> float:
         """The measured matrix fraction for `dtype`: its own where measured, else the chip's."""
         return self.sustained_matrix_by_dtype.get(dtype, self.sustained_matrix)

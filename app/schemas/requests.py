@@ -121,7 +121,11 @@ class TransformerFields(TrainingFields):
         "length (training), in tokens.",
     )
     gen_len: int = Field(_SPEC.gen_len, ge=1, le=10**8, description="New tokens (generate only).")
-    dtype: Dtype = Field(_SPEC.precision.compute, description="Compute and activation dtype.")
+    dtype: Dtype | None = Field(
+        None,
+        description=f"Compute and activation dtype; default {_SPEC.precision.compute}, or fp16 "
+        "on a chip without bf16 (T4, V100).",
+    )
     weight_dtype: Dtype | None = Field(
         None, description="Dtype of stored linear weights (e.g. int4 for w4a16); default dtype."
     )

@@ -149,7 +149,7 @@ def _place(
         "ceilings": request.ceilings,
     }
     if isinstance(request.workload, TransformerWorkload):
-        model = model_input(catalogs, request.workload)
+        model = model_input(catalogs, request.workload, chip)
         result = estimate(model.arch, chip, spec_of(model.workload, request.stack))
         roof = result.roofline
         kind = PHASE_KIND[model.workload.phase]
@@ -168,6 +168,7 @@ def _place(
             ],
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
+                *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, kind, request.stack),

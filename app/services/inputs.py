@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from app.catalog.loader import ChipCatalogVersion, ChipRecord
 from app.engine import (
     Architecture,
+    Chip,
     InvalidInput,
     Precision,
     RowOp,
@@ -55,6 +56,7 @@ class ModelInput:
     ref: ModelRef
     arch: Architecture
     workload: TransformerWorkload  # with defaults filled and the model's id
+    notes: tuple[str, ...] = ()  # assumptions the defaults made
 
 
 def resolve(catalogs: Catalogs, request: CalculationRequest) -> Resolved:
@@ -76,7 +78,7 @@ def resolve(catalogs: Catalogs, request: CalculationRequest) -> Resolved:
     return Resolved(catalog, measured.record, measured)
 
 
-def model_input(catalogs: Catalogs, workload: TransformerWorkload) -> ModelInput:
+def model_input(catalogs: Catalogs, workload: TransformerWorkload, chip: Chip) -> ModelInput:
     if workload.model is not None:
         record = catalogs.models.resolve(workload.model)
         arch, model_id, name = record.arch, record.entry.id, record.entry.name
@@ -85,15 +87,21 @@ def model_input(catalogs: Catalogs, workload: TransformerWorkload) -> ModelInput
         model_id = "custom"
         name = str((workload.config or {}).get("_name_or_path") or "custom architecture")
     counts = param_counts(arch)
+    preferred = TransformerSpec().precision.compute
+    dtype = workload.dtype or chip.default_compute_dtype(preferred)
+    notes: tuple[str, ...] = ()
+    if dtype != (workload.dtype or preferred):
+        notes = (f"dtype {dtype} by default: {chip.id} has no {preferred} matrix peak",)
     filled = workload.model_copy(
         update={
             "model": model_id if workload.model is not None else None,
-            "weight_dtype": workload.weight_dtype or workload.dtype,
-            "kv_dtype": workload.kv_dtype or workload.dtype,
+            "dtype": dtype,
+            "weight_dtype": workload.weight_dtype or dtype,
+            "kv_dtype": workload.kv_dtype or dtype,
         }
     )
     ref = ModelRef(id=model_id, name=name, params_total=counts.total, params_active=counts.active)
-    return ModelInput(ref, arch, filled)
+    return ModelInput(ref, arch, filled, notes)
 
 
 def training_of(workload: TransformerWorkload) -> Training:
@@ -123,7 +131,9 @@ def training_of(workload: TransformerWorkload) -> Training:
 
 
 def spec_of(workload: TransformerWorkload, software: Software) -> TransformerSpec:
-    """The engine's spec of a transformer workload run on `software`."""
+    """The engine's spec of a transformer workload (filled by `model_input`) on `software`."""
+    if workload.dtype is None:
+        raise ValueError("spec_of needs the workload model_input filled")
     return TransformerSpec(
         software=software,
         phase=workload.phase,

@@ -41,7 +41,8 @@ def transformer_inputs(
         raise InvalidInput(
             "kind", f"{endpoint} needs a transformer workload, got {request.workload.kind}"
         )
-    return resolve(catalogs, request), model_input(catalogs, request.workload)
+    resolved = resolve(catalogs, request)
+    return resolved, model_input(catalogs, request.workload, resolved.chip.chip)
 
 
 def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
         "workload": model.workload,
         "model": model.ref,
         "warnings": warnings_of(model),
-        "assumptions": transformer_assumptions(model.workload),
+        "assumptions": [*transformer_assumptions(model.workload), *model.notes],
     }
 
 

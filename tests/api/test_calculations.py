@@ -276,3 +276,20 @@ def test_attention_by_implementation(client):
     r = client.post("/expected-time", json={"chip": "b200", "workload": both})
     assert r.status_code == 422
     assert "flash=false is the naive kernel" in r.text
+
+
+def test_a_model_without_a_dtype_runs_in_fp16_on_a_chip_without_bf16(client):
+    # T4 and V100 have fp16 tensor cores and no bf16: the default bf16 would be a 422, so a
+    # question without a dtype is answered in fp16 and says so; elsewhere bf16 stays the
+    # default, and an explicit bf16 on a T4 is still refused naming the dtypes it has
+    t4 = client.get("/memory-fit?chip=t4&model=llama-8b").json()
+    assert t4["workload"]["dtype"] == t4["workload"]["kv_dtype"] == "fp16"
+    assert "dtype fp16 by default: t4 has no bf16 matrix peak" in t4["assumptions"]
+    v100 = client.get("/expected-time?chip=v100&model=llama-8b").json()
+    assert v100["workload"]["dtype"] == "fp16"
+    a100 = client.get("/expected-time?chip=a100&model=llama-8b").json()
+    assert a100["workload"]["dtype"] == "bf16"
+    assert not any("by default" in a for a in a100["assumptions"])
+    explicit = client.get("/expected-time?chip=t4&model=llama-8b&dtype=bf16")
+    assert explicit.status_code == 422
+    assert "t4 has no published bf16 matrix peak; available: fp16" in explicit.text

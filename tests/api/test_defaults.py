@@ -53,7 +53,6 @@ def _api_default(name: str) -> object:
         ("batch", SPEC.batch),
         ("seq_len", SPEC.seq_len),
         ("gen_len", SPEC.gen_len),
-        ("dtype", SPEC.precision.compute),
         ("tp", SPEC.tp),
         ("reserve_fraction", SPEC.reserve_fraction),
         ("flash_attention", SPEC.flash_attention),
