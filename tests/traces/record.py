@@ -47,6 +47,8 @@ def main() -> None:
         _record("softmax", lambda: torch.softmax(s, dim=-1))
         v = torch.randn(1_000_000)
         _record("cos_cos", lambda: v.cos().cos())
+        # a cast (aten::to calls aten::_to_copy), then an op the engine does not model
+        _record("mixed", lambda: v.to(torch.float64).cumsum(0).cos())
 
 
 if __name__ == "__main__":
