@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.engine.trace import MAX_EVENTS
+from app.engine.trace import MAX_DISTINCT, MAX_EVENTS
 from app.main import create_app
 from app.settings import Settings
 
@@ -180,6 +180,18 @@ def test_kernel_events_are_the_measured_time_when_the_trace_has_them(client):
     cpu = sum(durations(trace("matmul")["traceEvents"], "aten::matmul"))
     assert body["kernels"]["op_cpu_time_s"] == pytest.approx(cpu)
     assert "GPU kernels' durations" in body["notes"][0]
+
+
+def test_the_notes_say_what_was_skipped_and_what_was_over_the_bound(client):
+    def cos(ts, size):
+        args = {"Input Dims": [[size]], "Input type": ["float"]}
+        return {"cat": "cpu_op", "name": "aten::cos", "ts": ts, "dur": 5, "args": args}
+
+    events = [cos(10 * i, i + 1) for i in range(MAX_DISTINCT + 1)]
+    events.append(cos(None, 1))
+    notes = post(client, {"traceEvents": events}).json()["notes"]
+    assert "1 cpu_op events without usable ts/dur were skipped." in notes
+    assert f"Only {MAX_DISTINCT} distinct operators are analysed" in notes[-1]
 
 
 def test_the_chip_and_stack_are_checked(client):
