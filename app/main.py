@@ -17,6 +17,7 @@ from app.api import (
     error_handlers,
     health_routes,
     measurement_routes,
+    trace_routes,
 )
 from app.api.stored_answers import ServeStoredAnswers
 from app.catalog.loader import CatalogError
@@ -78,7 +79,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.write_tokens = write_tokens
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
-    app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
+    traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
+    app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes, large_bodies=traces)
     error_handlers.install(app)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE):
         app.add_exception_handler(unreachable, pages.database_unavailable)
@@ -87,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health_routes.router)
     app.include_router(calculation_routes.router)
     app.include_router(catalog_routes.router)
+    app.include_router(trace_routes.router)
     # a browser's GET of a measurement endpoint gets its page: tried before the JSON routes
     app.include_router(negotiated_routes.router)
     app.include_router(measurement_routes.router)

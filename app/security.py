@@ -7,8 +7,9 @@
   (Origin, else Referer, must match the Host; Sec-Fetch-Site must not be cross-site).
 - Security headers on every response; a CSP without inline script; the inline SVG charts'
   one stylesheet is allowed by its hash.
-- Request bodies larger than ROOFCHECK_MAX_BODY_BYTES get 413 before they are read (uvicorn
-  holds a body to its Content-Length; a body without one gets 411).
+- Request bodies larger than ROOFCHECK_MAX_BODY_BYTES (ROOFCHECK_MAX_TRACE_BYTES for a profiler
+  trace) get 413 before they are read (uvicorn holds a body to its Content-Length; a body
+  without one gets 411).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -118,9 +120,12 @@ def same_origin(request: Request) -> bool:
 class Hardening:
     """ASGI middleware: security headers on every response, and a cap on request bodies."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_body_bytes: int, large_bodies: Mapping[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.large_bodies = dict(large_bodies or {})  # paths with a cap of their own
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -134,8 +139,9 @@ class Hardening:
         if chunked or (declared is not None and not declared.isdigit()):
             await _refuse(send, csp, 411, b"a request body needs a Content-Length")
             return
-        if declared is not None and int(declared) > self.max_body_bytes:
-            message = b"request body larger than %d bytes" % self.max_body_bytes
+        cap = self.large_bodies.get(path, self.max_body_bytes)
+        if declared is not None and int(declared) > cap:
+            message = b"request body larger than %d bytes" % cap
             await _refuse(send, csp, 413, message)
             return
 

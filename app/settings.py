@@ -16,7 +16,8 @@ class Settings(BaseSettings):
 
     DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
-    ROOFCHECK_WRITE_TOKENS and ROOFCHECK_MAX_BODY_BYTES: see app/security.py.
+    ROOFCHECK_WRITE_TOKENS, ROOFCHECK_MAX_BODY_BYTES and ROOFCHECK_MAX_TRACE_BYTES: see
+    app/security.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -31,6 +32,8 @@ class Settings(BaseSettings):
     write_tokens: str = Field("", repr=False)
     """"owner:token,..." restricts writes to these bearer tokens (SECURITY.md); empty: open."""
     max_body_bytes: int = Field(64 * 1024, ge=1024)
+    max_trace_bytes: int = Field(32 * 1024 * 1024, ge=1024)
+    """A torch.profiler trace's cap (POST /check/trace, the /trace page's upload)."""
 
     @field_validator("database_url")
     @classmethod

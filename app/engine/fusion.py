@@ -228,7 +228,7 @@ def _kernel(parts: Sequence[Roofline], traffic: float, chip: Chip) -> Roofline:
     )
 
 
-def _in_sequence(kernels: Sequence[Roofline]) -> Roofline:
+def in_sequence(kernels: Sequence[Roofline]) -> Roofline:
     """Kernels run one after another: every term adds."""
     return Roofline(
         flops=sum(r.flops for r in kernels),
@@ -275,7 +275,7 @@ def estimate_ops(
     fused_bytes = external_bytes(ops)
     whole = _kernel([r for c in alone if (r := c.roofline) is not None], fused_bytes, chip)
     kind = max(alone, key=lambda c: c.roofline.realistic_time if c.roofline else 0.0).work.kind
-    roof = realize(_in_sequence(kernels), Realism(kind, software, kernels=len(kernels)))
+    roof = realize(in_sequence(kernels), Realism(kind, software, kernels=len(kernels)))
     return OpsEstimate(
         ops=costs,
         roofline=roof,

@@ -1,0 +1,68 @@
+"""POST /check/trace: a torch.profiler trace (Chrome-trace JSON recorded with
+record_shapes=True) judged op by op against a chip's roofline (docs/api.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+
+from app.engine import Software
+from app.engine.trace import HOW, NotATrace, TooManyEvents
+from app.http.deps import CatalogsDep
+from app.http.responses import StrictJSONResponse
+from app.schemas.trace_answers import TraceCheck
+from app.services import trace_checks
+
+router = APIRouter(tags=["calculations"])
+
+_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["traceEvents"],
+                "description": f"The file torch.profiler's export_chrome_trace writes: {HOW}.",
+            }
+        }
+    },
+}
+
+
+def rejection(error: NotATrace | TooManyEvents) -> Response:
+    """413 for a trace over the bounds, 422 for JSON that is not a trace."""
+    if isinstance(error, TooManyEvents):
+        return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})
+    detail = [{"loc": ["body"], "msg": str(error), "type": "not_a_trace"}]
+    return StrictJSONResponse(status_code=422, content={"detail": detail})
+
+
+@router.post(
+    "/check/trace",
+    response_model=TraceCheck,
+    name="check_trace",
+    responses={
+        404: {"description": "Unknown chip; with suggestions."},
+        413: {"description": "Over ROOFCHECK_MAX_TRACE_BYTES, or too many events."},
+        422: {"description": "Not JSON, or not a torch.profiler trace with shapes."},
+    },
+    openapi_extra={"requestBody": _BODY},
+)
+async def check_trace(
+    request: Request,
+    catalogs: CatalogsDep,
+    chip: Annotated[str, Query(min_length=1, max_length=100, description="e.g. h100, a100.")],
+    stack: Annotated[
+        Software, Query(description="Whose published runs the realistic times assume.")
+    ] = Software.EAGER,
+) -> Response:
+    """Each operator's measured time beside its roofline time, sorted by time lost, with the
+    verdict per operator and for the whole. Parsed in the thread pool, off the event loop."""
+    body = await request.body()
+    try:
+        answer = await run_in_threadpool(trace_checks.check, catalogs, body, chip, stack)
+    except (NotATrace, TooManyEvents) as error:
+        return rejection(error)
+    return Response(answer.model_dump_json(), media_type="application/json")

@@ -1,0 +1,388 @@
+"""A torch.profiler trace judged op by op (docs/formulas.md#traces).
+
+The trace is the Chrome-trace JSON that `export_chrome_trace` writes: `traceEvents`, whose
+`cpu_op` events are the operators PyTorch dispatched (`ts` and `dur` in microseconds, shapes
+in `args` with record_shapes=True), and on a GPU, `kernel` (and `gpu_memcpy`, `gpu_memset`)
+events, each tied to the operator that launched it by `args["External id"]`.
+
+Operators nest (aten::linear calls aten::t and aten::addmm); each unit of work counts once:
+the outermost operator the engine models counts whole, with everything it calls. An operator
+it does not model counts whole as not modelled, unless an operator inside it is modelled:
+then those count as units and only its time outside them is not modelled.
+
+The measured time of a unit is its kernels' device time when the trace has kernel events,
+else the operator's duration on the CPU (where PyTorch's CPU kernels run inside the op).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from app.engine.errors import EngineError
+from app.engine.fusion import in_sequence
+from app.engine.hardware import Chip
+from app.engine.ops import Op, op_work
+from app.engine.realism import Realism, realize
+from app.engine.roofline import Roofline, Work, place
+from app.engine.stacks import Software
+from app.engine.trace_ops import op_of, uses_arguments
+from app.engine.verdict import Judgement, judge
+
+MAX_EVENTS = 500_000
+MAX_DISTINCT = 2_000  # distinct (operator, shapes, arguments) analysed; the rest not modelled
+DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+US = 1e-6  # the trace's times are microseconds
+HOW = (
+    "a JSON object whose traceEvents hold cpu_op events with 'Input Dims' in their args: "
+    "record one with `with torch.profiler.profile(record_shapes=True) as prof: ...` and "
+    "`prof.export_chrome_trace('trace.json')`"
+)
+UNKNOWN = "not an operator the engine models"
+OVER = f"over the {MAX_DISTINCT} distinct operators analysed"
+
+
+class NotATrace(EngineError):
+    """The JSON is not a torch.profiler trace with shapes; the message says what is."""
+
+
+class TooManyEvents(EngineError):
+    """The trace holds more events than are analysed."""
+
+
+Key = tuple[str, str, str, str]  # name, and the repr of its shapes, types and arguments
+Raw = tuple[list[object], list[object], list[object]]  # the key's shapes, types, arguments
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One cpu_op event: its times in microseconds and its key."""
+
+    key: Key
+    thread: tuple[str, str]
+    start: float
+    dur: float
+    external_id: object
+
+
+@dataclass(slots=True)
+class Modelled:
+    """The calls of one operator with one set of shapes: `roofline` one call's on the chip,
+    realized on the stack (`placed` before)."""
+
+    op: Op
+    work: Work
+    placed: Roofline
+    roofline: Roofline
+    count: int = 0
+    measured: float = 0.0
+
+    @property
+    def expected_time(self) -> float:
+        """All its calls' ideal time."""
+        return self.count * self.roofline.expected_time
+
+    @property
+    def realistic_time(self) -> float:
+        """All its calls' realistic time, each call launched on its own."""
+        return self.count * self.roofline.realistic_time
+
+    @property
+    def time_lost(self) -> float:
+        """Measured minus ideal."""
+        return self.measured - self.expected_time
+
+    def judgement(self) -> Judgement:
+        """Its mean call judged against one call's roofline."""
+        return judge(self.roofline, self.measured / self.count)
+
+
+@dataclass(slots=True)
+class NotModelled:
+    """Time in operators of one name the engine does not model, and why."""
+
+    name: str
+    reason: str
+    count: int = 0
+    measured: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Kernels:
+    """The device's view, when the trace has kernel events: their count and time, the part
+    no operator in the trace launched, and the operators' own time on the CPU."""
+
+    count: int
+    time: float
+    unattributed_time: float
+    op_cpu_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class TraceAnalysis:
+    """The trace's units grouped by operator and shapes, and the whole."""
+
+    modelled: tuple[Modelled, ...]  # by time lost, most first
+    not_modelled: tuple[NotModelled, ...]  # by time, most first
+    kernels: Kernels | None
+    events: int
+    whole: Roofline | None  # the modelled calls one after another, realized
+    judgement: Judgement | None  # their measured time against `whole`
+    skipped: int  # cpu_op events without usable times
+    measured: float = field(init=False)
+    modelled_time: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        modelled = sum(m.measured for m in self.modelled)
+        not_modelled = sum(n.measured for n in self.not_modelled)
+        object.__setattr__(self, "modelled_time", modelled)
+        object.__setattr__(self, "measured", modelled + not_modelled)
+
+    @property
+    def not_modelled_time(self) -> float:
+        """Measured time in operators the engine does not model."""
+        return self.measured - self.modelled_time
+
+    @property
+    def not_modelled_share(self) -> float:
+        """Its share of the measured time (0 when nothing was measured)."""
+        return self.not_modelled_time / self.measured if self.measured > 0 else 0.0
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def read_events(trace: object) -> tuple[list[Mapping[str, object]], int]:
+    """The trace's events (the objects among them) and their count; NotATrace if it has no
+    traceEvents list, TooManyEvents over MAX_EVENTS."""
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+        raise NotATrace(f"not a torch.profiler trace: expected {HOW}")
+    events: list[object] = trace["traceEvents"]
+    if len(events) > MAX_EVENTS:
+        raise TooManyEvents(f"the trace has {len(events)} events; at most {MAX_EVENTS} are read")
+    return [e for e in events if isinstance(e, dict)], len(events)
+
+
+def _cpu_ops(
+    events: Iterable[Mapping[str, object]], raw: dict[Key, Raw]
+) -> tuple[list[Event], int, int]:
+    """The cpu_op events with shapes (each new key's values kept in `raw`), the number of
+    cpu_op events, and of those skipped for times that are not numbers."""
+    found, ops, skipped = [], 0, 0
+    for e in events:
+        if e.get("cat") != "cpu_op":
+            continue
+        ops += 1
+        args = e.get("args")
+        if not isinstance(args, dict) or "Input Dims" not in args:
+            continue
+        start, dur = _number(e.get("ts")), _number(e.get("dur"))
+        if start is None or dur is None or dur < 0:
+            skipped += 1
+            continue
+        name = e.get("name")
+        name = name[:200] if isinstance(name, str) else ""
+        values = (
+            _list(args.get("Input Dims")),
+            _list(args.get("Input type")),
+            _list(args.get("Concrete Inputs")) if uses_arguments(name) else [],
+        )
+        key = (name, repr(values[0]), repr(values[1]), repr(values[2]))
+        raw.setdefault(key, values)
+        thread = (str(e.get("pid")), str(e.get("tid")))
+        found.append(Event(key, thread, start, dur, args.get("External id")))
+    return found, ops, skipped
+
+
+def _parents(events: Sequence[Event]) -> list[int | None]:
+    """Each event's enclosing event on its thread (events sorted by thread, start, longest
+    first): the innermost one still open when it starts."""
+    parents: list[int | None] = []
+    open_: list[int] = []
+    for i, e in enumerate(events):
+        if open_ and events[open_[-1]].thread != e.thread:
+            open_.clear()
+        while open_ and e.start >= events[open_[-1]].start + events[open_[-1]].dur:
+            open_.pop()
+        parents.append(open_[-1] if open_ else None)
+        open_.append(i)
+    return parents
+
+
+class _Model:
+    """What the engine makes of each distinct key on a chip and stack, computed once."""
+
+    def __init__(self, chip: Chip, software: Software, raw: Mapping[Key, Raw]) -> None:
+        self.chip, self.software, self.raw = chip, software, raw
+        self.known: dict[Key, Modelled | NotModelled] = {}
+
+    def of(self, key: Key) -> Modelled | NotModelled:
+        found = self.known.get(key)
+        if found is None:
+            found = self.known[key] = self._model(key)
+        return found
+
+    def _model(self, key: Key) -> Modelled | NotModelled:
+        name = key[0]
+        if len(self.known) >= MAX_DISTINCT:
+            return NotModelled(name, OVER)
+        op = op_of(name, *self.raw[key])
+        if isinstance(op, str):
+            return NotModelled(name, op)
+        try:
+            work = op_work(op)
+            placed = place(work, self.chip)
+        except EngineError as error:
+            message = str(getattr(error, "message", error))
+            return NotModelled(name, UNKNOWN if "unknown operator" in message else message)
+        realized = realize(placed, Realism(work.kind, self.software, kernels=1))
+        return Modelled(op, work, placed, realized)
+
+
+def analyse(trace: object, chip: Chip, software: Software = Software.EAGER) -> TraceAnalysis:
+    """The trace's operators against `chip`'s roofline (docs/formulas.md#traces)."""
+    events, count = read_events(trace)
+    raw: dict[Key, Raw] = {}
+    ops, cpu_ops, skipped = _cpu_ops(events, raw)
+    if not ops:
+        why = "it has no cpu_op events" if not cpu_ops else "it was recorded without shapes"
+        raise NotATrace(f"not a torch.profiler trace with shapes ({why}): expected {HOW}")
+    ops.sort(key=lambda e: (e.thread, e.start, -e.dur))
+    parents = _parents(ops)
+    model = _Model(chip, software, raw)
+    results = [model.of(e.key) for e in ops]
+    inside = [isinstance(r, Modelled) for r in results]  # a modelled op in its subtree
+    children = [0.0] * len(ops)  # the time of each event's children
+    for i in reversed(range(len(ops))):
+        parent = parents[i]
+        if parent is not None:
+            inside[parent] = inside[parent] or inside[i]
+            children[parent] += ops[i].dur
+    owners = _owners(ops, parents, results, inside, children)
+    kernels = _kernels(events, ops, owners)
+    cpu: dict[int, float] = defaultdict(float)
+    for owner, time in owners.values():
+        cpu[id(owner)] += time * US
+    groups = {id(owner): owner for owner, _ in owners.values()}
+    for group in groups.values():
+        group.measured = cpu[id(group)] if kernels is None else kernels[1].get(id(group), 0.0)
+    view = None
+    if kernels is not None:
+        units = sum(cpu[id(g)] for g in groups.values() if isinstance(g, Modelled))
+        view = replace(kernels[0], op_cpu_time=units)
+    return _summary(groups.values(), view, events=count, skipped=skipped, software=software)
+
+
+def _owners(
+    ops: Sequence[Event],
+    parents: Sequence[int | None],
+    results: Sequence[Modelled | NotModelled],
+    inside: Sequence[bool],
+    children: Sequence[float],
+) -> dict[int, tuple[Modelled | NotModelled, float]]:
+    """Each event's owner (the group its time counts in) and the CPU time it adds there: a
+    unit's descendants belong to it and add nothing; an operator not modelled with a modelled
+    one inside counts its own time outside its children, which are owners of their own."""
+    owners: dict[int, tuple[Modelled | NotModelled, float]] = {}
+    whole: list[bool] = []  # whether the event's owner takes its descendants too
+    outside: dict[tuple[str, str], NotModelled] = {}
+    for i, e in enumerate(ops):
+        parent = parents[i]
+        if parent is not None and whole[parent]:
+            owners[i] = (owners[parent][0], 0.0)
+            whole.append(True)
+            continue
+        result = results[i]
+        if isinstance(result, NotModelled) and inside[i]:
+            key = (result.name, result.reason)
+            result = outside.setdefault(key, NotModelled(result.name, result.reason))
+            owners[i] = (result, max(0.0, e.dur - children[i]))
+            whole.append(False)
+        else:
+            owners[i] = (result, e.dur)
+            whole.append(True)
+        result.count += 1
+    return owners
+
+
+def _kernels(
+    events: Iterable[Mapping[str, object]],
+    ops: Sequence[Event],
+    owners: Mapping[int, tuple[Modelled | NotModelled, float]],
+) -> tuple[Kernels, dict[int, float]] | None:
+    """The device events' count and time, and their time by the owner (by id) of the
+    operator that launched each (its External id); None when the trace has none."""
+    by_id = {e.external_id: owners[i][0] for i, e in enumerate(ops) if e.external_id is not None}
+    count, total, unattributed = 0, 0.0, 0.0
+    times: dict[int, float] = defaultdict(float)
+    for e in events:
+        dur = _number(e.get("dur"))
+        if e.get("cat") not in DEVICE_CATEGORIES or dur is None or dur < 0:
+            continue
+        count += 1
+        total += dur * US
+        args = e.get("args")
+        launcher = by_id.get(args.get("External id")) if isinstance(args, dict) else None
+        if launcher is None:
+            unattributed += dur * US
+        else:
+            times[id(launcher)] += dur * US
+    if not count:
+        return None
+    return Kernels(count, total, unattributed, 0.0), times
+
+
+def _times(roof: Roofline, count: int) -> Roofline:
+    """`count` calls of `roof` one after another."""
+    return replace(
+        roof,
+        flops=roof.flops * count,
+        bytes=roof.bytes * count,
+        compute_time=roof.compute_time * count,
+        memory_time=roof.memory_time * count,
+        expected_time=roof.expected_time * count,
+        realistic_time=roof.realistic_time * count,
+    )
+
+
+def _summary(
+    groups: Iterable[Modelled | NotModelled],
+    kernels: Kernels | None,
+    *,
+    events: int,
+    skipped: int,
+    software: Software,
+) -> TraceAnalysis:
+    """The groups that took time, sorted, and the modelled ones judged as a whole."""
+    modelled: list[Modelled] = []
+    merged: dict[tuple[str, str], NotModelled] = {}
+    for g in groups:
+        if g.measured <= 0:  # on a GPU: no kernel of its own
+            continue
+        if isinstance(g, Modelled):
+            modelled.append(g)
+            continue
+        into = merged.setdefault((g.name, g.reason), NotModelled(g.name, g.reason))
+        into.count += g.count
+        into.measured += g.measured
+    modelled.sort(key=lambda m: m.time_lost, reverse=True)
+    whole = judgement = None
+    if modelled:
+        lead = max(modelled, key=lambda m: m.realistic_time)
+        calls = sum(m.count for m in modelled)
+        parts = in_sequence([_times(m.placed, m.count) for m in modelled])
+        whole = realize(parts, Realism(lead.work.kind, software, kernels=calls))
+        judgement = judge(whole, sum(m.measured for m in modelled))
+    not_modelled = sorted(merged.values(), key=lambda n: n.measured, reverse=True)
+    return TraceAnalysis(
+        tuple(modelled), tuple(not_modelled), kernels, events, whole, judgement, skipped
+    )

@@ -1,0 +1,118 @@
+"""POST /check/trace and the trace page: a torch.profiler trace's bytes in, the engine's
+analysis (app/engine/trace.py) out as a TraceCheck."""
+
+from __future__ import annotations
+
+import json
+
+from app.engine import Software
+from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse
+from app.schemas.trace_answers import (
+    TraceCheck,
+    TraceChip,
+    TraceKernels,
+    TraceNotModelled,
+    TraceOp,
+)
+from app.services.catalogs import Catalogs
+
+NESTING = (
+    "Nested operators count once: the outermost one the engine models, with everything it "
+    "calls (aten::linear, not also its aten::addmm)."
+)
+
+
+def _constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse(body: bytes) -> object:
+    """The body as JSON (NaN and Infinity refused); NotATrace when it is not JSON."""
+    try:
+        return json.loads(body, parse_constant=_constant)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        raise NotATrace(f"the body is not JSON ({str(error)[:120]})") from None
+
+
+def check(catalogs: Catalogs, body: bytes, chip: str, stack: Software) -> TraceCheck:
+    """The trace in `body` judged on `chip` (UnknownName: 404; NotATrace, TooManyEvents)."""
+    catalog = catalogs.chips()
+    record = catalog.resolve(chip)
+    result = analyse(parse(body), record.chip, stack)
+    return _answer(
+        result, TraceChip(id=record.entry.id, name=record.entry.name), catalog.version, stack
+    )
+
+
+def _notes(result: TraceAnalysis) -> list[str]:
+    source = (
+        "Measured times are the GPU kernels' durations, each counted in the operator that "
+        "launched it."
+        if result.kernels
+        else "The trace has no GPU kernel events: measured times are the operators' durations "
+        "on the CPU."
+    )
+    notes = [source, NESTING]
+    if result.skipped:
+        notes.append(f"{result.skipped} cpu_op events without usable ts/dur were skipped.")
+    if any(n.reason.startswith("over the") for n in result.not_modelled):
+        notes.append(
+            f"Only {MAX_DISTINCT} distinct operators are analysed; the rest count as not modelled."
+        )
+    return notes
+
+
+def _answer(result: TraceAnalysis, chip: TraceChip, version: str, stack: Software) -> TraceCheck:
+    whole, judgement = result.whole, result.judgement
+    kernels = result.kernels
+    return TraceCheck(
+        chip=chip,
+        catalog_version=version,
+        stack=stack,
+        time_source="kernels" if kernels else "cpu_ops",
+        events=result.events,
+        measured_time_s=result.measured,
+        modelled_time_s=result.modelled_time,
+        expected_time_s=whole.expected_time if whole else None,
+        realistic_time_s=whole.realistic_time if whole else None,
+        ratio=judgement.ratio if judgement else None,
+        time_lost_s=result.modelled_time - whole.expected_time if whole else None,
+        bound=whole.bound if whole else None,
+        verdict=judgement.verdict if judgement else None,
+        advice=list(judgement.advice) if judgement else [],
+        not_modelled_time_s=result.not_modelled_time,
+        not_modelled_share=result.not_modelled_share,
+        ops=[
+            TraceOp(
+                name=m.op.name,
+                shapes=[list(t.shape) for t in m.op.inputs],
+                dtype=m.op.inputs[0].dtype,
+                count=m.count,
+                flops=m.work.flops,
+                bytes=m.work.bytes,
+                measured_time_s=m.measured,
+                expected_time_s=m.expected_time,
+                realistic_time_s=m.realistic_time,
+                ratio=m.measured / m.expected_time,
+                time_lost_s=m.time_lost,
+                bound=m.roofline.bound,
+                verdict=m.judgement().verdict,
+            )
+            for m in result.modelled
+        ],
+        not_modelled=[
+            TraceNotModelled(
+                name=n.name, reason=n.reason, count=n.count, measured_time_s=n.measured
+            )
+            for n in result.not_modelled
+        ],
+        kernels=None
+        if kernels is None
+        else TraceKernels(
+            kernels=kernels.count,
+            kernel_time_s=kernels.time,
+            unattributed_time_s=kernels.unattributed_time,
+            op_cpu_time_s=kernels.op_cpu_time,
+        ),
+        notes=_notes(result),
+    )

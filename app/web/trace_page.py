@@ -1,0 +1,79 @@
+"""The trace page: upload a torch.profiler trace (multipart) and see each operator beside its
+roofline time, sorted by time lost, with the verdict per operator and for the whole (the
+answer of POST /check/trace, app/services/trace_checks.py)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
+from starlette.datastructures import UploadFile
+
+from app.catalog.names import UnknownName
+from app.engine import Software
+from app.engine.trace import NotATrace, TooManyEvents
+from app.http.deps import CatalogsDep
+from app.services import trace_checks
+from app.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+RECORD = (
+    "with torch.profiler.profile(record_shapes=True) as prof:\n"
+    "    model(x)\n"
+    'prof.export_chrome_trace("trace.json")'
+)
+
+
+def _page(
+    request: Request,
+    catalogs: CatalogsDep,
+    values: dict[str, str],
+    *,
+    error: str = "",
+    status: int = 200,
+    result: object = None,
+) -> HTMLResponse:
+    context = {
+        "values": values,
+        "error": error,
+        "result": result,
+        "record": RECORD,
+        "chips": [r.entry for r in catalogs.chips().chips.values()],
+        "stack_options": [str(s) for s in Software],
+    }
+    return render(request, "trace.html", context, status)
+
+
+@router.get("/trace", response_class=HTMLResponse)
+def trace_form(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The upload form."""
+    return _page(request, catalogs, {"chip": "", "stack": str(Software.EAGER)})
+
+
+@router.post("/trace", response_class=HTMLResponse)
+async def trace_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The uploaded trace's table, or the form with what is wrong."""
+    async with request.form(max_files=1, max_fields=10) as form:  # closes the upload
+        values = {
+            name: value.strip()[:100] if isinstance(value := form.get(name), str) else ""
+            for name in ("chip", "stack")
+        }
+        upload = form.get("trace")
+        body = await upload.read() if isinstance(upload, UploadFile) else None
+    stack = next((s for s in Software if s == values["stack"]), None)
+    if not values["chip"] or stack is None:
+        return _page(request, catalogs, values, error="Give a chip and a stack.", status=422)
+    if body is None:
+        return _page(request, catalogs, values, error="Choose a trace file to upload.", status=422)
+    try:
+        result = await run_in_threadpool(trace_checks.check, catalogs, body, values["chip"], stack)
+    except UnknownName as error:
+        hint = f" (did you mean {', '.join(error.suggestions)}?)" if error.suggestions else ""
+        return _page(
+            request, catalogs, values, error=f"Unknown chip {error.name!r}{hint}.", status=404
+        )
+    except TooManyEvents as error:
+        return _page(request, catalogs, values, error=str(error), status=413)
+    except NotATrace as error:
+        return _page(request, catalogs, values, error=str(error), status=422)
+    return _page(request, catalogs, values, result=result)

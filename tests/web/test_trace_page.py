@@ -1,0 +1,58 @@
+"""The trace page: upload a recorded torch.profiler trace (tests/traces/) and see the table,
+in real headless Chromium and through the ASGI app (its errors)."""
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+
+
+def test_upload_a_trace_and_see_the_table(page, url, shot):
+    page.goto(f"{url}/")
+    page.get_by_role("link", name="Trace").click()
+    expect(page.locator("h1")).to_have_text("Check a profiler trace")
+    page.get_by_label("Trace (the JSON file export_chrome_trace writes)").set_input_files(
+        str(TRACES / "mixed.json")
+    )
+    page.get_by_label("Chip (id or alias)").fill("a100")
+    page.get_by_role("button", name="Check trace").click()
+    expect(page.locator("#verdict")).to_contain_text("order of magnitude")
+    rows = page.locator("#trace-ops tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first.locator("th")).to_have_text(re.compile(r"aten::(cos|_to_copy)"))
+    expect(rows.first).to_contain_text("1000000")
+    expect(page.locator("#trace-not-modelled")).to_contain_text("aten::cumsum")
+    expect(page.locator("#trace-summary")).to_contain_text("operators on the CPU")
+    expect(page.locator("#t-chip")).to_have_value("a100")
+    shot(page, "trace-result")
+
+
+def test_a_file_that_is_not_a_trace_says_how_to_record_one(page, url, tmp_path):
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": "world"}')
+    page.goto(f"{url}/trace")
+    page.locator("#t-trace").set_input_files(str(bad))
+    page.locator("#t-chip").fill("h100")
+    page.get_by_role("button", name="Check trace").click()
+    expect(page.locator("#trace-error")).to_contain_text("record_shapes=True")
+    expect(page.locator("#trace-result")).to_have_count(0)
+
+
+def test_the_page_errors_through_the_app(client):
+    files = {"trace": ("m.json", (TRACES / "matmul.json").read_bytes(), "application/json")}
+    assert client.get("/trace").status_code == 200
+    ok = client.post("/trace", data={"chip": "a100", "stack": "eager"}, files=files)
+    assert ok.status_code == 200 and "aten::matmul" in ok.text
+    unknown = client.post("/trace", data={"chip": "a1000", "stack": "eager"}, files=files)
+    assert unknown.status_code == 404 and "Unknown chip" in unknown.text
+    no_file = client.post("/trace", data={"chip": "a100", "stack": "eager"})
+    assert no_file.status_code == 422 and "Choose a trace file" in no_file.text
+    no_stack = client.post("/trace", data={"chip": "a100", "stack": "warp"}, files=files)
+    assert no_stack.status_code == 422
+    many = {"trace": ("t.json", b'{"traceEvents": [' + b",".join([b"{}"] * 500_001) + b"]}")}
+    assert (
+        client.post("/trace", data={"chip": "a100", "stack": "eager"}, files=many).status_code
+        == 413
+    )
