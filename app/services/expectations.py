@@ -37,7 +37,13 @@ from app.schemas.requests import (
 )
 from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
 from app.services.catalogs import Catalogs
-from app.services.explanations import memory_line, roofline_lines, training_lines, warnings_of
+from app.services.explanations import (
+    memory_line,
+    roofline_lines,
+    training_lines,
+    unfit_warning,
+    warnings_of,
+)
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
 from app.services.op_sequences import estimate_of, ops_fields, ops_lines
 
@@ -163,6 +169,7 @@ def _place(
                 memory_line(result.memory, result.capacity),
             ],
             "warnings": [
+                *unfit_warning(result.memory, result.capacity),
                 *warnings_of(model),
                 *(BREAKDOWN_WARNING if request.breakdown and not result.terms else []),
             ],

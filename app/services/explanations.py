@@ -93,6 +93,17 @@ def warnings_of(model: ModelInput) -> list[str]:
     return warnings
 
 
+def unfit_warning(memory: MemoryBreakdown, capacity: float) -> list[str]:
+    """A warning, when the work does not fit, that its times describe what cannot run."""
+    if memory.total <= capacity:
+        return []
+    return [
+        f"Does not fit: {fmt.bytes_(memory.total)} per chip of {fmt.bytes_(capacity)}; the "
+        "times are for a configuration that cannot run as given (more chips, ZeRO, "
+        "recomputation, a smaller batch or narrower dtypes would make it fit)."
+    ]
+
+
 def training_lines(step: TrainingStep) -> list[str]:
     roof, lay, comm = step.roofline, step.layout, step.communication
     lines = [

@@ -293,3 +293,16 @@ def test_a_model_without_a_dtype_runs_in_fp16_on_a_chip_without_bf16(client):
     explicit = client.get("/expected-time?chip=t4&model=llama-8b&dtype=bf16")
     assert explicit.status_code == 422
     assert "t4 has no published bf16 matrix peak; available: fp16" in explicit.text
+
+
+def test_an_answer_for_what_cannot_run_warns_first(client):
+    # Llama 2 70B training on one H100: 69e9 parameters x 16 bytes (weights, gradients, AdamW)
+    # = 1.10 TB plus activations, 1.48 TB, of the chip's 85.5 GB: the times are still given
+    # (they answer "what if it fit"), and the first warning says they cannot happen
+    body = client.get("/expected-time?chip=h100&model=llama-2-70b&phase=training&batch=8").json()
+    assert body["fits"] is False
+    assert body["warnings"][0].startswith("Does not fit: ")
+    assert "1.48 TB per chip of 85.5 GB" in body["warnings"][0]
+    fits = client.get("/expected-time?chip=h100&model=llama-3.2-1b").json()
+    assert fits["fits"] is True
+    assert not any(w.startswith("Does not fit") for w in fits["warnings"])

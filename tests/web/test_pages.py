@@ -350,3 +350,19 @@ def test_the_result_shows_the_step_by_operation(client):
 def test_a_kernel_result_has_no_breakdown(client):
     page = client.get("/", params=MATMUL)
     assert page.status_code == 200 and 'id="breakdown"' not in page.text
+
+
+def test_a_configuration_that_cannot_run_leads_with_that(client):
+    # Llama 2 70B training on one H100 (80 GiB): 16 bytes per parameter of weights,
+    # gradients and AdamW state alone are ~1.1 TB, far over the chip: the page's headline
+    # says it does not fit, and its time figures are marked as those of what cannot run
+    page = client.get(
+        "/", params={"chip": "h100", "model": "llama-2-70b", "phase": "training", "batch": "8"}
+    )
+    assert page.status_code == 200
+    html = page.text
+    headline = html.index('id="does-not-fit"')
+    assert headline < html.index('id="expected-time"')
+    assert '<dl class="figures unrunnable">' in html
+    fitting = client.get("/", params={"chip": "h100", "model": "llama-3.2-1b"}).text
+    assert 'id="does-not-fit"' not in fitting and "unrunnable" not in fitting
