@@ -24,6 +24,7 @@ from app import formatting as fmt
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.units import MIB
 from app.engine.verdict import Verdict
+from app.measure import command as measure_command
 from app.probe import COPY_BYTES, MATMUL_N
 
 PASS, FAIL, ERROR = 0, 1, 2
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
             default=_first_env("ROOFCHECK_TOKEN"),
             help="write token, when the service restricts writes (env ROOFCHECK_TOKEN)",
         )
+    measure_command.add_parser(commands)
     commands.add_parser("validate", help="regenerate docs/validation.md from the validation set")
     for sub, fail_on in ((check, BAD_VERDICTS), (submit, BAD_VERDICTS + ",regression")):
         sub.add_argument("--chip", required=True, help="catalog id or alias, e.g. a100")
@@ -260,6 +262,8 @@ def run(argv: Sequence[str]) -> int:
                 return ERROR
             print(f"roofcheck: stored empirical profile #{answer['id']} of {answer['chip']}")
         return PASS
+    if args.command == "measure":
+        return measure_command.run(args)
     if args.command == "validate":
         from app.validation.report import main as validate  # noqa: PLC0415
 

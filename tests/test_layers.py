@@ -3,6 +3,8 @@ database, bodies and use cases, with the two HTTP adapters (app/api, app/web) on
 side, neither importing the other. And no module so long that a reader cannot take it in."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,8 @@ ALLOWED = {
     | {"app.db", "app.security"},
     "app.web": {"app.http", "app.services", "app.schemas", "app.engine", "app.catalog"}
     | {"app.db", "app.security", "app.formatting"},
+    # the client that measures a PyTorch function: the engine, and the probe for chip=local
+    "app.measure": {"app.engine", "app.probe", "app.formatting"},
 }
 
 
@@ -93,3 +97,16 @@ def test_module_names_are_unique_so_a_traceback_says_which():
             names.setdefault(path.stem, []).append(str(path.relative_to(APP.parent)))
     repeated = {name: paths for name, paths in names.items() if len(paths) > 1}
     assert not repeated, repeated
+
+
+def test_the_service_and_the_cli_import_no_torch():
+    """PyTorch is the optional `measure` extra: the service never imports it, and the CLI
+    only when measuring."""
+    code = (
+        "import sys, app.main, app.cli, app.measure; "
+        "print(sorted({'torch', 'numpy'} & set(sys.modules)))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=APP.parent
+    )
+    assert found.stdout.strip() == "[]"

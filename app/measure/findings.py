@@ -1,0 +1,161 @@
+"""What a measured function's numbers say, in sentences: the advice made concrete (which ops,
+how many kernels, which copy or synchronisation on which line) and the printed report."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from app import formatting as fmt
+from app.engine import Kind
+from app.engine.ops import is_view, op_work
+from app.measure.op_counts import Counts, Event
+from app.measure.timing import Timing
+
+FUSION_GAIN = 0.9  # fusion is worth a sentence when the fused floor is under this share
+SLOW_FIRST_CALL = 10.0  # a first call this many times the median is worth a sentence
+TOP_OPS = 3
+
+
+def _pointwise(counts: Counts) -> list[str]:
+    """The short names of the kernels that are neither matmuls nor attention (pointwise ops,
+    norms, reductions, copies): the ones a compiler fuses."""
+    special = {e.index for e in (*counts.copies, *counts.syncs)} | set(counts.opaque)
+    return [
+        counts.recorded[i].short
+        for i, op in enumerate(counts.ops)
+        if not is_view(op) and i not in special and op_work(op).kind is Kind.ELEMENTWISE
+    ]
+
+
+def _names(shorts: Sequence[str]) -> str:
+    return ", ".join(f"{n} {name}" if n > 1 else name for name, n in Counter(shorts).items())
+
+
+def _at(events: Sequence[Event]) -> str:
+    first = events[0]
+    where = f" ({first.where})" if first.where else ""
+    more = f", {len(events)} times from that line: in a loop" if len(events) > 1 else ""
+    indices = ", ".join(str(e.index) for e in events)
+    ops = f"op {indices}" if len(events) == 1 else f"ops {indices}"
+    return f"at {ops}{where}{more}"
+
+
+def _by_line(events: Sequence[Event]) -> list[list[Event]]:
+    groups: defaultdict[tuple[str | None, str], list[Event]] = defaultdict(list)
+    for event in events:
+        groups[(event.where, event.what)].append(event)
+    return list(groups.values())
+
+
+def fusion_advice(counts: Counts, answer: dict[str, Any]) -> list[str]:
+    """The pointwise kernels a compiler would fuse, and the floor fused."""
+    shorts = _pointwise(counts)
+    if (
+        len(shorts) < 2
+        or answer.get("against_fusion") == "faster_than_fused"
+        or answer["fused_time_s"] > FUSION_GAIN * answer["unfused_time_s"]
+    ):
+        return []
+    return [
+        f"{len(shorts)} elementwise ops ({_names(shorts)}) run as {len(shorts)} kernels, "
+        f"moving {fmt.bytes_(counts.unfused_bytes)} in all: fused, the function moves "
+        f"{fmt.bytes_(counts.fused_bytes)} and its floor is "
+        f"{fmt.seconds(answer['fused_time_s'])}; compile (torch.compile) or fuse them."
+    ]
+
+
+def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> list[str]:
+    """The concrete advice, most telling first, then the service's own."""
+    lines = [] if answer is None else fusion_advice(counts, answer)
+    for group in _by_line(counts.copies):
+        total = sum(e.bytes for e in group)
+        lines.append(f"A copy {group[0].what} of {fmt.bytes_(total)} {_at(group)}.")
+    for group in _by_line(counts.syncs):
+        op = counts.recorded[group[0].index].short
+        call = ".item() or a Python bool/float of a tensor" if op == "_local_scalar_dense" else op
+        lines.append(
+            f"A synchronisation ({call}) {_at(group)}: the host waits for the device each "
+            "time; keep the value on the device, or read it once after the loop."
+        )
+    if answer is not None and answer["launch_overhead_s"] > answer["expected_time_s"]:
+        lines.append(
+            f"{counts.launches} kernel launches take {fmt.seconds(answer['launch_overhead_s'])} "
+            f"alone, more than the work ({fmt.seconds(answer['expected_time_s'])}): "
+            "overhead-bound; capture it in a CUDA graph or compile it, or give each kernel "
+            "more work."
+        )
+    if timing.first_call_s > SLOW_FIRST_CALL * timing.median_s:
+        lines.append(
+            f"The first call took {fmt.seconds(timing.first_call_s)}, "
+            f"{timing.first_call_s / timing.median_s:.0f}x the median: compilation, "
+            "allocation or caching; warm up before timing (as done here)."
+        )
+    if not timing.converged:
+        lines.append(
+            f"The median is known to +-{timing.relative_ci:.1%} only, after {timing.repeats} "
+            f"runs (target +-{timing.target_ci:.0%}): the machine is noisy; time it longer "
+            "or on an idle machine."
+        )
+    syncs = {e.index for e in counts.syncs}
+    if opaque := [counts.recorded[i].short for i in counts.opaque if i not in syncs]:
+        names = _names(opaque)
+        lines.append(
+            f"{len(opaque)} ops the engine has no formula for ({names}) are counted by "
+            "their tensors' bytes and PyTorch's FLOPs (0 where it counts none)."
+        )
+    if answer is not None:
+        lines.extend(answer.get("advice", []))
+    return lines
+
+
+def top_ops(answer: dict[str, Any], counts: Counts) -> list[str]:
+    """The operators that dominate the expected time, with their shares."""
+    rows = list(enumerate(answer.get("ops", [])))
+    total = sum(row["expected_time_s"] for _, row in rows) or 1.0
+    rows.sort(key=lambda item: -item[1]["expected_time_s"])
+    return [
+        f"#{i} {row['name']} {row['expected_time_s'] / total:.0%} "
+        f"({fmt.seconds(row['expected_time_s'])}, {row['bound']}-bound"
+        + (f", {where}" if (where := counts.recorded[i].where) else "")
+        + ")"
+        for i, row in rows[:TOP_OPS]
+        if row["expected_time_s"] > 0
+    ]
+
+
+def report(
+    name: str,
+    timing: Timing,
+    counts: Counts,
+    answer: dict[str, Any] | None,
+    advice_lines: Sequence[str],
+) -> str:
+    """The printed report."""
+    t = timing
+    judged = "" if answer is None else f" on {answer['chip']['id']} ({answer['stack']})"
+    lines = [
+        f"roofcheck measure: {name}{judged}",
+        f"  time     median {fmt.seconds(t.median_s)} +-{t.relative_ci:.1%} (95% CI "
+        f"{fmt.seconds(t.ci_low_s)}-{fmt.seconds(t.ci_high_s)}), min {fmt.seconds(t.min_s)}, "
+        f"max {fmt.seconds(t.max_s)}; {t.repeats} runs after {t.warmup} warm-up ({t.clock}); "
+        f"first call {fmt.seconds(t.first_call_s)}",
+        f"  work     {fmt.flops(counts.engine_flops)} (PyTorch counts "
+        f"{fmt.flops(counts.flops)}); {fmt.bytes_(counts.unfused_bytes)} with each op its own "
+        f"kernel, {fmt.bytes_(counts.fused_bytes)} as one; {len(counts.ops)} ops, "
+        f"{counts.launches} kernel launches, {len(counts.copies)} copies between devices, "
+        f"{len(counts.syncs)} synchronisations",
+    ]
+    if answer is not None:
+        lines += [
+            f"  expect   roofline {fmt.seconds(answer['expected_time_s'])}; each op its own "
+            f"kernel {fmt.seconds(answer['unfused_time_s'])}; fused "
+            f"{fmt.seconds(answer['fused_time_s'])}; realistic "
+            f"{fmt.seconds(answer['realistic_time_s'])}",
+            f"  verdict  {answer['verdict']}: {answer['ratio']:.2f}x the roofline, "
+            f"{answer['against_fusion']}",
+            "  top ops  " + "; ".join(top_ops(answer, counts)),
+        ]
+    lines += [f"  - {line}" for line in advice_lines]
+    return "\n".join(lines)

@@ -1,0 +1,156 @@
+"""Judging a measured function: by the service (POST /check with the `ops` workload), or on
+a machine with no catalogued chip (`chip="local"`) by the engine itself, against the ceilings
+`roofcheck probe` measures here (measured once per process).
+
+Both answer the same fields: those of the service's /check answer that the report uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from app.engine import Chip, Dtype, EngineError, Software, judge
+from app.engine.fusion import MAX_OPS, estimate_ops
+from app.engine.ops import Op
+from app.engine.units import GIB, MIB
+from app.measure.measure_errors import MeasureError
+from app.probe import Probe, probe
+
+DEFAULT_URL = "http://localhost:8000"
+LOCAL = "local"
+TIMEOUT_S = 60
+# what the local probe copies and multiplies: a few seconds on a laptop's CPU
+LOCAL_COPY_BYTES = 256 * MIB
+LOCAL_N = 8192  # on a GPU
+LOCAL_CPU_N = 1024
+# dtypes whose matrix peak, where the probe measured none, is taken for the fp32 one
+_NARROW = (Dtype.TF32, Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8)
+
+
+def default_url() -> str:
+    """ROOFCHECK_URL, else the local service."""
+    return os.environ.get("ROOFCHECK_URL") or DEFAULT_URL
+
+
+def _memory_bytes() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 0.0
+
+
+def chip_from_probe(result: Probe) -> Chip:
+    """This machine as a chip: the probe's copy bandwidth and matmul rates as its peaks (and
+    its vector peaks: on a CPU and on a GPU's fp32 path the same units do both), reached in
+    full (sustained fractions 1). A dtype it did not measure runs at the fp32 rate."""
+    rates = {Dtype(name): rate for name, rate in result.matmul_flops_per_s.items()}
+    matrix = dict(rates)
+    for dtype in _NARROW:
+        matrix.setdefault(dtype, rates[Dtype.FP32])
+    vector: dict[Dtype, float] = {d: r for d, r in rates.items() if d in (Dtype.FP32, Dtype.FP64)}
+    return Chip(
+        id=LOCAL,
+        name=f"this machine ({result.device}, {result.backend})",
+        memory_bytes=_memory_bytes(),
+        memory_bandwidth=result.copy_bytes_per_s,
+        matrix_peaks=matrix,
+        vector_peaks=vector,
+        sustained_matrix=1.0,
+        sustained_memory=1.0,
+    )
+
+
+@functools.cache
+def local_ceilings() -> tuple[Chip, Probe]:
+    """This machine's measured ceilings, probed once per process."""
+    result = probe(copy_bytes=min(LOCAL_COPY_BYTES, GIB), n=LOCAL_N, cpu_n=LOCAL_CPU_N)
+    return chip_from_probe(result), result
+
+
+def local_check(ops: Sequence[Op], measured_s: float, stack: Software) -> dict[str, Any]:
+    """The /check answer's fields, computed here against this machine's probed ceilings."""
+    chip, result = local_ceilings()
+    try:
+        estimate = estimate_ops(ops, chip, stack)
+        judgement = judge(estimate.roofline, measured_s)
+    except EngineError as error:
+        raise MeasureError(f"on {chip.name}: {error}") from error
+    roof = estimate.roofline
+    return {
+        "chip": {"id": chip.id, "name": chip.name},
+        "stack": str(stack),
+        "ceilings": {
+            "copy_bytes_per_s": result.copy_bytes_per_s,
+            "matmul_flops_per_s": result.matmul_flops_per_s,
+        },
+        "measured_time_s": measured_s,
+        "expected_time_s": roof.expected_time,
+        "realistic_time_s": roof.realistic_time,
+        "realistic_range_s": [roof.realistic_low, roof.realistic_high],
+        "bound": str(roof.bound),
+        "kernels": roof.kernels,
+        "ratio": judgement.ratio,
+        "verdict": str(judgement.verdict),
+        "against_published": str(judgement.against_published),
+        "unfused_time_s": estimate.unfused_time,
+        "fused_time_s": estimate.fused_time,
+        "launch_overhead_s": estimate.launch_overhead,
+        "against_fusion": str(estimate.against_fusion(measured_s)),
+        "advice": [estimate.fusion_advice(measured_s), *judgement.advice],
+        "ops": [
+            {
+                "name": cost.op.name,
+                "flops": cost.work.flops,
+                "bytes": cost.work.bytes,
+                "expected_time_s": cost.expected_time,
+                "bound": None if cost.bound is None else str(cost.bound),
+            }
+            for cost in estimate.ops
+        ],
+    }
+
+
+def _detail(status: int, body: Any) -> str:
+    detail = body.get("detail") if isinstance(body, dict) else body
+    if isinstance(detail, list):
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', []))}: {e.get('msg')}" for e in detail
+        )
+    elif isinstance(detail, dict):
+        detail = detail.get("message", detail)
+    return f"the service answered {status}: {detail}"
+
+
+def service_check(
+    url: str, chip: str, stack: Software, workload: dict[str, Any], measured_s: float
+) -> dict[str, Any]:
+    """POST /check with the `ops` workload and the measured median."""
+    if len(workload["ops"]) > MAX_OPS:
+        raise MeasureError(
+            f"the function ran {len(workload['ops'])} operators; the service takes at most "
+            f"{MAX_OPS}: measure a smaller part of it"
+        )
+    body = {"chip": chip, "stack": str(stack), "workload": workload, "measured_time_s": measured_s}
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/check",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            answer: dict[str, Any] = json.load(response)
+            return answer
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.load(exc)
+        except ValueError:
+            detail = {"detail": exc.reason}
+        raise MeasureError(_detail(exc.code, detail)) from exc
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise MeasureError(f"cannot reach {url}: {exc}") from exc

@@ -1,0 +1,125 @@
+"""Running a function once under PyTorch's dispatch: every aten operator it runs, with its
+tensors (shape, dtype, device, id), PyTorch's FLOPs and the user's source line.
+
+Imported only when measuring: it needs PyTorch (the `measure` extra). Tensors are named by
+identity (t0, t1, ...: an in-place operator writes the tensor it reads; a view is a new one),
+held weakly so that a freed tensor's name is never reused for another.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import FlopCounterMode, flop_registry
+from torch.utils.weak import WeakIdKeyDictionary
+
+from app.measure.op_counts import ALLOCATIONS, RecordedOp, TensorInfo
+from app.measure.timing import Clock
+
+_SKIPPED = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
+
+
+def user_line(skipped: Sequence[str] = _SKIPPED) -> str | None:
+    """'script.py:12 in fn': the innermost frame outside PyTorch and this package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith(tuple(skipped)) and not path.startswith("<frozen"):
+            shown = os.path.relpath(path)
+            shown = path if shown.startswith("..") else shown
+            return f"{shown}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+class Recorder(TorchDispatchMode):  # type: ignore[misc]
+    """Records every aten operator dispatched while it is active (allocations left out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[RecordedOp] = []
+        self._names: Any = WeakIdKeyDictionary()
+        self._next = 0
+
+    def _info(self, tensor: Any) -> TensorInfo:
+        name = self._names.get(tensor)
+        if name is None:
+            name = f"t{self._next}"
+            self._next += 1
+            self._names[tensor] = name
+        return TensorInfo(
+            shape=tuple(int(d) for d in tensor.shape),
+            dtype=str(tensor.dtype).removeprefix("torch."),
+            device=str(tensor.device),
+            id=name,
+            nbytes=int(tensor.numel()) * int(tensor.element_size()),
+        )
+
+    def _tensors(self, tree: Any) -> tuple[TensorInfo, ...]:
+        return tuple(self._info(t) for t in tree_leaves(tree) if isinstance(t, torch.Tensor))
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        inputs = self._tensors((args, kwargs))
+        out = func(*args, **kwargs)
+        record = RecordedOp(func.name(), inputs, self._tensors(out))
+        if record.short in ALLOCATIONS or not any(
+            t.nbytes for t in (*record.inputs, *record.outputs)
+        ):
+            return out
+        flops = None
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is not None:
+            flops = float(formula(*args, **kwargs, out_val=out))
+        self.ops.append(RecordedOp(record.name, record.inputs, record.outputs, flops, user_line()))
+        return out
+
+
+def record(fn: Callable[..., object], args: Sequence[object]) -> tuple[list[RecordedOp], float]:
+    """Run `fn(*args)` once: its operators, and PyTorch's FlopCounterMode total."""
+    counter = FlopCounterMode(display=False)
+    recorder = Recorder()
+    with counter, recorder:
+        fn(*args)
+    return recorder.ops, float(counter.get_total_flops())
+
+
+def on_gpu(args: Sequence[object], ops: Sequence[RecordedOp]) -> bool:
+    """Whether the function's tensors live on a CUDA device."""
+    tensors = [t for t in tree_leaves(list(args)) if isinstance(t, torch.Tensor)]
+    devices = {str(t.device) for t in tensors}
+    devices |= {t.device for op in ops for t in (*op.inputs, *op.outputs)}
+    return any(d.startswith("cuda") for d in devices)
+
+
+def cuda_events_clock() -> Clock:
+    """One call timed with CUDA events on the current stream, waiting for its end."""
+    cuda = torch.cuda
+
+    def clock(call: Callable[[], object]) -> float:
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+
+    return clock
+
+
+def synchronize() -> None:
+    """Wait for the device (no-op without CUDA)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
