@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         database.engine.dispose()
         raise
     app.state.write_tokens = write_tokens
+    app.state.calculation_budget_s = settings.calculation_budget_s
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     error_handlers.install(app)

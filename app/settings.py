@@ -16,7 +16,8 @@ class Settings(BaseSettings):
 
     DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
-    ROOFCHECK_WRITE_TOKENS and ROOFCHECK_MAX_BODY_BYTES: see app/security.py.
+    ROOFCHECK_WRITE_TOKENS and ROOFCHECK_MAX_BODY_BYTES: see app/security.py;
+    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -31,6 +32,9 @@ class Settings(BaseSettings):
     write_tokens: str = Field("", repr=False)
     """"owner:token,..." restricts writes to these bearer tokens (SECURITY.md); empty: open."""
     max_body_bytes: int = Field(64 * 1024, ge=1024)
+    calculation_budget_s: float = Field(1.0, gt=0, le=60)
+    """How long a request waits for a calculation before answering 503 (app/http/budget.py):
+    a second, a hundred times what the slowest calculation takes."""
 
     @field_validator("database_url")
     @classmethod

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Unsupported
+from app.http.budget import OverBudget, over_budget
 from app.http.responses import StrictJSONResponse
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.requests import ScalingRequest
@@ -94,4 +95,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(UnknownName, _unknown_name)
     app.add_exception_handler(EngineError, _engine_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(OverBudget, over_budget)
     app.add_exception_handler(Exception, _unexpected)
