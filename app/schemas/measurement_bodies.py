@@ -16,6 +16,13 @@ from app.schemas.requests import CheckRequest
 _Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
 
 
+class _Finite(BaseModel):
+    # answers built with keyword arguments, so validated: a NaN or an infinity fails where the
+    # answer is built, inside the transaction that stores the measurement (which it rolls
+    # back), never after the commit, in the JSON
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
 class MeasurementIn(CheckRequest):
     """A workload, the time it took, and where it ran. Stored with its verdict."""
 
@@ -44,7 +51,7 @@ class MeasurementIn(CheckRequest):
     )
 
 
-class Comparison(BaseModel):
+class Comparison(_Finite):
     """A measurement against earlier runs of the same workload."""
 
     previous_id: int | None
@@ -60,7 +67,7 @@ class Comparison(BaseModel):
 GATE_CHOICES = frozenset({*(v.value for v in Verdict), "regression"})
 
 
-class Gate(BaseModel):
+class Gate(_Finite):
     """A CI gate on a stored measurement: which outcomes fail it, and whether this one did."""
 
     fail_on: list[str]
@@ -68,7 +75,7 @@ class Gate(BaseModel):
     reasons: list[str]
 
 
-class MeasurementOut(BaseModel):
+class MeasurementOut(_Finite):
     """A stored measurement, judged when it was stored."""
 
     id: int
@@ -100,7 +107,7 @@ class MeasurementOut(BaseModel):
     gate: Gate | None = None
 
 
-class MeasurementSummary(BaseModel):
+class MeasurementSummary(_Finite):
     """One row of a measurement list."""
 
     id: int
@@ -145,7 +152,7 @@ class MeasurementQuery(BaseModel):
         return value
 
 
-class MeasurementPage(BaseModel):
+class MeasurementPage(_Finite):
     """A page of measurements, newest first."""
 
     total: int
@@ -154,7 +161,7 @@ class MeasurementPage(BaseModel):
     items: list[MeasurementSummary]
 
 
-class HistoryPoint(BaseModel):
+class HistoryPoint(_Finite):
     """One run in a workload's history."""
 
     id: int
@@ -171,7 +178,7 @@ class HistoryPoint(BaseModel):
     catalog_version: str
 
 
-class Means(BaseModel):
+class Means(_Finite):
     """The history summarised with the right mean for each quantity."""
 
     time_s: float = Field(description="Arithmetic mean of the times.")
@@ -180,7 +187,7 @@ class Means(BaseModel):
     ratio: float = Field(description="Geometric mean of measured / expected.")
 
 
-class Overhead(BaseModel):
+class Overhead(_Finite):
     """time = overhead + roofline / efficiency, fitted over the workload's sizes."""
 
     overhead_s: float
@@ -190,7 +197,7 @@ class Overhead(BaseModel):
     explanation: str
 
 
-class WorkloadComparison(BaseModel):
+class WorkloadComparison(_Finite):
     """Every run of one workload on one chip, compared."""
 
     workload_key: str
@@ -205,7 +212,7 @@ class WorkloadComparison(BaseModel):
     overhead: Overhead | None
 
 
-class Rejudged(BaseModel):
+class Rejudged(_Finite):
     """A stored measurement judged again against another catalog version (not stored)."""
 
     measurement_id: int

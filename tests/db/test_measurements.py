@@ -2,13 +2,17 @@
 
 import copy
 import json
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 
 from app.catalog.loader import CatalogError
 from app.main import create_app
+from app.schemas.measurement_bodies import Comparison
+from app.services import history, recording
 from app.settings import Settings
 
 MATMUL = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}
@@ -263,3 +267,48 @@ def test_a_workload_key_ignores_defaults_and_training_fields_outside_training(db
     one = submit(db_client, DECODE | {"phase": "training", "batch": 8})
     four = submit(db_client, DECODE | {"phase": "training", "batch": 8, "dp": 4})
     assert one["workload_key"] != four["workload_key"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"measured_time_s": 1e-310},  # a denormal
+        {"measured_time_s": 1e-300},
+        {"measured_time_s": 1e9},
+        {"measured_ms": 1e-297},
+        {"measured_ms": [1.0, 1e11]},
+    ],
+)
+def test_a_measured_time_outside_1_ns_to_1e7_s_is_a_422_and_nothing_is_stored(db_client, fields):
+    submit(db_client, measured_time_s=1.0)  # an earlier run, for a comparison to overflow
+    response = db_client.post("/measurements", json={"chip": "a100", "workload": MATMUL, **fields})
+    assert response.status_code == 422
+    [field] = fields
+    assert any(e["loc"][:2] == ["body", field] for e in response.json()["detail"])
+    assert db_client.get("/measurements").json()["total"] == 1
+
+
+def test_the_extreme_times_allowed_store_and_read_back(db_client):
+    first = submit(db_client, measured_time_s=1e-9)
+    last = submit(db_client, measured_time_s=1e7)
+    assert last["comparison"]["change_vs_previous"] == pytest.approx(1e16)
+    for stored in (first, last):
+        assert db_client.get(f"/measurements/{stored['id']}").status_code == 200
+        html = db_client.get(f"/measurements/{stored['id']}", headers={"accept": "text/html"})
+        assert html.status_code == 200
+    assert db_client.get(f"/workloads/{last['workload_key']}").status_code == 200
+
+
+def test_a_measurement_whose_answer_fails_is_not_stored(db_client, monkeypatch):
+    """Storing and answering are one transaction: an answer that cannot be built (here an
+    overflowing comparison) rolls the write back, so a retry does not store it twice."""
+    real = history.comparison
+
+    def overflowing(*args, **kwargs):
+        return real(*args, **kwargs).model_dump() | {"change_vs_previous": math.inf}
+
+    submit(db_client)
+    monkeypatch.setattr(recording, "comparison", lambda *a, **k: Comparison(**overflowing(*a, **k)))
+    with pytest.raises(ValidationError):
+        db_client.post("/measurements", json={"chip": "a100", "workload": MATMUL, "measured_ms": 2})
+    assert db_client.get("/measurements").json()["total"] == 1
