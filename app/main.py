@@ -24,6 +24,7 @@ from app.db import empirical
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.models import EmpiricalProfileRow
 from app.db.session import make_engine
+from app.http.nul_bytes import RefuseNul
 from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
 from app.services.catalogs import Catalogs, load_catalog_files, record_catalogs
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
+    app.add_middleware(RefuseNul)  # before the answer cache and every route
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     error_handlers.install(app)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE):
