@@ -7,6 +7,7 @@ import logging
 from functools import lru_cache
 
 from fastapi import FastAPI
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.calculation_budget_s = settings.calculation_budget_s
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
     app.add_middleware(RefuseNul)  # before the answer cache and every route
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     error_handlers.install(app)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE):

@@ -4,7 +4,9 @@
   endpoints to `Authorization: Bearer <token>`; unset, writes are open (a single-user service).
   Only SHA-256 digests of the tokens are kept in memory, compared in constant time.
 - Cross-site request forgery: a browser form post (POST /save) must come from this origin
-  (Origin, else Referer, must match the Host; Sec-Fetch-Site must not be cross-site).
+  (Origin, else Referer, must match the Host; Sec-Fetch-Site must not be cross-site). The Host
+  itself is one of ROOFCHECK_ALLOWED_HOSTS (Starlette's TrustedHostMiddleware, app/main.py),
+  so a rebound DNS name cannot pose as this origin.
 - Security headers on every response; a CSP without inline script; the inline SVG charts'
   one stylesheet is allowed by its hash.
 - Request bodies larger than ROOFCHECK_MAX_BODY_BYTES get 413 before they are read (uvicorn

@@ -16,7 +16,8 @@ class Settings(BaseSettings):
 
     DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
-    ROOFCHECK_WRITE_TOKENS and ROOFCHECK_MAX_BODY_BYTES: see app/security.py;
+    ROOFCHECK_WRITE_TOKENS, ROOFCHECK_ALLOWED_HOSTS and ROOFCHECK_MAX_BODY_BYTES: see
+    app/security.py;
     ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py.
     """
 
@@ -32,9 +33,21 @@ class Settings(BaseSettings):
     write_tokens: str = Field("", repr=False)
     """"owner:token,..." restricts writes to these bearer tokens (SECURITY.md); empty: open."""
     max_body_bytes: int = Field(64 * 1024, ge=1024)
+    allowed_hosts: str = "localhost,127.0.0.1"
+    """Comma-separated names the service answers for in the Host header (`*.example.com`
+    for subdomains, `*` for any); other hosts get 400, which stops DNS rebinding (SECURITY.md).
+    """
     calculation_budget_s: float = Field(1.0, gt=0, le=60)
     """How long a request waits for a calculation before answering 503 (app/http/budget.py):
     a second, a hundred times what the slowest calculation takes."""
+
+    @property
+    def hosts(self) -> list[str]:
+        """`allowed_hosts` as a list (ValueError when it names none)."""
+        names = [name.strip() for name in self.allowed_hosts.split(",") if name.strip()]
+        if not names:
+            raise ValueError("ROOFCHECK_ALLOWED_HOSTS names no host")
+        return names
 
     @field_validator("database_url")
     @classmethod

@@ -112,3 +112,40 @@ def test_token_parsing():
         with pytest.raises(ValueError, match="entry 1") as caught:
             WriteTokens.parse(bad)
         assert TOKEN not in str(caught.value)
+
+
+def test_the_default_hosts_are_the_local_ones():
+    assert Settings.model_fields["allowed_hosts"].default == "localhost,127.0.0.1"
+
+
+@pytest.mark.parametrize("origin", ["http://rebind.example:8000", None])
+def test_a_host_not_allowed_is_a_400_so_dns_rebinding_cannot_pass_the_form_check(client, origin):
+    """A rebound name (rebind.example resolving to this service) sends a matching Host and
+    Origin: the form's same-origin check alone would let it store a row."""
+    headers = {"host": "rebind.example:8000", "sec-fetch-site": "same-origin"}
+    if origin:
+        headers["origin"] = origin
+    form = {"chip": "a100", "kind": "matmul", "m": "64", "n": "64", "k": "64"}
+    before = client.get("/measurements").json()["total"]
+    form |= {"measured_ms": "1"}
+    response = client.post("/save", data=form, headers=headers, follow_redirects=False)
+    assert response.status_code == 400  # without the check: 303, a row stored
+    assert response.headers["x-frame-options"] == "DENY"
+    assert client.get("/health", headers={"host": "rebind.example"}).status_code == 400
+    assert client.get("/measurements").json()["total"] == before
+
+
+@pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1", "roofcheck.internal"])
+def test_the_allowed_hosts_are_answered(tmp_path, host):
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'db'}",
+        allowed_hosts="localhost, 127.0.0.1, roofcheck.internal",
+    )
+    client = TestClient(create_app(settings))
+    assert client.get("/health", headers={"host": host}).status_code == 200
+    assert client.get("/health").status_code == 400  # testserver is not among them
+
+
+def test_allowed_hosts_must_name_one():
+    with pytest.raises(ValueError, match="ROOFCHECK_ALLOWED_HOSTS"):
+        create_app(Settings(database_url="sqlite://", allowed_hosts=" , "))
