@@ -15,6 +15,7 @@ ID_LENGTH = 100
 LABEL_LENGTH = 200
 COMMIT_LENGTH = 64
 HOST_LENGTH = 255
+MAX_ID = 2**31 - 1  # the largest id an Integer column holds (PostgreSQL's INTEGER)
 # the columns a list of measurements may be filtered on (besides workload_key and dates)
 FILTERS = ("chip_id", "model_id", "phase", "label", "branch")
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH
+from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH, MAX_ID
 from app.engine import Phase, Verdict
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.schemas.answers import Check, ChipRef, RepeatsOut
@@ -37,7 +37,7 @@ class MeasurementIn(CheckRequest):
     baseline_id: int | None = Field(
         None,
         ge=1,
-        le=2**31 - 1,
+        le=MAX_ID,
         description="Compare with this stored measurement (same workload).",
     )
     baseline_branch: _Label | None = Field(

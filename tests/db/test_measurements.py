@@ -312,3 +312,13 @@ def test_a_measurement_whose_answer_fails_is_not_stored(db_client, monkeypatch):
     with pytest.raises(ValidationError):
         db_client.post("/measurements", json={"chip": "a100", "workload": MATMUL, "measured_ms": 2})
     assert db_client.get("/measurements").json()["total"] == 1
+
+
+@pytest.mark.parametrize("path", ["/history/{key}", "/workloads/{key}"])
+@pytest.mark.parametrize("accept", ["text/html", "application/json"])
+def test_a_baseline_id_beyond_the_id_column_is_a_422(db_client, path, accept):
+    """2^31 does not fit PostgreSQL's INTEGER id: once a 500 there."""
+    url = path.format(key=submit(db_client)["workload_key"])
+    response = db_client.get(url, params={"baseline_id": 2**31}, headers={"accept": accept})
+    assert response.status_code == 422
+    assert db_client.get(url, params={"baseline_id": 2**31 - 1}).status_code == 404  # no such run
