@@ -11,6 +11,7 @@
   one stylesheet is allowed by its hash.
 - Request bodies larger than ROOFCHECK_MAX_BODY_BYTES get 413 before they are read (uvicorn
   holds a body to its Content-Length; a body without one gets 411).
+- An unexpected error is a logged 500 with the same headers, and the connection stays open.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -26,6 +28,8 @@ from fastapi import Depends, HTTPException, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.web.svg import STYLE
+
+log = logging.getLogger(__name__)
 
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
 CSP = (
@@ -118,7 +122,8 @@ def same_origin(request: Request) -> bool:
 
 
 class Hardening:
-    """ASGI middleware: security headers on every response, and a cap on request bodies."""
+    """ASGI middleware: security headers on every response (500s included), and a cap on
+    request bodies."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
@@ -141,15 +146,26 @@ class Hardening:
             await _refuse(send, csp, 413, message)
             return
 
+        started = False
+
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 names = {name.lower() for name, _ in message.get("headers", [])}
                 extra = [(k, v) for k, v in HEADERS.items() if k not in names]
                 extra.append((b"content-security-policy", csp))
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            if started:  # too late for a 500: the server drops the connection
+                raise
+            # answered here, not raised to the server, which would close the connection
+            log.exception("unhandled error on %s %s", scope["method"], path)
+            await _refuse(send, csp, 500, b"internal error; it has been logged")
 
 
 async def _refuse(send: Send, csp: bytes, status: int, message: bytes) -> None:

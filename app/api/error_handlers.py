@@ -6,7 +6,6 @@ offending input left out (it may be a NaN, which JSON cannot carry).
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any
 
@@ -20,8 +19,6 @@ from app.http.budget import OverBudget, over_budget
 from app.http.responses import StrictJSONResponse
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.requests import ScalingRequest
-
-log = logging.getLogger(__name__)
 
 # the fields a request body holds beside its workload (an engine error names them bare)
 _TOP_LEVEL = frozenset(
@@ -83,17 +80,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return StrictJSONResponse(status_code=422, content={"detail": detail})
 
 
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return StrictJSONResponse(
-        status_code=500, content={"detail": {"message": "internal error; it has been logged"}}
-    )
-
-
 def install(app: FastAPI) -> None:
     """Register the handlers on `app`."""
     app.add_exception_handler(UnknownName, _unknown_name)
     app.add_exception_handler(EngineError, _engine_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OverBudget, over_budget)
-    app.add_exception_handler(Exception, _unexpected)

@@ -1,5 +1,7 @@
 """Headers, body limits, write tokens and cross-site form posts (SECURITY.md)."""
 
+import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -7,7 +9,9 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.security import WriteTokens
+from app.services import planning
 from app.settings import Settings
+from tests.conftest import serve
 
 DECODE = {"kind": "transformer", "model": "llama-8b", "batch": 8}
 POST = {"chip": "a100", "workload": DECODE, "measured_ms": 10.0, "label": "sec"}
@@ -149,3 +153,39 @@ def test_the_allowed_hosts_are_answered(tmp_path, host):
 def test_allowed_hosts_must_name_one():
     with pytest.raises(ValueError, match="ROOFCHECK_ALLOWED_HOSTS"):
         create_app(Settings(database_url="sqlite://", allowed_hosts=" , "))
+
+
+def _exchange(sock: socket.socket, path: str) -> bytes:
+    """One GET on an open keep-alive connection: the response's head and body."""
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    declared = re.search(rb"(?i)content-length: (\d+)", head)
+    assert declared
+    length = int(declared.group(1))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        body += chunk
+    return head.lower() + b"\r\n\r\n" + body
+
+
+def test_a_500_carries_the_security_headers_and_keeps_the_connection(monkeypatch, tmp_path):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(planning, "memory_fit", broken)
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'db'}"))
+    with serve(app) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            failed = _exchange(sock, "/memory-fit?chip=a100&model=llama-8b")
+            assert failed.startswith(b"http/1.1 500")
+            assert b"x-content-type-options: nosniff" in failed
+            assert b"content-security-policy: " in failed
+            assert failed.endswith(b'{"detail":{"message":"internal error; it has been logged"}}')
+            assert _exchange(sock, "/health").startswith(b"http/1.1 200")
