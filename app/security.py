@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, HTTPException, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.db.models import OWNER_LENGTH
 from app.web.svg import STYLE
 
 log = logging.getLogger(__name__)
@@ -69,12 +70,13 @@ class WriteTokens:
             if not entry:
                 continue
             owner, _, token = entry.partition(":")
-            if not owner.strip() or len(token) < 16:
+            owner = owner.strip()
+            if not owner or len(owner) > OWNER_LENGTH or len(token) < 16:
                 raise ValueError(
-                    f"ROOFCHECK_WRITE_TOKENS entry {number}: expected owner:token "
-                    "with a token of at least 16 characters"
+                    f"ROOFCHECK_WRITE_TOKENS entry {number}: expected owner:token with an "
+                    f"owner of 1 to {OWNER_LENGTH} characters and a token of at least 16"
                 )
-            owners[_digest(token)] = owner.strip()
+            owners[_digest(token)] = owner
         return cls(owners)
 
     def owner(self, token: str) -> str | None:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
 from app.db.availability import UNAVAILABLE
+from app.db.models import KEY_LENGTH
 from app.engine import InvalidInput
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.http.deps import CatalogsDep, SessionsDep
@@ -63,7 +64,7 @@ def create(
         Header(
             alias="Idempotency-Key",
             min_length=1,
-            max_length=200,
+            max_length=KEY_LENGTH,
             description="A retry with the same key (and token) stores nothing and answers "
             "the measurement stored first.",
         ),

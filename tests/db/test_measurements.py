@@ -321,3 +321,17 @@ def test_a_baseline_id_beyond_the_id_column_is_a_422(db_client, path, accept):
     response = db_client.get(url, params={"baseline_id": 2**31}, headers={"accept": accept})
     assert response.status_code == 422
     assert db_client.get(url, params={"baseline_id": 2**31 - 1}).status_code == 404  # no such run
+
+
+def test_the_longest_owner_and_idempotency_key_are_stored(empty_database):
+    owner, token = "o" * 63, "t" * 16
+    settings = Settings(database_url=empty_database, write_tokens=f"{owner}:{token}")
+    app = create_app(settings)
+    with TestClient(app) as client:
+        headers = {"authorization": f"Bearer {token}", "idempotency-key": "k" * 200}
+        body = {"chip": "a100", "workload": MATMUL, "measured_ms": 1.0}
+        first = client.post("/measurements", json=body, headers=headers)
+        assert first.status_code == 201
+        again = client.post("/measurements", json=body, headers=headers)
+        assert again.json()["id"] == first.json()["id"]
+    app.state.database.engine.dispose()
