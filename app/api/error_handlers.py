@@ -19,16 +19,20 @@ from app.http.budget import OverBudget, over_budget
 from app.http.responses import StrictJSONResponse
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.requests import ScalingRequest
+from app.services.recording import IDEMPOTENCY_KEY
 
 # the fields a request body holds beside its workload (an engine error names them bare)
 _TOP_LEVEL = frozenset(
     (MeasurementIn.model_fields.keys() | ScalingRequest.model_fields.keys()) - {"workload"}
 )
 _QUERY_ONLY = frozenset({"fail_on"})
+_HEADERS = frozenset({IDEMPOTENCY_KEY})
 
 
 def _loc(request: Request, field: str) -> list[str]:
     parts = field.split(".")
+    if parts[0] in _HEADERS:
+        return ["header", *parts]
     if request.method == "GET" or parts[0] in _QUERY_ONLY:
         return ["query", *parts]
     if parts[0] in _TOP_LEVEL:

@@ -62,7 +62,7 @@ def create(
     idempotency_key: Annotated[
         str | None,
         Header(
-            alias="Idempotency-Key",
+            alias=recording.IDEMPOTENCY_KEY,
             min_length=1,
             max_length=KEY_LENGTH,
             description="A retry with the same key (and token) stores nothing and answers "

@@ -335,3 +335,19 @@ def test_the_longest_owner_and_idempotency_key_are_stored(empty_database):
         again = client.post("/measurements", json=body, headers=headers)
         assert again.json()["id"] == first.json()["id"]
     app.state.database.engine.dispose()
+
+
+def test_an_idempotency_key_reused_for_another_body_is_a_422(db_client):
+    headers = {"idempotency-key": "run-42"}
+    body = {"chip": "a100", "workload": MATMUL, "measured_ms": 1.0, "label": "a"}
+    first = db_client.post("/measurements", json=body, headers=headers)
+    assert first.status_code == 201
+    for change in ({"measured_ms": 2.0}, {"label": "b"}, {"workload": DECODE}, {"stack": "eager"}):
+        reused = db_client.post("/measurements", json=body | change, headers=headers)
+        assert reused.status_code == 422, change
+        [error] = reused.json()["detail"]
+        assert error["loc"] == ["header", "Idempotency-Key"]
+        assert "different measurement" in error["msg"]
+    retried = db_client.post("/measurements", json=body, headers=headers)
+    assert retried.json()["id"] == first.json()["id"]
+    assert db_client.get("/measurements").json()["total"] == 1
