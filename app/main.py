@@ -25,7 +25,7 @@ from app.db import empirical
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.models import EmpiricalProfileRow
 from app.db.session import make_engine
-from app.http.nul_bytes import RefuseNul
+from app.http.request_text import RefuseBadText
 from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
 from app.services.catalogs import Catalogs, load_catalog_files, record_catalogs
@@ -81,7 +81,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
-    app.add_middleware(RefuseNul)  # before the answer cache and every route
+    # before the answer cache and every route
+    app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     error_handlers.install(app)

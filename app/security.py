@@ -25,6 +25,7 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db.models import OWNER_LENGTH
@@ -89,15 +90,24 @@ class WriteTokens:
         return found
 
 
-def require_writer(request: Request) -> str | None:
+# declares the bearer token in the OpenAPI schema; a missing or non-bearer one reads as None
+_BEARER = HTTPBearer(
+    auto_error=False,
+    description="A write token of ROOFCHECK_WRITE_TOKENS; needed only when tokens are set.",
+)
+
+
+def require_writer(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+) -> str | None:
     """The owner of the request's bearer token; 401 without a valid one when tokens are set.
 
     None when writes are open."""
     tokens: WriteTokens = request.app.state.write_tokens
     if not tokens.owners:
         return None
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    owner = tokens.owner(token.strip()) if scheme.lower() == "bearer" else None
+    owner = None if credentials is None else tokens.owner(credentials.credentials.strip())
     if owner is None:
         raise HTTPException(
             status_code=401,

@@ -18,7 +18,8 @@ class Settings(BaseSettings):
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
     ROOFCHECK_WRITE_TOKENS, ROOFCHECK_ALLOWED_HOSTS and ROOFCHECK_MAX_BODY_BYTES: see
     app/security.py;
-    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py.
+    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py; ROOFCHECK_BODY_TIMEOUT_S:
+    app/http/request_text.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -36,6 +37,10 @@ class Settings(BaseSettings):
     allowed_hosts: str = "localhost,127.0.0.1"
     """Comma-separated names the service answers for in the Host header (`*.example.com`
     for subdomains, `*` for any); other hosts get 400, which stops DNS rebinding (SECURITY.md).
+    """
+    body_timeout_s: float = Field(10.0, gt=0, le=300)
+    """How long a request body may take to arrive before a 408 (app/http/request_text.py): a
+    64 KiB body at 6.5 kB/s; a slower client would hold its connection for as long as it likes.
     """
     calculation_budget_s: float = Field(1.0, gt=0, le=60)
     """How long a request waits for a calculation before answering 503 (app/http/budget.py):

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from app.api.wire import answer, parse_query, query_parameters
 from app.http.budget import OVER_BUDGET, within_budget
-from app.http.deps import CatalogsDep
+from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.answers import (
     Check,
     ExpectedTime,
@@ -151,5 +151,6 @@ for _endpoint in ENDPOINTS:
         name=f"{_endpoint.name}_post",
         description=_endpoint.post_doc,
         response_model=_endpoint.answer,
-        responses=_ERRORS,
+        responses=_ERRORS | JSON_BODY_ERRORS,
+        dependencies=[JsonBody],
     )

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path
 
 from app.db import empirical
 from app.db.availability import UNAVAILABLE
-from app.http.deps import CatalogsDep, SessionsDep
+from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep
 from app.schemas.catalog_bodies import EmpiricalProfile, StoredProfile
 from app.security import UNAUTHORIZED, WriterDep
 from app.services.profiles import profile_view
@@ -27,7 +27,8 @@ _RESPONSES: dict[int | str, dict[str, str]] = {
     "/chips/{chip}/empirical",
     status_code=201,
     response_model=StoredProfile,
-    responses=_RESPONSES,
+    responses=_RESPONSES | JSON_BODY_ERRORS,
+    dependencies=[JsonBody],
 )
 def add_profile(
     chip: Annotated[str, Path(max_length=100)],

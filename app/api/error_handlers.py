@@ -12,6 +12,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Unsupported
@@ -26,6 +28,7 @@ _TOP_LEVEL = frozenset(
     (MeasurementIn.model_fields.keys() | ScalingRequest.model_fields.keys()) - {"workload"}
 )
 _QUERY_ONLY = frozenset({"fail_on"})
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")  # what a 405 may allow
 _HEADERS = frozenset({IDEMPOTENCY_KEY})
 
 
@@ -84,9 +87,25 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return StrictJSONResponse(status_code=422, content={"detail": detail})
 
 
+async def _method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+    """405 whose Allow header names every method of the path: Starlette's names those of the
+    first route at the path alone (GET of /check, which POST takes too)."""
+    assert isinstance(exc, HTTPException)
+    routes = request.app.router.routes
+    methods = [
+        method
+        for method in _METHODS
+        if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+    ]
+    # the request's own method matching: refused inside a mounted app (static files), as it says
+    headers = exc.headers if request.method in methods else {"Allow": ", ".join(methods)}
+    return StrictJSONResponse(status_code=405, content={"detail": exc.detail}, headers=headers)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers on `app`."""
     app.add_exception_handler(UnknownName, _unknown_name)
     app.add_exception_handler(EngineError, _engine_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OverBudget, over_budget)
+    app.add_exception_handler(405, _method_not_allowed)

@@ -11,7 +11,7 @@ from app.db.availability import UNAVAILABLE
 from app.db.models import KEY_LENGTH
 from app.engine import InvalidInput
 from app.engine.compare import DEFAULT_THRESHOLD
-from app.http.deps import CatalogsDep, SessionsDep
+from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep
 from app.http.params import BaselineId, MeasurementId, Text, Threshold, WorkloadKey
 from app.http.responses import StrictJSONResponse
 from app.schemas.measurement_bodies import (
@@ -42,7 +42,9 @@ _NOT_FOUND: dict[int | str, dict[str, str]] = {
         412: {"model": MeasurementOut, "description": "Stored, but the gate failed."},
         **UNAUTHORIZED,
         **_NOT_FOUND,
+        **JSON_BODY_ERRORS,
     },
+    dependencies=[JsonBody],
 )
 def create(
     body: MeasurementIn,

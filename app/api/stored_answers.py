@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.http.nul_bytes import read_body
+from app.http.request_text import read_body
 from app.services.answer_cache import AnswerCache, Key
 
 SCOPE_KEY = "roofcheck.answer_key"  # where ServeStoredAnswers leaves a missed request's key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from app.schemas.answers import Check, ChipRef, RepeatsOut
 from app.schemas.requests import CheckRequest
 
 _Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date or time begins
 
 
 class _Finite(BaseModel):
@@ -142,6 +144,14 @@ class MeasurementQuery(BaseModel):
     until: datetime | None = Field(None, description="ISO 8601, exclusive.")
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=10**9)
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> object:
+        """ISO 8601 only: pydantic would read a number (until=0.5) as Unix time."""
+        if isinstance(value, str) and not _ISO_DATE.match(value):
+            raise ValueError("must be an ISO 8601 date or time, e.g. 2026-11-23T10:00:00Z")
+        return value
 
     @field_validator("since", "until")
     @classmethod

@@ -2,6 +2,7 @@
 
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,88 @@ def test_a_500_carries_the_security_headers_and_keeps_the_connection(monkeypatch
             assert b"content-security-policy: " in failed
             assert failed.endswith(b'{"detail":{"message":"internal error; it has been logged"}}')
             assert _exchange(sock, "/health").startswith(b"http/1.1 200")
+
+
+@pytest.mark.parametrize("path", ["/check", "/measurements", "/chips/a100/empirical"])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_body_not_sent_as_json_is_a_415(client, path, content_type):
+    headers = {"content-type": content_type} if content_type else {}
+    response = client.post(path, content=b'{"chip": "a100"}', headers=headers)
+    assert response.status_code == 415
+    assert "application/json" in response.json()["detail"]["message"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/merge-patch+json"])
+def test_json_that_is_not_utf_8_is_malformed_json_a_422(client, content_type):
+    response = client.post(
+        "/check", content=b'{"chip": "\xff"}', headers={"content-type": content_type}
+    )
+    assert response.status_code == 422  # FastAPI's own: a vague 400
+    assert response.json()["detail"][0]["type"] == "json_invalid"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("DELETE", "/check", "GET, POST"),
+        ("PUT", "/measurements", "GET, POST"),
+        ("PATCH", "/measurements/1/rejudge", "POST"),
+        ("POST", "/health", "GET"),
+    ],
+)
+def test_a_405_allows_every_method_of_the_path(client, method, path, allow):
+    response = client.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == allow
+
+
+@pytest.mark.parametrize("query", ["until=0.5", "since=1700000000", "since=2026-13-45"])
+def test_a_list_filter_takes_iso_dates_only(client, query):
+    for accept in ("application/json", "text/html"):
+        response = client.get(f"/measurements?{query}", headers={"accept": accept})
+        assert response.status_code == 422, query
+
+
+def test_an_empirical_date_must_be_a_calendar_day(client):
+    profile = {
+        "device": "cpu",
+        "backend": "numpy",
+        "date": "2026-13-45",
+        "copy_bytes_per_s": 3.6e10,
+        "matmul_flops_per_s": {"fp32": 7e10},
+    }
+    response = client.post("/chips/a100/empirical", json=profile)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "date"]
+
+
+def test_the_bearer_token_is_declared_in_the_schema(client):
+    schema = client.get("/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    secured = {
+        (path, method)
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if operation.get("security") == [{"HTTPBearer": []}]
+    }
+    assert secured == {
+        ("/measurements", "post"),
+        ("/measurements/{measurement_id}/rejudge", "post"),
+        ("/chips/{chip}/empirical", "post"),
+    }
+
+
+def test_a_body_that_stalls_is_a_408_and_the_connection_closes(tmp_path):
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}", body_timeout_s=0.3)
+    with serve(create_app(settings)) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            head = "POST /check HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            sock.sendall(f'{head}content-length: 100\r\n\r\n{{"chip": '.encode())
+            started = time.monotonic()
+            answer = b""
+            while chunk := sock.recv(65536):  # until the server closes the connection
+                answer += chunk
+    assert time.monotonic() - started < 3
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b"took longer than 0.3 s to arrive" in answer

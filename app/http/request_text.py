@@ -1,24 +1,36 @@
-"""NUL characters refused in every request, before any route reads it: a 422 naming where.
+"""Text no endpoint can take, refused in every request before any route reads it: a 422
+naming where.
 
-PostgreSQL cannot store a NUL in a text or JSON column (SQLite can), so a NUL in a label, a
-list filter or a path once reached the database and answered 500 there, and 200 on SQLite.
-One check here, for every field of every endpoint and page, answers both backends alike: the
-path, each query parameter, and each string (or key) of a JSON or form body. Bodies are read
-whole only when their bytes may hold a NUL (a raw 0x00, JSON's \\u0000, a form's %00).
+- A NUL character. PostgreSQL cannot store one in a text or JSON column (SQLite can), so a NUL
+  in a label, a list filter or a path once reached the database and answered 500 there, and
+  200 on SQLite. One check here, for every field of every endpoint and page, answers both
+  backends alike: the path, each query parameter, and each string (or key) of a JSON or form
+  body. A body is parsed only when its bytes may hold a NUL (a raw 0x00, JSON's \\u0000, a
+  form's %00).
+- A JSON body that is not UTF-8 (RFC 8259's encoding), which FastAPI answers with a vague 400:
+  here it is malformed JSON, a 422 of type json_invalid like any other.
+
+Bodies are read whole here, first (they are capped at ROOFCHECK_MAX_BODY_BYTES before), and
+within ROOFCHECK_BODY_TIMEOUT_S: a client that sends half a body and stalls gets 408, and its
+connection is closed, rather than holding it for as long as it likes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 NUL = "\x00"
 MESSAGE = "NUL characters are not allowed"
 _MAY_HOLD_NUL = (b"\x00", b"\\u0000", b"%00")
+_JSON = re.compile(rb"application/([\w.-]+\+)?json\s*(;|$)", re.IGNORECASE)
+_NOT_UTF8 = {"loc": ["body"], "msg": "JSON decode error: not UTF-8", "type": "json_invalid"}
 
 
 def _in(node: Any, loc: list[str | int]) -> Iterator[list[str | int]]:
@@ -58,6 +70,11 @@ def _in_body(body: bytes, content_type: bytes) -> list[str | int] | None:
     return next(_in(parsed, ["body"]), None)
 
 
+def is_json(content_type: bytes) -> bool:
+    """Whether a Content-Type names JSON: application/json, or a +json type."""
+    return _JSON.match(content_type) is not None
+
+
 def located_nul(scope: Scope, body: bytes) -> list[str | int] | None:
     """Where the request holds a NUL character, as a 422's `loc`; None when nowhere."""
     if NUL in scope["path"]:
@@ -68,11 +85,25 @@ def located_nul(scope: Scope, body: bytes) -> list[str | int] | None:
     return _in_body(body, content_type) if body else None
 
 
-class RefuseNul:
-    """ASGI middleware: a request with a NUL character anywhere gets a 422 naming where."""
+def refused(scope: Scope, body: bytes) -> dict[str, Any] | None:
+    """What the request's text cannot be, as an error of a 422's `detail`; None if nothing."""
+    if body and is_json(dict(scope["headers"]).get(b"content-type", b"")):
+        try:
+            body.decode()
+        except UnicodeDecodeError:
+            return _NOT_UTF8
+    where = located_nul(scope, body)
+    return None if where is None else {"loc": where, "msg": MESSAGE, "type": "string_nul"}
 
-    def __init__(self, app: ASGIApp) -> None:
+
+class RefuseBadText:
+    """ASGI middleware: a request with a NUL character anywhere, or a JSON body that is not
+    UTF-8, gets a 422 naming where; a body that takes longer than `body_timeout_s` to arrive
+    (a slow or stalled client holding a worker's connection), 408."""
+
+    def __init__(self, app: ASGIApp, body_timeout_s: float) -> None:
         self.app = app
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,19 +111,27 @@ class RefuseNul:
             return
         body: bytes | None = b""
         if scope["method"] in ("POST", "PUT", "PATCH"):
-            body, receive = await read_body(receive)
-        where = located_nul(scope, body or b"")
-        if where is None:
+            try:
+                with anyio.fail_after(self.body_timeout_s):
+                    body, receive = await read_body(receive)
+            except TimeoutError:
+                message = f"the request body took longer than {self.body_timeout_s:g} s to arrive"
+                await _answer(send, 408, {"detail": {"message": message}}, close=True)
+                return
+        error = refused(scope, body or b"")
+        if error is None:
             await self.app(scope, receive, send)
             return
-        detail = [{"loc": where, "msg": MESSAGE, "type": "string_nul"}]
-        content = json.dumps({"detail": detail}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", b"%d" % len(content)),
-        ]
-        await send({"type": "http.response.start", "status": 422, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+        await _answer(send, 422, {"detail": [error]})
+
+
+async def _answer(send: Send, status: int, content: dict[str, Any], close: bool = False) -> None:
+    body = json.dumps(content).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if close:  # the rest of the request may still come: it cannot be read as the next one
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def read_body(receive: Receive) -> tuple[bytes | None, Receive]:
