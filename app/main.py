@@ -9,6 +9,7 @@ from functools import lru_cache
 from fastapi import FastAPI
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import (
@@ -86,7 +87,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes)
     error_handlers.install(app)
-    for unreachable in (DatabaseUnavailable, *UNREACHABLE):
+    # ProgrammingError: a database emptied while the service ran (else a bug, re-raised)
+    for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):
         app.add_exception_handler(unreachable, pages.database_unavailable)
     # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
     # jobs call by the thousand, come right after the trivial liveness check

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
 from app.api.wire import answer, parse_query, query_parameters
-from app.http.budget import OVER_BUDGET, within_budget
+from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.answers import (
     Check,
@@ -34,7 +34,10 @@ router = APIRouter(tags=["calculations"])
 _ERRORS: dict[int | str, dict[str, str]] = {
     404: {"description": "Unknown chip, model or catalog version; with suggestions."},
     422: {"description": "A field is out of range; the error names it and the range."},
-    **OVER_BUDGET,
+    503: {
+        "description": "Retry later (Retry-After): the calculation ran past its time budget, "
+        "or (ceilings=empirical) the database is unreachable."
+    },
 }
 
 

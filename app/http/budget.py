@@ -17,15 +17,9 @@ import anyio
 import anyio.to_thread
 from fastapi import Request
 
-from app.http.responses import StrictJSONResponse
+from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
 
 T = TypeVar("T")
-
-RETRY_AFTER_S = 5  # as after a database outage: long enough for a burst of work to drain
-
-OVER_BUDGET: dict[int | str, dict[str, str]] = {
-    503: {"description": "The calculation ran past its time budget; retry later (Retry-After)."}
-}
 
 
 class OverBudget(Exception):
