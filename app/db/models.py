@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, UTCDateTime, utc_now
@@ -113,5 +113,8 @@ class EmpiricalProfileRow(Base):
     matmul_flops_per_s: Mapped[dict[str, float]] = mapped_column(JSON)
     software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     hostname: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
+    # stored although its device is not the chip (the writer insisted): shown as such
+    forced: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    written_by: Mapped[str | None] = mapped_column(String(WRITER_LENGTH))  # may delete it
 
     __table_args__ = (Index("ix_empirical_profiles_chip_id_created_at", "chip_id", "created_at"),)

@@ -44,6 +44,10 @@ class EmpiricalProfile(BaseModel):
     hostname: str | None = Field(default=None, max_length=HOST_LENGTH)
     copy_bytes: int | None = Field(None, ge=0, description="Bytes the probe copied (not stored).")
     matmul_n: int | None = Field(None, ge=0, description="The probe's matmul size (not stored).")
+    force: bool = Field(
+        False,
+        description="Store the profile although its device is not the chip (recorded as forced).",
+    )
 
 
 # --- answers -------------------------------------------------------------------------------
@@ -160,6 +164,8 @@ class EmpiricalOut(BaseModel):
     copy_fraction_of_datasheet: float
     matmul_flops_per_s: dict[str, float]
     matmul_fraction_of_datasheet: dict[str, float]
+    forced: bool = Field(description="Stored although its device is not this chip.")
+    written_by: str | None = Field(description="The owner of the write token that stored it.")
 
 
 class _CatalogVersion(BaseModel):

@@ -265,6 +265,7 @@ def test_the_bearer_token_is_declared_in_the_schema(client):
         ("/measurements", "post"),
         ("/measurements/{measurement_id}/rejudge", "post"),
         ("/chips/{chip}/empirical", "post"),
+        ("/chips/{chip}/empirical/{profile_id}", "delete"),
     }
 
 
