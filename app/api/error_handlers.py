@@ -10,8 +10,9 @@ import math
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
@@ -102,6 +103,21 @@ async def _method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
     return StrictJSONResponse(status_code=405, content={"detail": exc.detail}, headers=headers)
 
 
+# what FastAPI raises (a 400) for a body it cannot parse other than as a JSON syntax error
+_UNPARSABLE = "There was an error parsing the body"
+
+
+async def _unparsable_body(request: Request, exc: Exception) -> Response:
+    """422 for a body FastAPI could not parse (JSON that is not UTF-8, or nested deeper than
+    Python's parser goes), which it answers with a vague 400: malformed JSON like any other."""
+    assert isinstance(exc, HTTPException)
+    if exc.detail != _UNPARSABLE:
+        return await http_exception_handler(request, exc)
+    message = "JSON decode error: not UTF-8, or nested too deep"
+    detail = [{"loc": ["body"], "msg": message, "type": "json_invalid"}]
+    return StrictJSONResponse(status_code=422, content={"detail": detail})
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers on `app`."""
     app.add_exception_handler(UnknownName, _unknown_name)
@@ -109,3 +125,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OverBudget, over_budget)
     app.add_exception_handler(405, _method_not_allowed)
+    app.add_exception_handler(400, _unparsable_body)

@@ -1,14 +1,10 @@
-"""Text no endpoint can take, refused in every request before any route reads it: a 422
-naming where.
+"""NUL characters refused in every request, before any route reads it: a 422 naming where.
 
-- A NUL character. PostgreSQL cannot store one in a text or JSON column (SQLite can), so a NUL
-  in a label, a list filter or a path once reached the database and answered 500 there, and
-  200 on SQLite. One check here, for every field of every endpoint and page, answers both
-  backends alike: the path, each query parameter, and each string (or key) of a JSON or form
-  body. A body is parsed only when its bytes may hold a NUL (a raw 0x00, JSON's \\u0000, a
-  form's %00).
-- A JSON body that is not UTF-8 (RFC 8259's encoding), which FastAPI answers with a vague 400:
-  here it is malformed JSON, a 422 of type json_invalid like any other.
+PostgreSQL cannot store a NUL in a text or JSON column (SQLite can), so a NUL in a label, a
+list filter or a path once reached the database and answered 500 there, and 200 on SQLite.
+One check here, for every field of every endpoint and page, answers both backends alike: the
+path, each query parameter, and each string (or key) of a JSON or form body. A body is parsed
+only when its bytes may hold a NUL (a raw 0x00, JSON's \\u0000, a form's %00).
 
 Bodies are read whole here, first (they are capped at ROOFCHECK_MAX_BODY_BYTES before), and
 within ROOFCHECK_BODY_TIMEOUT_S: a client that sends half a body and stalls gets 408, and its
@@ -19,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -30,21 +25,23 @@ NUL = "\x00"
 MESSAGE = "NUL characters are not allowed"
 _MAY_HOLD_NUL = (b"\x00", b"\\u0000", b"%00")
 _JSON = re.compile(rb"application/([\w.-]+\+)?json\s*(;|$)", re.IGNORECASE)
-_NOT_UTF8 = {"loc": ["body"], "msg": "JSON decode error: not UTF-8", "type": "json_invalid"}
 
 
-def _in(node: Any, loc: list[str | int]) -> Iterator[list[str | int]]:
-    """Where in a parsed JSON value a string holds a NUL (a key holding one: its object, so
-    that the NUL is not echoed)."""
-    if isinstance(node, str):
-        if NUL in node:
-            yield loc
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            yield from ([loc] if NUL in key else _in(value, [*loc, key]))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _in(value, [*loc, index])
+def _in(parsed: Any) -> list[str | int] | None:
+    """Where in a parsed JSON body a string holds a NUL (a key holding one: its object, so that
+    the NUL is not echoed); walked without recursion, however deep the nesting."""
+    stack: list[tuple[Any, list[str | int]]] = [(parsed, ["body"])]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, str) and NUL in node:
+            return loc
+        if isinstance(node, dict):
+            if any(NUL in key for key in node):
+                return loc
+            stack.extend((value, [*loc, key]) for key, value in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((value, [*loc, i]) for i, value in reversed(list(enumerate(node))))
+    return None
 
 
 def _in_pairs(encoded: bytes, where: str) -> list[str | int] | None:
@@ -65,9 +62,9 @@ def _in_body(body: bytes, content_type: bytes) -> list[str | int] | None:
         return _in_pairs(body, "body")
     try:
         parsed = json.loads(body)
-    except ValueError:  # not JSON: a raw NUL anywhere is refused, anything else left to routes
-        return ["body"] if b"\x00" in body else None
-    return next(_in(parsed, ["body"]), None)
+    except (ValueError, RecursionError):  # not JSON: a raw NUL is refused, the rest left to
+        return ["body"] if b"\x00" in body else None  # the routes
+    return _in(parsed)
 
 
 def is_json(content_type: bytes) -> bool:
@@ -85,21 +82,10 @@ def located_nul(scope: Scope, body: bytes) -> list[str | int] | None:
     return _in_body(body, content_type) if body else None
 
 
-def refused(scope: Scope, body: bytes) -> dict[str, Any] | None:
-    """What the request's text cannot be, as an error of a 422's `detail`; None if nothing."""
-    if body and is_json(dict(scope["headers"]).get(b"content-type", b"")):
-        try:
-            body.decode()
-        except UnicodeDecodeError:
-            return _NOT_UTF8
-    where = located_nul(scope, body)
-    return None if where is None else {"loc": where, "msg": MESSAGE, "type": "string_nul"}
-
-
 class RefuseBadText:
-    """ASGI middleware: a request with a NUL character anywhere, or a JSON body that is not
-    UTF-8, gets a 422 naming where; a body that takes longer than `body_timeout_s` to arrive
-    (a slow or stalled client holding a worker's connection), 408."""
+    """ASGI middleware: a request with a NUL character anywhere gets a 422 naming where; a
+    body that takes longer than `body_timeout_s` to arrive (a slow or stalled client holding a
+    connection), 408."""
 
     def __init__(self, app: ASGIApp, body_timeout_s: float) -> None:
         self.app = app
@@ -118,11 +104,11 @@ class RefuseBadText:
                 message = f"the request body took longer than {self.body_timeout_s:g} s to arrive"
                 await _answer(send, 408, {"detail": {"message": message}}, close=True)
                 return
-        error = refused(scope, body or b"")
-        if error is None:
+        where = located_nul(scope, body or b"")
+        if where is None:
             await self.app(scope, receive, send)
             return
-        await _answer(send, 422, {"detail": [error]})
+        await _answer(send, 422, {"detail": [{"loc": where, "msg": MESSAGE, "type": "string_nul"}]})
 
 
 async def _answer(send: Send, status: int, content: dict[str, Any], close: bool = False) -> None:

@@ -283,3 +283,17 @@ def test_a_body_that_stalls_is_a_408_and_the_connection_closes(tmp_path):
     assert time.monotonic() - started < 3
     assert answer.startswith(b"HTTP/1.1 408")
     assert b"took longer than 0.3 s to arrive" in answer
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 30_000 + b"]" * 30_000,  # deeper than Python's JSON parser goes
+        b'{"notes": ' + b"[" * 30_000 + b'"\\u0000"' + b"]" * 30_000 + b"}",
+    ],
+)
+def test_json_nested_too_deep_is_malformed_json_a_422(client, body):
+    for path in ("/check", "/measurements"):
+        response = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["type"] in ("json_invalid", "string_nul")
