@@ -16,6 +16,9 @@ from app.schemas.requests import CheckRequest
 
 _Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date or time begins
+# the filters' range: no measurement predates Unix time; a year past 9999 overflows the column
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 
 
 class _Finite(BaseModel):
@@ -156,10 +159,16 @@ class MeasurementQuery(BaseModel):
     @field_validator("since", "until")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
-        """Naive timestamps are read as UTC."""
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
+        """In UTC (naive timestamps are read as UTC), and in years a database column holds."""
+        if value is None:
+            return None
+        try:
+            utc: datetime | None = value.replace(tzinfo=value.tzinfo or UTC).astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+00:01 is in year 0 in UTC
+            utc = None
+        if utc is None or not _EARLIEST <= utc <= _LATEST:
+            raise ValueError(f"must be between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d} (UTC)")
+        return utc
 
 
 class MeasurementPage(_Finite):

@@ -351,3 +351,18 @@ def test_an_idempotency_key_reused_for_another_body_is_a_422(db_client):
     retried = db_client.post("/measurements", json=body, headers=headers)
     assert retried.json()["id"] == first.json()["id"]
     assert db_client.get("/measurements").json()["total"] == 1
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "since=0001-01-01T00:00:00%2B00:01",  # year 0 in UTC: once a 500 on PostgreSQL
+        "until=9999-12-31T23:59:59-01:00",  # year 10000 in UTC
+        "since=1969-12-31",
+    ],
+)
+def test_a_filter_date_outside_1970_to_9999_is_a_422(db_client, query):
+    for accept in ("application/json", "text/html"):
+        response = db_client.get(f"/measurements?{query}", headers={"accept": accept})
+        assert response.status_code == 422
+    assert db_client.get("/measurements?since=1970-01-01&until=9999-12-30").status_code == 200
