@@ -57,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         default_response_class=StrictJSONResponse,
         responses={
+            400: {"description": "A Host header not in ROOFCHECK_ALLOWED_HOSTS (text/plain)."},
             411: {"description": "A request body without Content-Length."},
             413: {"description": "A request body over ROOFCHECK_MAX_BODY_BYTES."},
         },

@@ -297,3 +297,9 @@ def test_json_nested_too_deep_is_malformed_json_a_422(client, body):
         response = client.post(path, content=body, headers={"content-type": "application/json"})
         assert response.status_code == 422, response.text
         assert response.json()["detail"][0]["type"] in ("json_invalid", "string_nul")
+
+
+def test_a_host_not_allowed_is_a_documented_400(client):
+    """Schemathesis's negative cases send any Host: the 400 is in every operation's schema."""
+    operations = client.get("/openapi.json").json()["paths"].values()
+    assert all("400" in op["responses"] for ops in operations for op in ops.values())
