@@ -26,5 +26,7 @@ USER roofcheck
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
-# uvicorn reads its worker count from WEB_CONCURRENCY
-CMD ["sh", "-c", "python -m app.prestart && exec uvicorn app.main:app --host 0.0.0.0 --port 8000 --proxy-headers --no-access-log"]
+# uvicorn reads its worker count from WEB_CONCURRENCY; idle keep-alive connections close after
+# 5 s, and a stopping worker finishes its requests for up to 30 s (request bodies have
+# ROOFCHECK_BODY_TIMEOUT_S, SECURITY.md)
+CMD ["sh", "-c", "python -m app.prestart && exec uvicorn app.main:app --host 0.0.0.0 --port 8000 --proxy-headers --no-access-log --timeout-keep-alive 5 --timeout-graceful-shutdown 30"]

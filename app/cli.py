@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--n", type=int, default=MATMUL_N, help="matmul size n (GPU; CPU uses n/4)")
     probe.add_argument("--submit", metavar="CHIP", help="store the profile as this chip's")
+    probe.add_argument(
+        "--force",
+        action="store_true",
+        help="with --submit: store it even if this device is not the chip (recorded as forced)",
+    )
     for client in (check, submit, probe):
         client.add_argument(
             "--url",
@@ -255,6 +260,7 @@ def run(argv: Sequence[str]) -> int:
             chip = urllib.parse.quote(args.submit, safe="")
             body = result.as_dict()
             body = {k: body[k] for k in body if k not in ("copy_bytes", "matmul_n")}
+            body["force"] = args.force
             url = f"{args.url.rstrip('/')}/chips/{chip}/empirical"
             status, answer = _post(url, body, _writer_headers(args))
             if status != 201:

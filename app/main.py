@@ -7,7 +7,9 @@ import logging
 from functools import lru_cache
 
 from fastapi import FastAPI
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import (
@@ -25,6 +27,7 @@ from app.db import empirical
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.models import EmpiricalProfileRow
 from app.db.session import make_engine
+from app.http.request_text import RefuseBadText
 from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
 from app.services.catalogs import Catalogs, load_catalog_files, record_catalogs
@@ -55,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         default_response_class=StrictJSONResponse,
         responses={
+            400: {"description": "A Host header not in ROOFCHECK_ALLOWED_HOSTS (text/plain)."},
             411: {"description": "A request body without Content-Length."},
             413: {"description": "A request body over ROOFCHECK_MAX_BODY_BYTES."},
         },
@@ -78,11 +82,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         database.engine.dispose()
         raise
     app.state.write_tokens = write_tokens
+    app.state.calculation_budget_s = settings.calculation_budget_s
     app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
+    # before the answer cache and every route
+    app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
     traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes, large_bodies=traces)
     error_handlers.install(app)
-    for unreachable in (DatabaseUnavailable, *UNREACHABLE):
+    # ProgrammingError: a database emptied while the service ran (else a bug, re-raised)
+    for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):
         app.add_exception_handler(unreachable, pages.database_unavailable)
     # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
     # jobs call by the thousand, come right after the trivial liveness check

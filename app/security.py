@@ -4,12 +4,15 @@
   endpoints to `Authorization: Bearer <token>`; unset, writes are open (a single-user service).
   Only SHA-256 digests of the tokens are kept in memory, compared in constant time.
 - Cross-site request forgery: a browser form post (POST /save) must come from this origin
-  (Origin, else Referer, must match the Host; Sec-Fetch-Site must not be cross-site).
+  (Origin, else Referer, must match the Host; Sec-Fetch-Site must not be cross-site). The Host
+  itself is one of ROOFCHECK_ALLOWED_HOSTS (Starlette's TrustedHostMiddleware, app/main.py),
+  so a rebound DNS name cannot pose as this origin.
 - Security headers on every response; a CSP without inline script; the inline SVG charts'
   one stylesheet is allowed by its hash.
 - Request bodies larger than ROOFCHECK_MAX_BODY_BYTES (ROOFCHECK_MAX_TRACE_BYTES for a profiler
   trace) get 413 before they are read (uvicorn holds a body to its Content-Length; a body
   without one gets 411).
+- An unexpected error is a logged 500 with the same headers, and the connection stays open.
 """
 
 from __future__ import annotations
@@ -17,15 +20,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.db.models import OWNER_LENGTH
 from app.web.svg import STYLE
+
+log = logging.getLogger(__name__)
 
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
 CSP = (
@@ -65,12 +73,13 @@ class WriteTokens:
             if not entry:
                 continue
             owner, _, token = entry.partition(":")
-            if not owner.strip() or len(token) < 16:
+            owner = owner.strip()
+            if not owner or len(owner) > OWNER_LENGTH or len(token) < 16:
                 raise ValueError(
-                    f"ROOFCHECK_WRITE_TOKENS entry {number}: expected owner:token "
-                    "with a token of at least 16 characters"
+                    f"ROOFCHECK_WRITE_TOKENS entry {number}: expected owner:token with an "
+                    f"owner of 1 to {OWNER_LENGTH} characters and a token of at least 16"
                 )
-            owners[_digest(token)] = owner.strip()
+            owners[_digest(token)] = owner
         return cls(owners)
 
     def owner(self, token: str) -> str | None:
@@ -83,15 +92,24 @@ class WriteTokens:
         return found
 
 
-def require_writer(request: Request) -> str | None:
+# declares the bearer token in the OpenAPI schema; a missing or non-bearer one reads as None
+_BEARER = HTTPBearer(
+    auto_error=False,
+    description="A write token of ROOFCHECK_WRITE_TOKENS; needed only when tokens are set.",
+)
+
+
+def require_writer(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+) -> str | None:
     """The owner of the request's bearer token; 401 without a valid one when tokens are set.
 
     None when writes are open."""
     tokens: WriteTokens = request.app.state.write_tokens
     if not tokens.owners:
         return None
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    owner = tokens.owner(token.strip()) if scheme.lower() == "bearer" else None
+    owner = None if credentials is None else tokens.owner(credentials.credentials.strip())
     if owner is None:
         raise HTTPException(
             status_code=401,
@@ -118,7 +136,8 @@ def same_origin(request: Request) -> bool:
 
 
 class Hardening:
-    """ASGI middleware: security headers on every response, and a cap on request bodies."""
+    """ASGI middleware: security headers on every response (500s included), and a cap on
+    request bodies."""
 
     def __init__(
         self, app: ASGIApp, max_body_bytes: int, large_bodies: Mapping[str, int] | None = None
@@ -145,15 +164,26 @@ class Hardening:
             await _refuse(send, csp, 413, message)
             return
 
+        started = False
+
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 names = {name.lower() for name, _ in message.get("headers", [])}
                 extra = [(k, v) for k, v in HEADERS.items() if k not in names]
                 extra.append((b"content-security-policy", csp))
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            if started:  # too late for a 500: the server drops the connection
+                raise
+            # answered here, not raised to the server, which would close the connection
+            log.exception("unhandled error on %s %s", scope["method"], path)
+            await _refuse(send, csp, 500, b"internal error; it has been logged")
 
 
 async def _refuse(send: Send, csp: bytes, status: int, message: bytes) -> None:

@@ -16,8 +16,10 @@ class Settings(BaseSettings):
 
     DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
-    ROOFCHECK_WRITE_TOKENS, ROOFCHECK_MAX_BODY_BYTES and ROOFCHECK_MAX_TRACE_BYTES: see
-    app/security.py.
+    ROOFCHECK_WRITE_TOKENS, ROOFCHECK_ALLOWED_HOSTS, ROOFCHECK_MAX_BODY_BYTES and
+    ROOFCHECK_MAX_TRACE_BYTES: see app/security.py;
+    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py; ROOFCHECK_BODY_TIMEOUT_S:
+    app/http/request_text.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -34,6 +36,25 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(64 * 1024, ge=1024)
     max_trace_bytes: int = Field(32 * 1024 * 1024, ge=1024)
     """A torch.profiler trace's cap (POST /check/trace, the /trace page's upload)."""
+    allowed_hosts: str = "localhost,127.0.0.1"
+    """Comma-separated names the service answers for in the Host header (`*.example.com`
+    for subdomains, `*` for any); other hosts get 400, which stops DNS rebinding (SECURITY.md).
+    """
+    body_timeout_s: float = Field(10.0, gt=0, le=300)
+    """How long a request body may take to arrive before a 408 (app/http/request_text.py): a
+    64 KiB body at 6.5 kB/s; a slower client would hold its connection for as long as it likes.
+    """
+    calculation_budget_s: float = Field(1.0, gt=0, le=60)
+    """How long a request waits for a calculation before answering 503 (app/http/budget.py):
+    a second, a hundred times what the slowest calculation takes."""
+
+    @property
+    def hosts(self) -> list[str]:
+        """`allowed_hosts` as a list (ValueError when it names none)."""
+        names = [name.strip() for name in self.allowed_hosts.split(",") if name.strip()]
+        if not names:
+            raise ValueError("ROOFCHECK_ALLOWED_HOSTS names no host")
+        return names
 
     @field_validator("database_url")
     @classmethod

@@ -32,6 +32,10 @@ settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "default")
 )
 
+# The test client sends its requests to http://testserver: a host the service answers for in
+# the tests, beside its defaults (ROOFCHECK_ALLOWED_HOSTS, app/settings.py).
+os.environ.setdefault("ROOFCHECK_ALLOWED_HOSTS", "localhost,127.0.0.1,testserver")
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "app" / "engine"
 ENGINE_FAIL_UNDER = 97.0

@@ -8,14 +8,15 @@ the schema FastAPI publishes is unchanged.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
 from app.api.wire import answer, parse_query, query_parameters
-from app.http.deps import CatalogsDep
+from app.http.budget import within_budget
+from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.answers import (
     Check,
     ExpectedTime,
@@ -33,6 +34,10 @@ router = APIRouter(tags=["calculations"])
 _ERRORS: dict[int | str, dict[str, str]] = {
     404: {"description": "Unknown chip, model or catalog version; with suggestions."},
     422: {"description": "A field is out of range; the error names it and the range."},
+    503: {
+        "description": "Retry later (Retry-After): the calculation ran past its time budget, "
+        "or (ceilings=empirical) the database is unreachable."
+    },
 }
 
 
@@ -107,13 +112,12 @@ ENDPOINTS = (
 async def _answer(
     request: Request, catalogs: Catalogs, endpoint: Endpoint, body: CalculationRequest
 ) -> Response:
-    """The endpoint's answer to `body`, kept for the next identical request unless it read
-    measured ceilings: those come from the database (read in the thread pool, off the event
-    loop), which may change them."""
-    if body.ceilings == "datasheet":
-        return await answer(request, catalogs.answers, lambda: endpoint.calculate(catalogs, body))
-    calculated = await run_in_threadpool(endpoint.calculate, catalogs, body)
-    return await answer(request, None, lambda: calculated)
+    """The endpoint's answer to `body`, calculated off the event loop within the time budget
+    (app/http/budget.py), and kept for the next identical request unless it read measured
+    ceilings: those come from the database, which may change them."""
+    calculated = await within_budget(request, partial(endpoint.calculate, catalogs, body))
+    cache = catalogs.answers if body.ceilings == "datasheet" else None
+    return await answer(request, cache, calculated)
 
 
 def _get(endpoint: Endpoint) -> Callable[..., Any]:
@@ -150,5 +154,6 @@ for _endpoint in ENDPOINTS:
         name=f"{_endpoint.name}_post",
         description=_endpoint.post_doc,
         response_model=_endpoint.answer,
-        responses=_ERRORS,
+        responses=_ERRORS | JSON_BODY_ERRORS,
+        dependencies=[JsonBody],
     )

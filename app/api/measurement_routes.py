@@ -8,9 +8,10 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
 from app.db.availability import UNAVAILABLE
+from app.db.models import KEY_LENGTH
 from app.engine import InvalidInput
 from app.engine.compare import DEFAULT_THRESHOLD
-from app.http.deps import CatalogsDep, SessionsDep
+from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep
 from app.http.params import BaselineId, MeasurementId, Text, Threshold, WorkloadKey
 from app.http.responses import StrictJSONResponse
 from app.schemas.measurement_bodies import (
@@ -41,7 +42,9 @@ _NOT_FOUND: dict[int | str, dict[str, str]] = {
         412: {"model": MeasurementOut, "description": "Stored, but the gate failed."},
         **UNAUTHORIZED,
         **_NOT_FOUND,
+        **JSON_BODY_ERRORS,
     },
+    dependencies=[JsonBody],
 )
 def create(
     body: MeasurementIn,
@@ -61,9 +64,9 @@ def create(
     idempotency_key: Annotated[
         str | None,
         Header(
-            alias="Idempotency-Key",
+            alias=recording.IDEMPOTENCY_KEY,
             min_length=1,
-            max_length=200,
+            max_length=KEY_LENGTH,
             description="A retry with the same key (and token) stores nothing and answers "
             "the measurement stored first.",
         ),

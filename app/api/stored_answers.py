@@ -11,8 +11,9 @@ answer.
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.http.request_text import read_body
 from app.services.answer_cache import AnswerCache, Key
 
 SCOPE_KEY = "roofcheck.answer_key"  # where ServeStoredAnswers leaves a missed request's key
@@ -45,7 +46,7 @@ class ServeStoredAnswers:
             return
         body: bytes | None = b""
         if scope["method"] == "POST":
-            body, receive = await _read(receive)
+            body, receive = await read_body(receive)
         stored = None
         if body is not None:
             scope[SCOPE_KEY] = key = key_of(scope, body)  # for wire.answer, on a miss
@@ -59,23 +60,3 @@ class ServeStoredAnswers:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": stored})
-
-
-async def _read(receive: Receive) -> tuple[bytes | None, Receive]:
-    """The whole request body (None if the client went away first), and a `receive` that
-    hands the app the same messages again."""
-    messages: list[Message] = []
-    while True:
-        message = await receive()
-        messages.append(message)
-        if message["type"] != "http.request":
-            body = None
-            break
-        if not message.get("more_body", False):
-            body = b"".join(m.get("body", b"") for m in messages)
-            break
-
-    async def replay() -> Message:
-        return messages.pop(0) if messages else await receive()
-
-    return body, replay

@@ -14,7 +14,6 @@ write (tests/api/test_answers.py checks that).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
 
@@ -78,16 +77,14 @@ def query_parameters(model: type[BaseModel]) -> dict[str, Any]:
     return {"parameters": parameters}
 
 
-async def answer(
-    request: Request, cache: AnswerCache | None, calculate: Callable[[], BaseModel]
-) -> Response:
-    """`calculate()` as a JSON response, stored in `cache` (unless None: an answer that
+async def answer(request: Request, cache: AnswerCache | None, calculated: BaseModel) -> Response:
+    """`calculated` as a JSON response, stored in `cache` (unless None: an answer that
     depends on more than the request and the catalogs) for the next identical request
     (which app/api/stored_answers.py serves before routing).
 
     Answer models refuse NaN and infinity when they are built (allow_inf_nan=False), so the
     JSON is always valid."""
-    body = calculate().model_dump_json().encode()
+    body = calculated.model_dump_json().encode()
     if cache is not None:
         key = request.scope.get(SCOPE_KEY) or key_of(request.scope, await request.body())
         cache.put(key, body)

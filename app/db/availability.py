@@ -10,26 +10,52 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.session import migrate, session_factory
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 # the driver errors that mean "cannot reach or lost the database" (not bad SQL or data)
 UNREACHABLE = (OperationalError, InterfaceError)
+# PostgreSQL's "undefined_table": the database was replaced by an empty one (SQLite says "no
+# such table" in an OperationalError)
+_UNDEFINED_TABLE = "42P01"
+
+
+def schema_missing(exc: DBAPIError) -> bool:
+    """Whether `exc` says a table is missing: the database was dropped and created anew (empty)
+    since it was migrated."""
+    return getattr(exc.orig, "sqlstate", None) == _UNDEFINED_TABLE or "no such table" in str(
+        exc.orig
+    )
+
+
+class DatabaseUnavailable(Exception):
+    """The database cannot be reached now; the request may be retried later."""
+
+
+def unless_unreachable(read: Callable[[], T]) -> T | None:
+    """`read()`, or None while the database cannot be reached: for reads that only add stored
+    data to what the catalogs say (an empirical profile beside a chip's datasheet)."""
+    try:
+        return read()
+    except (DatabaseUnavailable, *UNREACHABLE, ProgrammingError) as exc:
+        if isinstance(exc, ProgrammingError) and not schema_missing(exc):
+            raise
+        log.warning("an optional read skipped: the database is unreachable (%s)", exc)
+        return None
 
 
 UNAVAILABLE: dict[int | str, dict[str, str]] = {
     503: {"description": "The database is unreachable now; retry later (Retry-After)."}
 }
-
-
-class DatabaseUnavailable(Exception):
-    """The database cannot be reached now; the request may be retried later."""
 
 
 class Database:
@@ -40,6 +66,12 @@ class Database:
         self._on_ready = on_ready
         self._sessions: sessionmaker[Session] | None = None
         self._lock = threading.Lock()
+
+    def forget(self) -> None:
+        """Migrate and prepare the database again on its next use: it was replaced by an empty
+        one (dropped and created anew) while the service ran."""
+        with self._lock:
+            self._sessions = None
 
     @property
     def ready(self) -> bool:

@@ -7,8 +7,13 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.catalog.names import UnknownName
 from app.db.models import EmpiricalProfileRow
 from app.db.session import transaction
+
+
+class NotTheWriter(Exception):
+    """With writes restricted, a profile may be deleted only by the writer who stored it."""
 
 
 def add(factory: sessionmaker[Session], **fields: Any) -> EmpiricalProfileRow:
@@ -20,6 +25,21 @@ def add(factory: sessionmaker[Session], **fields: Any) -> EmpiricalProfileRow:
         session.refresh(row)
         session.expunge(row)
     return row
+
+
+def delete(
+    factory: sessionmaker[Session], chip_id: str, profile_id: int, writer: str | None
+) -> None:
+    """Delete the profile `profile_id` of `chip_id` (UnknownName if it has none such). With
+    writes restricted (`writer` set), only the profile's writer may (NotTheWriter), or any
+    writer for a profile stored before writers were recorded."""
+    with transaction(factory, writes=True) as session:
+        row = session.get(EmpiricalProfileRow, profile_id)
+        if row is None or row.chip_id != chip_id:
+            raise UnknownName("empirical profile", str(profile_id), [])
+        if writer is not None and row.written_by not in (None, writer):
+            raise NotTheWriter
+        session.delete(row)
 
 
 def latest(factory: sessionmaker[Session], chip_id: str) -> EmpiricalProfileRow | None:

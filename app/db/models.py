@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, UTCDateTime, utc_now
@@ -15,6 +15,12 @@ ID_LENGTH = 100
 LABEL_LENGTH = 200
 COMMIT_LENGTH = 64
 HOST_LENGTH = 255
+WRITER_LENGTH = 64  # written_by: the owner of the write token
+KEY_LENGTH = 200  # an Idempotency-Key header
+SCOPED_KEY_LENGTH = 264  # idempotency_key: "<owner>:<Idempotency-Key>"
+# the longest owner name both columns hold, with a key of KEY_LENGTH: 63
+OWNER_LENGTH = min(WRITER_LENGTH, SCOPED_KEY_LENGTH - len(":") - KEY_LENGTH)
+MAX_ID = 2**31 - 1  # the largest id an Integer column holds (PostgreSQL's INTEGER)
 # the columns a list of measurements may be filtered on (besides workload_key and dates)
 FILTERS = ("chip_id", "model_id", "phase", "label", "branch")
 
@@ -68,8 +74,8 @@ class MeasurementRow(Base):
     notes: Mapped[str | None] = mapped_column(Text)
     # who wrote it (the owner of its write token) and the key that makes a retried post
     # store once: "<owner>:<Idempotency-Key>", so one writer cannot replay another's
-    written_by: Mapped[str | None] = mapped_column(String(64))
-    idempotency_key: Mapped[str | None] = mapped_column(String(264))
+    written_by: Mapped[str | None] = mapped_column(String(WRITER_LENGTH))
+    idempotency_key: Mapped[str | None] = mapped_column(String(SCOPED_KEY_LENGTH))
 
     # For the real queries (their plans: docs/performance.md). Lists order by (created_at, id):
     # each filter that narrows a list leads an index in that order which carries the other
@@ -107,5 +113,8 @@ class EmpiricalProfileRow(Base):
     matmul_flops_per_s: Mapped[dict[str, float]] = mapped_column(JSON)
     software: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     hostname: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
+    # stored although its device is not the chip (the writer insisted): shown as such
+    forced: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    written_by: Mapped[str | None] = mapped_column(String(WRITER_LENGTH))  # may delete it
 
     __table_args__ = (Index("ix_empirical_profiles_chip_id_created_at", "chip_id", "created_at"),)

@@ -38,7 +38,9 @@ class MemoryFit:
 
 
 def _divisors(n: int) -> list[int]:
-    return [p for p in range(1, n + 1) if n % p == 0]
+    """The divisors of `n`, ascending, found in sqrt(n) steps."""
+    small = [p for p in range(1, math.isqrt(n) + 1) if n % p == 0]
+    return small + [n // p for p in reversed(small) if p * p != n]
 
 
 def tensor_parallel_degrees(arch: Architecture) -> list[int]:

@@ -13,8 +13,35 @@ from typing import Any
 from app.engine.architecture import MLA, MLP, Architecture, Attention, MoE
 from app.engine.errors import InvalidArchitecture
 
-_LIMIT = 10**8  # no real hyperparameter comes near; keeps arithmetic finite
 _FIELD = "config"
+
+# The largest value each size of a config may take: far above the largest real models (the
+# largest published value is named), low enough that no inline config can ask for absurd work
+# or overflow a product of sizes. A field over its bound is a 422 that names the bound.
+_LAYERS = 1024  # LLMs reach 126 (Llama 3.1 405B); DeepNet trained 1,000 (arXiv:2203.00555)
+_HEADS = 4096  # 128 query heads at most (Llama 3.1 405B, DeepSeek-V3, MT-NLG 530B)
+_WIDTH = 2**18  # hidden sizes reach 20,480 and MLP widths 81,920 (MT-NLG 530B)
+_VOCAB = 2**21  # vocabularies reach 262,144 tokens (Gemma 3)
+_EXPERTS = 2**14  # 2,048 routed experts (Switch-C, arXiv:2101.03961); LLMs 384 (Kimi K2)
+_POSITIONS = 10**8  # positions and windows: the longest seq_len the API takes
+_MAXIMUM = {
+    **dict.fromkeys(
+        ["num_hidden_layers", "n_layer", "first_k_dense_replace", "moe_layer_freq"], _LAYERS
+    ),
+    "decoder_sparse_step": _LAYERS,
+    **dict.fromkeys(["num_attention_heads", "n_head", "num_key_value_heads"], _HEADS),
+    **dict.fromkeys(
+        ["hidden_size", "n_embd", "head_dim", "intermediate_size", "n_inner", "ffn_dim"], _WIDTH
+    ),
+    **dict.fromkeys(
+        ["moe_intermediate_size", "word_embed_proj_dim", "q_lora_rank", "kv_lora_rank"], _WIDTH
+    ),
+    **dict.fromkeys(["qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"], _WIDTH),
+    **dict.fromkeys(["vocab_size", "type_vocab_size"], _VOCAB),
+    **dict.fromkeys(["num_local_experts", "num_experts", "n_routed_experts"], _EXPERTS),
+    **dict.fromkeys(["num_experts_per_tok", "n_shared_experts"], _EXPERTS),
+    **dict.fromkeys(["max_position_embeddings", "n_positions", "sliding_window"], _POSITIONS),
+}
 
 # transformers' default tie_word_embeddings per model_type (PretrainedConfig's own default is
 # True; the Llama-style configs override it to False).
@@ -37,9 +64,10 @@ class _Config:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidArchitecture(f"{_FIELD}.{name}", f"must be an integer, got {value!r}")
-            if not minimum <= value <= _LIMIT:
+            if not minimum <= value <= _MAXIMUM[name]:
                 raise InvalidArchitecture(
-                    f"{_FIELD}.{name}", f"must be between {minimum} and {_LIMIT}, got {value}"
+                    f"{_FIELD}.{name}",
+                    f"must be between {minimum} and {_MAXIMUM[name]}, got {value}",
                 )
             return value
         if default is None:
@@ -181,11 +209,15 @@ def _moe(cfg: _Config, model_type: str, d: int, layers: int) -> MoE | None:
     if model_type == "deepseek_v3" or cfg.raw.get("first_k_dense_replace") is not None:
         first_dense = cfg.integer("first_k_dense_replace", default=0, minimum=0)
         freq = cfg.integer("moe_layer_freq", default=1)
-        moe_layers = sum(1 for i in range(first_dense, layers) if i % freq == 0)
+        # layers i in [first_dense, layers) with i % freq == 0: the multiples of freq there
+        moe_layers = max(0, -(-layers // freq) - -(-first_dense // freq))
     else:
         step = cfg.integer("decoder_sparse_step", default=1)
-        dense_only = set(cfg.integers("mlp_only_layers"))
-        moe_layers = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+        # every step-th layer (i + 1 a multiple of step), less the dense-only ones among them
+        sparse_dense = {
+            i for i in cfg.integers("mlp_only_layers") if 0 <= i < layers and (i + 1) % step == 0
+        }
+        moe_layers = layers // step - len(sparse_dense)
     shared_count = cfg.integer("n_shared_experts", default=0, minimum=0)
     biased = model_type == "gpt_oss"  # gpt-oss experts and router carry biases
     return MoE(

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.availability import Database, DatabaseUnavailable
+from app.http.request_text import is_json
 from app.services.catalogs import Catalogs
 
 
@@ -37,3 +38,20 @@ def get_optional_sessions(request: Request) -> sessionmaker[Session] | None:
 CatalogsDep = Annotated[Catalogs, Depends(get_catalogs)]
 SessionsDep = Annotated[sessionmaker[Session], Depends(get_sessions)]
 OptionalSessionsDep = Annotated[sessionmaker[Session] | None, Depends(get_optional_sessions)]
+
+
+async def json_body(request: Request) -> None:
+    """415 unless the request's body is sent as JSON (application/json, or a +json type): a
+    body of another type would be read as no object at all, a vague 422."""
+    if not is_json(request.headers.get("content-type", "").encode("latin-1")):
+        raise HTTPException(
+            status_code=415,
+            detail={"message": "send the body as JSON, with Content-Type: application/json"},
+        )
+
+
+JsonBody = Depends(json_body)  # in the `dependencies` of a route that takes a JSON body
+JSON_BODY_ERRORS: dict[int | str, dict[str, str]] = {
+    415: {"description": "The body is not sent as application/json."},
+    422: {"description": "Malformed JSON (type json_invalid), or a field out of range."},
+}

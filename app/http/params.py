@@ -7,10 +7,12 @@ from typing import Annotated
 
 from fastapi import Path, Query
 
-MeasurementId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+from app.db.models import MAX_ID
+
+MeasurementId = Annotated[int, Path(ge=1, le=MAX_ID)]
 WorkloadKey = Annotated[str, Path(max_length=64)]
 Text = Annotated[str | None, Query(min_length=1, max_length=200)]
-BaselineId = Annotated[int | None, Query(ge=1, le=2**31 - 1)]
+BaselineId = Annotated[int | None, Query(ge=1, le=MAX_ID)]
 Threshold = Annotated[
     float, Query(gt=0, le=100, description="Slower by more than this fraction is a regression.")
 ]

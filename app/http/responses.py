@@ -7,6 +7,8 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+RETRY_AFTER_S = 5  # a 503's Retry-After: a database back, or a burst of calculations drained
+
 
 class StrictJSONResponse(JSONResponse):
     """JSON that refuses NaN and infinity instead of emitting invalid JSON."""

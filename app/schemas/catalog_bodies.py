@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -22,6 +23,11 @@ def _rate(value: float) -> float:
 Rate = Annotated[float, AfterValidator(_rate)]
 
 
+def _calendar_date(value: str) -> str:
+    date.fromisoformat(value)  # ValueError for a day no calendar has (2026-13-45)
+    return value
+
+
 class EmpiricalProfile(BaseModel):
     """What `roofcheck probe` measured on one chip. Unknown fields are refused (422)."""
 
@@ -29,13 +35,19 @@ class EmpiricalProfile(BaseModel):
 
     device: str = Field(min_length=1, max_length=HOST_LENGTH)
     backend: Literal["torch", "numpy"]
-    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="ISO date of the run")
+    date: Annotated[str, AfterValidator(_calendar_date)] = Field(
+        pattern=r"^\d{4}-\d{2}-\d{2}$", description="ISO date of the run"
+    )
     copy_bytes_per_s: Rate
     matmul_flops_per_s: dict[Dtype, Rate] = Field(min_length=1)
     software: dict[str, Annotated[str, Field(max_length=100)]] = Field(default_factory=dict)
     hostname: str | None = Field(default=None, max_length=HOST_LENGTH)
     copy_bytes: int | None = Field(None, ge=0, description="Bytes the probe copied (not stored).")
     matmul_n: int | None = Field(None, ge=0, description="The probe's matmul size (not stored).")
+    force: bool = Field(
+        False,
+        description="Store the profile although its device is not the chip (recorded as forced).",
+    )
 
 
 # --- answers -------------------------------------------------------------------------------
@@ -158,6 +170,8 @@ class EmpiricalOut(BaseModel):
     copy_fraction_of_datasheet: float
     matmul_flops_per_s: dict[str, float]
     matmul_fraction_of_datasheet: dict[str, float]
+    forced: bool = Field(description="Stored although its device is not this chip.")
+    written_by: str | None = Field(description="The owner of the write token that stored it.")
 
 
 class _CatalogVersion(BaseModel):

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH
+from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH, MAX_ID
 from app.engine import Phase, Verdict
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.schemas.answers import Check, ChipRef, RepeatsOut
 from app.schemas.requests import CheckRequest
 
 _Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date or time begins
+# the filters' range: no measurement predates Unix time; a year past 9999 overflows the column
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+class _Finite(BaseModel):
+    # answers built with keyword arguments, so validated: a NaN or an infinity fails where the
+    # answer is built, inside the transaction that stores the measurement (which it rolls
+    # back), never after the commit, in the JSON
+    model_config = ConfigDict(allow_inf_nan=False)
 
 
 class MeasurementIn(CheckRequest):
@@ -30,7 +42,7 @@ class MeasurementIn(CheckRequest):
     baseline_id: int | None = Field(
         None,
         ge=1,
-        le=2**31 - 1,
+        le=MAX_ID,
         description="Compare with this stored measurement (same workload).",
     )
     baseline_branch: _Label | None = Field(
@@ -44,7 +56,7 @@ class MeasurementIn(CheckRequest):
     )
 
 
-class Comparison(BaseModel):
+class Comparison(_Finite):
     """A measurement against earlier runs of the same workload."""
 
     previous_id: int | None
@@ -60,7 +72,7 @@ class Comparison(BaseModel):
 GATE_CHOICES = frozenset({*(v.value for v in Verdict), "regression"})
 
 
-class Gate(BaseModel):
+class Gate(_Finite):
     """A CI gate on a stored measurement: which outcomes fail it, and whether this one did."""
 
     fail_on: list[str]
@@ -68,7 +80,7 @@ class Gate(BaseModel):
     reasons: list[str]
 
 
-class MeasurementOut(BaseModel):
+class MeasurementOut(_Finite):
     """A stored measurement, judged when it was stored."""
 
     id: int
@@ -100,7 +112,7 @@ class MeasurementOut(BaseModel):
     gate: Gate | None = None
 
 
-class MeasurementSummary(BaseModel):
+class MeasurementSummary(_Finite):
     """One row of a measurement list."""
 
     id: int
@@ -136,16 +148,30 @@ class MeasurementQuery(BaseModel):
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=10**9)
 
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> object:
+        """ISO 8601 only: pydantic would read a number (until=0.5) as Unix time."""
+        if isinstance(value, str) and not _ISO_DATE.match(value):
+            raise ValueError("must be an ISO 8601 date or time, e.g. 2026-11-23T10:00:00Z")
+        return value
+
     @field_validator("since", "until")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
-        """Naive timestamps are read as UTC."""
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
+        """In UTC (naive timestamps are read as UTC), and in years a database column holds."""
+        if value is None:
+            return None
+        try:
+            utc: datetime | None = value.replace(tzinfo=value.tzinfo or UTC).astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+00:01 is in year 0 in UTC
+            utc = None
+        if utc is None or not _EARLIEST <= utc <= _LATEST:
+            raise ValueError(f"must be between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d} (UTC)")
+        return utc
 
 
-class MeasurementPage(BaseModel):
+class MeasurementPage(_Finite):
     """A page of measurements, newest first."""
 
     total: int
@@ -154,7 +180,7 @@ class MeasurementPage(BaseModel):
     items: list[MeasurementSummary]
 
 
-class HistoryPoint(BaseModel):
+class HistoryPoint(_Finite):
     """One run in a workload's history."""
 
     id: int
@@ -171,7 +197,7 @@ class HistoryPoint(BaseModel):
     catalog_version: str
 
 
-class Means(BaseModel):
+class Means(_Finite):
     """The history summarised with the right mean for each quantity."""
 
     time_s: float = Field(description="Arithmetic mean of the times.")
@@ -180,7 +206,7 @@ class Means(BaseModel):
     ratio: float = Field(description="Geometric mean of measured / expected.")
 
 
-class Overhead(BaseModel):
+class Overhead(_Finite):
     """time = overhead + roofline / efficiency, fitted over the workload's sizes."""
 
     overhead_s: float
@@ -190,7 +216,7 @@ class Overhead(BaseModel):
     explanation: str
 
 
-class WorkloadComparison(BaseModel):
+class WorkloadComparison(_Finite):
     """Every run of one workload on one chip, compared."""
 
     workload_key: str
@@ -205,7 +231,7 @@ class WorkloadComparison(BaseModel):
     overhead: Overhead | None
 
 
-class Rejudged(BaseModel):
+class Rejudged(_Finite):
     """A stored measurement judged again against another catalog version (not stored)."""
 
     measurement_id: int

@@ -257,7 +257,7 @@ class CustomWorkload(Request):
 
     kind: Literal["custom"]
     flops: float = Field(ge=0, le=1e30)
-    bytes: float = Field(gt=0, le=1e30)
+    bytes: float = Field(ge=1, le=1e30, description="At least one byte moved.")
     dtype: Dtype = Dtype.FP32
     unit: Unit = Field(Unit.VECTOR, description="matrix (tensor cores) or vector ALUs.")
 
@@ -319,8 +319,11 @@ class CalculationRequest(Request):
     workload: Workload
 
 
-Seconds = Annotated[float, Field(gt=0, le=1e9)]
-Millis = Annotated[float, Field(gt=0, le=1e12)]
+# A measured time is physical: from a nanosecond (below any timer's resolution and any kernel
+# launch, about 2 µs) to 10^7 s (116 days, beyond any one run worth judging). Closer to zero or
+# to infinity, ratios and means of times leave the floats (1e-310 s is a denormal).
+Seconds = Annotated[float, Field(ge=1e-9, le=1e7)]
+Millis = Annotated[float, Field(ge=1e-6, le=1e10)]  # the same range in milliseconds
 _REPEATS = 10_000
 
 

@@ -3,12 +3,14 @@ their derived counts, and the chip-catalog versions the service has loaded."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.loader import ChipCatalogVersion, ChipRecord, ModelRecord
 from app.db import catalog_versions, empirical
+from app.db.availability import unless_unreachable
 from app.engine import Dtype, Unit, kv_bytes_per_token, param_counts
 from app.schemas.catalog_bodies import (
     ArchitectureOut,
@@ -65,7 +67,9 @@ def chip(
     the database is unreachable, `sessions` None)."""
     catalog = catalogs.chips(version)
     record = catalog.resolve(name)
-    row = None if sessions is None else empirical.latest(sessions, record.entry.id)
+    row = None
+    if sessions is not None:
+        row = unless_unreachable(partial(empirical.latest, sessions, record.entry.id))
     return ChipDetail(
         catalog_version=catalog.version,
         **_chip_fields(record, catalog),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from app.catalog.loader import ChipRecord
@@ -31,7 +32,20 @@ def profile_view(row: EmpiricalProfileRow, record: ChipRecord) -> EmpiricalOut:
         copy_fraction_of_datasheet=row.copy_bytes_per_s / chip.memory_bandwidth,
         matmul_flops_per_s=row.matmul_flops_per_s,
         matmul_fraction_of_datasheet=fractions,
+        forced=row.forced,
+        written_by=row.written_by,
     )
+
+
+def device_matches(device: str, backend: str, record: ChipRecord) -> bool:
+    """Whether a probe ran on the chip `record`: with PyTorch (NumPy measures the CPU) on a
+    device whose name holds the chip's model number as a word: the first part of its id with a
+    digit (a100 in "NVIDIA A100-SXM4-80GB", mi300x, 4090, m2); so an L40S is no L4."""
+    if backend != "torch":
+        return False
+    parts = record.entry.id.split("-")
+    model = next((part for part in parts if any(c.isdigit() for c in part)), parts[0])
+    return model in re.split(r"[^a-z0-9]+", device.lower())
 
 
 # the matrix fraction a profile lends a chip: of the dtypes the probe measured, the first of

@@ -15,6 +15,7 @@ from app.catalog.names import UnknownName
 from app.db import measurement_store as store
 from app.db.models import MeasurementRow
 from app.db.session import transaction
+from app.engine import InvalidInput
 from app.schemas.answers import Check
 from app.schemas.measurement_bodies import (
     Gate,
@@ -32,6 +33,8 @@ from app.schemas.requests import (
 from app.services.catalogs import Catalogs
 from app.services.expectations import check
 from app.services.history import baseline_of, comparison, stored_out
+
+IDEMPOTENCY_KEY = "Idempotency-Key"  # the header naming a post, so that retries store it once
 
 SIZE_FIELDS: dict[str, tuple[str, ...]] = {
     "transformer": ("batch", "seq_len", "gen_len"),
@@ -117,15 +120,15 @@ def record(
     nothing and answers the measurement stored first.
     """
     key = None if idempotency_key is None else f"{writer or ''}:{idempotency_key}"
-    if key is not None and (stored := _stored_under(sessions, key, body)) is not None:
-        return stored
     row = judged_row(catalogs, body, writer=writer, idempotency_key=key)
+    if key is not None and (stored := _stored_under(sessions, row, body)) is not None:
+        return stored
     try:
         with transaction(sessions, writes=True) as session:
             store.add(session, row)
             return _answer(session, row, body)
     except IntegrityError:
-        if key is None or (stored := _stored_under(sessions, key, body)) is None:
+        if key is None or (stored := _stored_under(sessions, row, body)) is None:
             raise
         return stored  # a concurrent retry committed first
 
@@ -135,12 +138,34 @@ def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> Measu
     return stored_out(row, comparison(session, row, baseline, body.regression_threshold))
 
 
+# the columns that store a post as it was sent (a retry under its idempotency key sends the
+# same), besides the stack and ceilings its expectation names
+_POSTED = (
+    "chip_id", "workload_key", "measured_values", "measured_unit", "label", "git_commit",
+    "branch", "hostname", "software", "notes",
+)  # fmt: skip
+
+
+def _as_posted(row: MeasurementRow) -> tuple[object, ...]:
+    settings = (row.expectation.get(name) for name in ("stack", "ceilings"))
+    return (*(getattr(row, name) for name in _POSTED), *settings)
+
+
 def _stored_under(
-    sessions: sessionmaker[Session], key: str, body: MeasurementIn
+    sessions: sessionmaker[Session], posted: MeasurementRow, body: MeasurementIn
 ) -> MeasurementOut | None:
+    """The measurement stored under `posted`'s idempotency key, if any; InvalidInput when it
+    was stored from another body (as payment APIs answer a key reused for another payment)."""
     with sessions() as session:
-        row = store.by_idempotency_key(session, key)
-        return None if row is None else _answer(session, row, body)
+        row = store.by_idempotency_key(session, posted.idempotency_key or "")
+        if row is None:
+            return None
+        if _as_posted(row) != _as_posted(posted):
+            raise InvalidInput(
+                IDEMPOTENCY_KEY,
+                "was already used for a different measurement; send a new key",
+            )
+        return _answer(session, row, body)
 
 
 def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
 from app.catalog.names import UnknownName
+from app.db.models import MAX_ID
 from app.engine import Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.training import Optimizer
@@ -156,7 +157,7 @@ def history(request: Request, sessions: SessionsDep) -> HTMLResponse:
 class _Compare(BaseModel):
     """The workload page's comparison settings (empty fields dropped)."""
 
-    baseline_id: int | None = Field(None, ge=1)
+    baseline_id: int | None = Field(None, ge=1, le=MAX_ID)
     baseline_branch: str | None = Field(None, min_length=1, max_length=200)
     threshold: float = Field(DEFAULT_THRESHOLD, gt=0, le=100)
 

@@ -4,19 +4,22 @@ the measurement list, one measurement, one workload's history, and the catalog."
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
 from app.db import empirical
+from app.db.availability import Database, schema_missing, unless_unreachable
 from app.engine import EngineError, Phase
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.units import ms_from_seconds
 from app.http.negotiation import wants_html
-from app.http.responses import StrictJSONResponse
+from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
 from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
 from app.services import history
@@ -134,22 +137,35 @@ def catalog_page(
     """The chips of the current catalog with their figures and sources, and probe results
     (none while the database is unreachable)."""
     version = catalogs.chips()
-    measured = {}
-    if sessions is not None:
-        measured = {
-            chip_id: profile_view(row, version.chips[chip_id])
-            for chip_id, row in empirical.latest_by_chip(sessions).items()
-            if chip_id in version.chips
-        }
+    rows = (
+        None
+        if sessions is None
+        else unless_unreachable(partial(empirical.latest_by_chip, sessions))
+    )
+    measured = {
+        chip_id: profile_view(row, version.chips[chip_id])
+        for chip_id, row in (rows or {}).items()
+        if chip_id in version.chips
+    }
     context = {"catalog": version.catalog, "version": version, "measured": measured}
     return render(request, "catalog.html", context)
 
 
 async def database_unavailable(request: Request, exc: Exception) -> Response:
-    """503 while the database cannot be reached: a page for a browser, JSON otherwise."""
+    """503 while the database cannot be reached: a page for a browser, JSON otherwise, each
+    with Retry-After. A database found empty (dropped and created anew while the service ran)
+    is migrated again on the next request; any other SQL error is a bug, a 500."""
+    if isinstance(exc, DBAPIError) and schema_missing(exc):
+        database: Database = request.app.state.database
+        database.forget()
+    elif isinstance(exc, ProgrammingError):
+        raise exc
     message = "The measurement database is unreachable; the calculations still work. Retry soon."
+    retry = {"Retry-After": str(RETRY_AFTER_S)}
     if wants_html(request.headers):
         context = {"title": "Database unavailable", "message": message}
-        return render(request, "error.html", context, 503)
+        response = render(request, "error.html", context, 503)
+        response.headers.update(retry)
+        return response
     body = {"detail": {"message": message, "type": "database_unavailable"}}
-    return StrictJSONResponse(status_code=503, content=body, headers={"Retry-After": "5"})
+    return StrictJSONResponse(status_code=503, content=body, headers=retry)

@@ -103,6 +103,7 @@ def post(client, path, body):
         ({"kind": "elementwise", "n": 10, "ops": ["cos", "frob"]}, ("ops",)),
         ({"kind": "elementwise", "n": 10, "ops": []}, ("ops",)),
         ({"kind": "custom", "flops": 1, "bytes": 0}, ("bytes",)),
+        ({"kind": "custom", "flops": 0, "bytes": 5e-324}, ("bytes",)),  # once a 500: 0 s
         ({"kind": "custom", "flops": -1, "bytes": 1}, ("flops",)),
         (
             {"kind": "attention", "heads": 32, "kv_heads": 5, "q_len": 4, "head_dim": 8},

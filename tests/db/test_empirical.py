@@ -3,9 +3,12 @@
 import math
 
 import pytest
+from fastapi.testclient import TestClient
 
-from app.cli import run
+from app.cli import ERROR, run
 from app.db import empirical
+from app.main import create_app
+from app.settings import Settings
 
 PROFILE = {
     "device": "NVIDIA A100-SXM4-80GB",
@@ -15,6 +18,7 @@ PROFILE = {
     "matmul_flops_per_s": {"bf16": 2.7e14, "fp8": 1e14},
     "software": {"torch": "2.5.1"},
 }
+DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "h100": "NVIDIA H100 80GB HBM3"}
 
 
 def test_a_stored_profile_shows_beside_the_datasheet(db_client):
@@ -61,6 +65,8 @@ def test_unknown_chip_is_404(db_client):
 
 
 def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
+    """On a CPU, `probe --submit a100` once stored the NumPy profile as the A100's (then shown
+    at 0.4% of its datasheet): it is refused, and stored only with --force, marked forced."""
     posted = {}
 
     def fake_post(url, body, headers=None):
@@ -70,15 +76,75 @@ def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
 
     monkeypatch.setattr("app.cli._post", fake_post)
     monkeypatch.setenv("ROOFCHECK_TOKEN", "probe-token")
-    code = run(
-        ["probe", "--copy-mib", "8", "--n", "256", "--submit", "a100", "--url", "http://roofcheck"]
-    )
-    assert code == 0
+    command = ["probe", "--copy-mib", "8", "--n", "256", "--submit", "a100"]
+    command += ["--url", "http://roofcheck"]
+    assert run(command) == ERROR
+    assert "not a NVIDIA A100 SXM4 80GB" in capsys.readouterr().err
+    assert db_client.get("/chips/a100").json()["empirical"] is None
+    assert run([*command, "--force"]) == 0
     assert posted["url"] == "http://roofcheck/chips/a100/empirical"
     assert posted["headers"] == {"authorization": "Bearer probe-token"}
     stored = db_client.get("/chips/a100").json()["empirical"]
     assert stored["backend"] == "numpy" and stored["copy_bytes_per_s"] > 0
+    assert stored["forced"] is True
     assert "stored" in capsys.readouterr().out
+    assert "forced: not measured on this chip" in db_client.get("/catalog").text
+
+
+@pytest.mark.parametrize(
+    ("device", "backend", "chip"),
+    [
+        ("x86_64", "numpy", "a100"),
+        ("NVIDIA A10", "torch", "a100"),
+        ("NVIDIA L40S", "torch", "l4"),
+        ("NVIDIA GH200 480GB", "torch", "h200"),
+        ("AMD Instinct MI250X", "torch", "mi300x"),
+    ],
+)
+def test_a_profile_from_another_device_is_refused(db_client, device, backend, chip):
+    body = {**PROFILE, "device": device, "backend": backend}
+    refused = db_client.post(f"/chips/{chip}/empirical", json=body)
+    assert refused.status_code == 422
+    [error] = refused.json()["detail"]
+    assert error["loc"] == ["body", "device"] and "force" in error["msg"]
+    assert db_client.get(f"/chips/{chip}").json()["empirical"] is None
+
+
+@pytest.mark.parametrize(
+    ("device", "chip"),
+    [
+        ("NVIDIA A100-SXM4-80GB", "a100-pcie"),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("AMD Instinct MI300X", "mi300x"),
+    ],
+)
+def test_a_profile_from_the_chip_is_stored_unforced(db_client, device, chip):
+    stored = db_client.post(f"/chips/{chip}/empirical", json={**PROFILE, "device": device})
+    assert stored.status_code == 201, stored.text
+    assert stored.json()["forced"] is False
+
+
+def test_a_profile_is_deleted_by_its_writer_only(empty_database):
+    tokens = "alice:alice-token-0123456789,bob:bob-token-0123456789"
+    app = create_app(Settings(database_url=empty_database, write_tokens=tokens))
+    alice = {"authorization": "Bearer alice-token-0123456789"}
+    bob = {"authorization": "Bearer bob-token-0123456789"}
+    with TestClient(app) as client:
+        first = client.post("/chips/a100/empirical", json=PROFILE, headers=bob).json()
+        forced = {**PROFILE, "backend": "numpy", "force": True}
+        wrong = client.post("/chips/a100/empirical", json=forced, headers=alice).json()
+        assert wrong["written_by"] == "alice"
+        path = f"/chips/a100/empirical/{wrong['id']}"
+        assert client.delete(path).status_code == 401
+        assert client.delete(path, headers=bob).status_code == 403
+        assert (
+            client.delete(f"/chips/h100/empirical/{wrong['id']}", headers=alice).status_code == 404
+        )
+        assert client.delete(path, headers=alice).status_code == 204
+        assert client.delete(path, headers=alice).status_code == 404
+        assert client.get("/chips/a100").json()["empirical"]["id"] == first["id"]
+    app.state.database.engine.dispose()
 
 
 def test_the_catalog_page_shows_the_newest_profile_beside_the_datasheet(db_client):
@@ -96,7 +162,7 @@ def test_the_newest_profile_of_each_chip_is_the_one_read(db_client, db_app):
     """Several profiles of two chips: one row per chip comes back, the newest (on SQLite and
     PostgreSQL: a window over each chip's profiles)."""
     for chip, copy in (("a100", 1.5e12), ("h100", 3.0e12), ("a100", 1.7e12), ("h100", 3.1e12)):
-        body = {**PROFILE, "copy_bytes_per_s": copy}
+        body = {**PROFILE, "device": DEVICES[chip], "copy_bytes_per_s": copy}
         assert db_client.post(f"/chips/{chip}/empirical", json=body).status_code == 201
     newest = empirical.latest_by_chip(db_app.state.database.sessions())
     assert {chip: row.copy_bytes_per_s for chip, row in newest.items()} == {

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,6 +10,8 @@ from fastapi.testclient import TestClient
 
 from app.catalog.loader import CatalogError
 from app.main import create_app
+from app.schemas.measurement_bodies import Comparison
+from app.services import history, recording
 from app.settings import Settings
 
 MATMUL = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}
@@ -263,3 +266,103 @@ def test_a_workload_key_ignores_defaults_and_training_fields_outside_training(db
     one = submit(db_client, DECODE | {"phase": "training", "batch": 8})
     four = submit(db_client, DECODE | {"phase": "training", "batch": 8, "dp": 4})
     assert one["workload_key"] != four["workload_key"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"measured_time_s": 1e-310},  # a denormal
+        {"measured_time_s": 1e-300},
+        {"measured_time_s": 1e9},
+        {"measured_ms": 1e-297},
+        {"measured_ms": [1.0, 1e11]},
+    ],
+)
+def test_a_measured_time_outside_1_ns_to_1e7_s_is_a_422_and_nothing_is_stored(db_client, fields):
+    submit(db_client, measured_time_s=1.0)  # an earlier run, for a comparison to overflow
+    response = db_client.post("/measurements", json={"chip": "a100", "workload": MATMUL, **fields})
+    assert response.status_code == 422
+    [field] = fields
+    assert any(e["loc"][:2] == ["body", field] for e in response.json()["detail"])
+    assert db_client.get("/measurements").json()["total"] == 1
+
+
+def test_the_extreme_times_allowed_store_and_read_back(db_client):
+    first = submit(db_client, measured_time_s=1e-9)
+    last = submit(db_client, measured_time_s=1e7)
+    assert last["comparison"]["change_vs_previous"] == pytest.approx(1e16)
+    for stored in (first, last):
+        assert db_client.get(f"/measurements/{stored['id']}").status_code == 200
+        html = db_client.get(f"/measurements/{stored['id']}", headers={"accept": "text/html"})
+        assert html.status_code == 200
+    assert db_client.get(f"/workloads/{last['workload_key']}").status_code == 200
+
+
+def test_a_measurement_whose_answer_fails_is_not_stored(db_client, monkeypatch):
+    """Storing and answering are one transaction: an answer that cannot be built (here an
+    overflowing comparison) rolls the write back, so a retry does not store it twice."""
+    real = history.comparison
+
+    def overflowing(*args, **kwargs):
+        return real(*args, **kwargs).model_dump() | {"change_vs_previous": math.inf}
+
+    submit(db_client)
+    monkeypatch.setattr(recording, "comparison", lambda *a, **k: Comparison(**overflowing(*a, **k)))
+    body = {"chip": "a100", "workload": MATMUL, "measured_ms": 2}
+    assert db_client.post("/measurements", json=body).status_code == 500
+    assert db_client.get("/measurements").json()["total"] == 1
+
+
+@pytest.mark.parametrize("path", ["/history/{key}", "/workloads/{key}"])
+@pytest.mark.parametrize("accept", ["text/html", "application/json"])
+def test_a_baseline_id_beyond_the_id_column_is_a_422(db_client, path, accept):
+    """2^31 does not fit PostgreSQL's INTEGER id: once a 500 there."""
+    url = path.format(key=submit(db_client)["workload_key"])
+    response = db_client.get(url, params={"baseline_id": 2**31}, headers={"accept": accept})
+    assert response.status_code == 422
+    assert db_client.get(url, params={"baseline_id": 2**31 - 1}).status_code == 404  # no such run
+
+
+def test_the_longest_owner_and_idempotency_key_are_stored(empty_database):
+    owner, token = "o" * 63, "t" * 16
+    settings = Settings(database_url=empty_database, write_tokens=f"{owner}:{token}")
+    app = create_app(settings)
+    with TestClient(app) as client:
+        headers = {"authorization": f"Bearer {token}", "idempotency-key": "k" * 200}
+        body = {"chip": "a100", "workload": MATMUL, "measured_ms": 1.0}
+        first = client.post("/measurements", json=body, headers=headers)
+        assert first.status_code == 201
+        again = client.post("/measurements", json=body, headers=headers)
+        assert again.json()["id"] == first.json()["id"]
+    app.state.database.engine.dispose()
+
+
+def test_an_idempotency_key_reused_for_another_body_is_a_422(db_client):
+    headers = {"idempotency-key": "run-42"}
+    body = {"chip": "a100", "workload": MATMUL, "measured_ms": 1.0, "label": "a"}
+    first = db_client.post("/measurements", json=body, headers=headers)
+    assert first.status_code == 201
+    for change in ({"measured_ms": 2.0}, {"label": "b"}, {"workload": DECODE}, {"stack": "eager"}):
+        reused = db_client.post("/measurements", json=body | change, headers=headers)
+        assert reused.status_code == 422, change
+        [error] = reused.json()["detail"]
+        assert error["loc"] == ["header", "Idempotency-Key"]
+        assert "different measurement" in error["msg"]
+    retried = db_client.post("/measurements", json=body, headers=headers)
+    assert retried.json()["id"] == first.json()["id"]
+    assert db_client.get("/measurements").json()["total"] == 1
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "since=0001-01-01T00:00:00%2B00:01",  # year 0 in UTC: once a 500 on PostgreSQL
+        "until=9999-12-31T23:59:59-01:00",  # year 10000 in UTC
+        "since=1969-12-31",
+    ],
+)
+def test_a_filter_date_outside_1970_to_9999_is_a_422(db_client, query):
+    for accept in ("application/json", "text/html"):
+        response = db_client.get(f"/measurements?{query}", headers={"accept": accept})
+        assert response.status_code == 422
+    assert db_client.get("/measurements?since=1970-01-01&until=9999-12-30").status_code == 200

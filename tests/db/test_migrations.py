@@ -71,6 +71,7 @@ SEEDERS: dict[str, Callable[[sa.Connection], None]] = {
     "0002": _seed_0001,  # 0002 changes indexes only: the same columns take the same rows
     "0003": _seed_0003,
     "0004": _seed_0004,
+    "0005": _seed_0004,  # 0005 adds columns with defaults: the same columns take the same rows
 }
 
 

@@ -21,6 +21,7 @@ from app.engine import (
     estimate,
     memory_fit,
 )
+from app.engine.fit import tensor_parallel_degrees
 from app.engine.training import (
     Lora,
     Parallelism,
@@ -201,3 +202,10 @@ def test_the_fewest_chips_keep_tensor_parallelism_within_a_node():
         "ep": 1,
         "cp": 1,
     }
+
+
+def test_the_tensor_parallel_degrees_are_every_divisor_of_the_heads():
+    for heads in [*range(1, 200), 1024, 4095, 4096]:
+        arch = replace(LLAMA_8B, attention=replace(LLAMA_8B.attention, heads=heads, kv_heads=1))
+        expected = [p for p in range(1, heads + 1) if heads % p == 0]
+        assert tensor_parallel_degrees(arch) == expected

@@ -3,6 +3,7 @@
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -33,6 +34,7 @@ def assert_unavailable(client: TestClient) -> None:
         assert "database is unreachable" in response.json()["detail"]["message"]
     page = client.get("/history", headers={"accept": "text/html"})
     assert page.status_code == 503
+    assert page.headers["retry-after"] == "5"
     assert "<h1>Database unavailable</h1>" in page.text
     assert client.get(CALCULATION[0], params=CALCULATION[1]).status_code == 200
     assert client.get("/health").status_code == 200
@@ -60,7 +62,34 @@ def test_lost_mid_flight_then_back(app, switchable):
     assert client.post("/measurements", json=POST).status_code == 201
     switchable.down()
     assert_unavailable(client)
+    # the catalog still answers, without the profiles measured on the chips
+    chip = client.get("/chips/a100")
+    assert chip.status_code == 200 and chip.json()["empirical"] is None
+    assert client.get("/catalog", headers={"accept": "text/html"}).status_code == 200
     switchable.up()
     assert client.post("/measurements", json=POST).status_code == 201
     # the write refused while the database was away was not half-stored
     assert client.get("/measurements").json()["total"] == 2
+
+
+def _drop_every_table(url: str) -> None:
+    engine = sa.create_engine(Settings(database_url=url).database_url)
+    tables = sa.MetaData()
+    tables.reflect(engine)
+    tables.drop_all(engine)
+    engine.dispose()
+
+
+def test_a_database_emptied_while_running_is_migrated_again(empty_database):
+    """Dropped and created anew (empty) while the service runs: once a 500 on every database
+    endpoint until a restart, the migrations having run once."""
+    app = create_app(Settings(database_url=empty_database))
+    client = TestClient(app)
+    assert client.post("/measurements", json=POST).status_code == 201
+    _drop_every_table(empty_database)
+    lost = client.get("/measurements")
+    assert lost.status_code == 503 and lost.headers["retry-after"] == "5"
+    assert client.post("/measurements", json=POST).status_code == 201
+    assert client.get("/measurements").json()["total"] == 1
+    assert client.get("/chips/a100").json()["empirical"] is None
+    app.state.database.engine.dispose()

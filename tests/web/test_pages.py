@@ -110,7 +110,9 @@ def test_every_workload_kind_of_the_form(client, params, bound):
         (DECODE | {"batch": "eight"}, "batch", "valid integer"),
         (DECODE | {"chip": "a1000"}, "chip", "unknown chip 'a1000'; did you mean"),
         (DECODE | {"model": "lama-8b"}, "model", "unknown model 'lama-8b'"),
-        (DECODE | {"measured_ms": "-3"}, "measured_ms", "greater than 0"),
+        (DECODE | {"measured_ms": "-3"}, "measured_ms", "greater than or equal to 0.000001"),
+        (DECODE | {"measured_ms": "1e-297"}, "measured_ms", "greater than or equal to 0.000001"),
+        (DECODE | {"measured_ms": "2e10"}, "measured_ms", "less than or equal to 10000000000"),
         (MATMUL | {"k": "1.5"}, "k", "valid integer"),
         ({"chip": "a100", "kind": "custom", "flops": "lots", "bytes": "1e9"}, "flops", "number"),
         (
@@ -146,6 +148,8 @@ def test_roofline_svg_alone(client):
     bad = client.get("/roofline.svg", params={**DECODE, "batch": "0"})
     assert bad.status_code == 422 and bad.headers["content-type"] == "image/svg+xml"
     assert "batch: Input should be greater than or equal to 1" in bad.text
+    tiny = client.get("/roofline.svg", params={**DECODE, "measured_ms": "1e-297"})
+    assert tiny.status_code == 422 and "measured_ms: Input should be greater" in tiny.text
 
 
 def test_batch_sweep_svg_alone(client):
