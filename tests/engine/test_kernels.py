@@ -12,6 +12,7 @@ from app.engine import (
     RowOp,
     Unit,
     Unsupported,
+    Work,
     attention,
     custom,
     elementwise,
@@ -95,20 +96,24 @@ def test_softmax_reads_and_writes_once_at_five_flops_per_element():
     assert layernorm.bytes == (2 * 4096 * 4096 + 2 * 4096) * 4  # plus gamma and beta
 
 
-def test_flash_attention_moves_qkvo_and_naive_adds_the_score_matrices():
-    # B=1, H=32, L=4096, d=128, bf16, not causal: FLOPs = 4 * 32 * 4096^2 * 128 = 2.749e11
-    # flash bytes = (Q + K + V + O) = 4 * 32 * 4096 * 128 * 2 = 134.2 MB
-    # naive adds S and P written and read: 4 * 32 * 4096^2 * 2 = 4.295 GB
-    flash = attention(batch=1, heads=32, q_len=4096, kv_len=4096, head_dim=128, dtype=Dtype.BF16)
-    naive = attention(
+def _layer_4096(kernel: AttentionKernel) -> Work:
+    """B=1, H=32, L=4096, d=128, bf16, not causal."""
+    return attention(
         batch=1,
         heads=32,
         q_len=4096,
         kv_len=4096,
         head_dim=128,
         dtype=Dtype.BF16,
-        implementation=AttentionKernel.NAIVE,
+        implementation=kernel,
     )
+
+
+def test_flash_attention_moves_qkvo_and_naive_adds_the_score_matrices():
+    # B=1, H=32, L=4096, d=128, bf16, not causal: FLOPs = 4 * 32 * 4096^2 * 128 = 2.749e11
+    # flash bytes = (Q + K + V + O) = 4 * 32 * 4096 * 128 * 2 = 134.2 MB
+    # naive adds S and P written and read: 4 * 32 * 4096^2 * 2 = 4.295 GB
+    flash, naive = _layer_4096(AttentionKernel.FUSED), _layer_4096(AttentionKernel.NAIVE)
     assert flash.flops == naive.flops == 4 * 32 * 4096**2 * 128
     assert flash.bytes == 4 * 32 * 4096 * 128 * 2
     assert naive.bytes - flash.bytes == 4 * 32 * 4096**2 * 2
@@ -126,18 +131,7 @@ def test_flash_attention_2_is_held_to_the_warp_level_mma_share_of_the_peak():
     # the chip's 80.3% = 346.0 us; FlashAttention-2's mma.sync issues at most half of
     # Hopper's peak: 2.749e11 / (0.5 * 989.4e12) = 555.7 us. An A100 has no faster path to
     # lose: both kernels sustain its 86.9%.
-    fused, fa2 = (
-        attention(
-            batch=1,
-            heads=32,
-            q_len=4096,
-            kv_len=4096,
-            head_dim=128,
-            dtype=Dtype.BF16,
-            implementation=kernel,
-        )
-        for kernel in (AttentionKernel.FUSED, AttentionKernel.FLASH_2)
-    )
+    fused, fa2 = _layer_4096(AttentionKernel.FUSED), _layer_4096(AttentionKernel.FLASH_2)
     assert (fa2.flops, fa2.bytes, fa2.kernels) == (fused.flops, fused.bytes, 1)
     hopper = replace(H100, warp_mma=0.5)
     assert place(fused, hopper).expected_time == place(fa2, hopper).expected_time
