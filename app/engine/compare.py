@@ -47,9 +47,11 @@ def mean_ratio(ratios: Sequence[float]) -> float:
     return statistics.geometric_mean(ratios)
 
 
-def change(new_time: float, old_time: float) -> float:
-    """Relative change of a time: +0.10 means 10% slower than before."""
-    return new_time / old_time - 1.0
+def change(new_time: float, old_time: float) -> float | None:
+    """Relative change of a time: +0.10 means 10% slower than before; None where it is
+    beyond a float's range (times stored before they were bounded, e.g. 1e9 s after 1e-300 s)."""
+    relative = new_time / old_time - 1.0
+    return relative if math.isfinite(relative) else None
 
 
 # slower than the baseline by more than this fraction flags a regression unless told otherwise
@@ -58,7 +60,7 @@ DEFAULT_THRESHOLD = 0.1
 
 def is_regression(new_time: float, old_time: float, threshold: float) -> bool:
     """Slower than `old_time` by more than `threshold` (a fraction, e.g. 0.1)."""
-    return change(new_time, old_time) > threshold
+    return new_time > old_time * (1.0 + threshold)
 
 
 @dataclass(frozen=True, slots=True)

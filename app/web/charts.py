@@ -6,6 +6,7 @@ A time t puts a point at achieved FLOP/s = FLOPs / t, at the workload's arithmet
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from app import formatting as fmt
@@ -86,7 +87,10 @@ def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> 
         flops=answer.flops,
         bytes=answer.bytes,
         expected_time_s=answer.expected_time_s,
-        measured_time_s=measured_time_s,
+        # a time stored before times were bounded may give a rate beyond a float: not drawn
+        measured_time_s=measured_time_s
+        if measured_time_s and math.isfinite(answer.flops / measured_time_s)
+        else None,
         realistic_time_s=answer.realistic_time_s,
         realistic_range_s=None
         if answer.realistic_range_s is None

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.catalog.loader import CatalogError
+from app.db.models import MeasurementRow
 from app.main import create_app
 from app.schemas.measurement_bodies import Comparison
 from app.services import history, recording
@@ -366,3 +367,24 @@ def test_a_filter_date_outside_1970_to_9999_is_a_422(db_client, query):
         response = db_client.get(f"/measurements?{query}", headers={"accept": accept})
         assert response.status_code == 422
     assert db_client.get("/measurements?since=1970-01-01&until=9999-12-30").status_code == 200
+
+
+def test_times_stored_before_they_were_bounded_still_read(db_app, db_client):
+    # rows stored before the 1 ns .. 1e7 s bound (1e-300 s, then 1e9 s for the same work) are
+    # kept as they are; reading them must not fail: 1e9 / 1e-300 overflows a float, so the
+    # change is unknown (null) yet still a regression, and the chart leaves out a rate of
+    # 2 * 4096^3 / 1e-300 FLOP/s that no float holds
+    tiny, huge = submit(db_client), submit(db_client)
+    with db_app.state.database.sessions()() as session, session.begin():
+        for stored, seconds in ((tiny, 1e-300), (huge, 1e9)):
+            row = session.get(MeasurementRow, stored["id"])
+            assert row is not None
+            row.measured_time_s, row.measured_values = seconds, [seconds]
+            row.ratio = seconds / row.expected_time_s
+    comparison = db_client.get(f"/measurements/{huge['id']}").json()["comparison"]
+    assert comparison["change_vs_previous"] is None and comparison["regression"] is True
+    key = huge["workload_key"]
+    for path in (f"/measurements/{tiny['id']}", f"/measurements/{huge['id']}", f"/workloads/{key}"):
+        for accept in ("application/json", "text/html"):
+            assert db_client.get(path, headers={"accept": accept}).status_code == 200, path
+    assert db_client.get(f"/history/{key}").status_code == 200

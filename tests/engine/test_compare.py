@@ -65,3 +65,13 @@ def test_time_that_does_not_grow_with_the_work_is_all_overhead():
 
 def test_one_size_cannot_separate_overhead_from_work():
     assert fit_overhead([(1e-3, 2e-3), (1e-3, 3e-3)]) is None
+
+
+def test_a_change_beyond_a_float_is_unknown_but_still_a_regression():
+    # 1.1 s after 1.0 s: +10%, not over a 10% threshold; 1e9 s after 1e-300 s: 1e309 - 1
+    # overflows, so the change is None, yet the run is far slower than the threshold allows
+    assert change(1.1, 1.0) == pytest.approx(0.1)
+    assert not is_regression(1.1, 1.0, 0.1)
+    assert change(1e9, 1e-300) is None
+    assert is_regression(1e9, 1e-300, 0.1)
+    assert not is_regression(1e-300, 1e9, 0.1)
