@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--n", type=int, default=MATMUL_N, help="matmul size n (GPU; CPU uses n/4)")
     probe.add_argument("--submit", metavar="CHIP", help="store the profile as this chip's")
+    probe.add_argument("--json", action="store_true", help="print the profile as JSON")
     probe.add_argument(
         "--force",
         action="store_true",
@@ -255,7 +256,7 @@ def run(argv: Sequence[str]) -> int:
         from app.probe import probe  # noqa: PLC0415 (needs the optional numpy or torch)
 
         result = probe(copy_bytes=args.copy_mib * MIB, n=args.n, cpu_n=max(1, args.n // 4))
-        print(json.dumps(result.as_dict(), indent=2))
+        print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
         if args.submit:
             chip = urllib.parse.quote(args.submit, safe="")
             body = result.as_dict()

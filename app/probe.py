@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app import formatting as fmt
 from app.engine import Dtype, matmul, memcopy
 from app.engine.units import GIB, seconds_from_ms
 
@@ -44,6 +45,19 @@ class Probe:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return asdict(self)
+
+    def table(self) -> str:
+        """The profile as a person reads it: one line per ceiling, with what was measured."""
+        software = ", ".join(f"{name} {version}" for name, version in self.software.items())
+        rows = [(f"copy ({fmt.bytes_(self.copy_bytes)})", fmt.rate(self.copy_bytes_per_s, "B/s"))]
+        rows += [
+            (f"{dtype} matmul ({self.matmul_n}^3)", fmt.rate(rate, "FLOP/s"))
+            for dtype, rate in self.matmul_flops_per_s.items()
+        ]
+        width = max(len(name) for name, _ in rows)
+        lines = [f"roofcheck probe: {self.device} ({self.backend}; {software}), {self.date}"]
+        lines += [f"  {name:<{width}}  {value}" for name, value in rows]
+        return "\n".join(lines)
 
 
 def median_time(run: Callable[[], float], *, warmup: int, repeats: int) -> float:

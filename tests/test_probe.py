@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.cli import run
-from app.probe import median_time, probe_cpu, probe_gpu
+from app.probe import Probe, median_time, probe_cpu, probe_gpu
 
 
 def test_median_time_discards_warmup_and_takes_the_median() -> None:
@@ -84,7 +84,33 @@ def test_gpu_probe_turns_cuda_event_times_into_rates() -> None:
 
 
 def test_probe_command_prints_the_profile(capsys) -> None:
-    assert run(["probe", "--copy-mib", "16", "--n", "512"]) == 0
+    assert run(["probe", "--copy-mib", "16", "--n", "512", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["matmul_n"] == 128
     assert printed["copy_bytes_per_s"] > 0
+    # without --json, a table a person reads: a header, then the copy and each dtype's matmul
+    assert run(["probe", "--copy-mib", "16", "--n", "512"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("roofcheck probe: ") and "(numpy; " in lines[0]
+    assert lines[1].lstrip().startswith("copy (16.8 MB)") and lines[1].endswith("B/s")
+    assert [line.split()[0] for line in lines[2:]] == ["fp64", "fp32"]
+    assert all(line.endswith("FLOP/s") and "matmul (128^3)" in line for line in lines[2:])
+
+
+def test_the_probe_table_of_a_known_profile() -> None:
+    # 1 GiB copied at 1.5e12 B/s and bf16 at 3.12e14 FLOP/s read as a person writes them
+    profile = Probe(
+        device="NVIDIA A100-SXM4-80GB",
+        backend="torch",
+        software={"torch": "2.5.1"},
+        date="2026-11-23",
+        copy_bytes_per_s=1.5e12,
+        matmul_flops_per_s={"bf16": 3.12e14},
+        copy_bytes=2**30,
+        matmul_n=8192,
+    )
+    assert profile.table().splitlines() == [
+        "roofcheck probe: NVIDIA A100-SXM4-80GB (torch; torch 2.5.1), 2026-11-23",
+        "  copy (1.07 GB)        1.5 TB/s",
+        "  bf16 matmul (8192^3)  312 TFLOP/s",
+    ]
