@@ -48,6 +48,10 @@ class Judgement:
     advice: tuple[str, ...]
     realistic_ratio: float  # measured / realistic
     against_published: AgainstPublished
+    achieved_flops_per_s: float  # the work's FLOPs over the measured time
+    achieved_bytes_per_s: float  # its bytes over the measured time
+    flops_share_of_peak: float  # of the peak its dtype and unit run at
+    bytes_share_of_bandwidth: float  # of the memory bandwidth
 
     @property
     def efficiency(self) -> float:
@@ -81,7 +85,19 @@ def judge(roofline: Roofline, measured_time: float) -> Judgement:
     if verdict is not Verdict.FASTER_THAN_ROOFLINE:
         advice = (*advice, *_published_advice(place, roofline, measured_time))
     realistic_ratio = measured_time / roofline.realistic_time
-    return Judgement(measured_time, ratio, verdict, advice, realistic_ratio, place)
+    flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
+    return Judgement(
+        measured_time,
+        ratio,
+        verdict,
+        advice,
+        realistic_ratio,
+        place,
+        achieved_flops_per_s=flops_rate,
+        achieved_bytes_per_s=bytes_rate,
+        flops_share_of_peak=flops_rate / roofline.peak.flops_per_s,
+        bytes_share_of_bandwidth=bytes_rate / roofline.memory_bandwidth,
+    )
 
 
 def _against_published(roof: Roofline, measured_time: float) -> AgainstPublished:

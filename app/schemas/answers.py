@@ -225,6 +225,12 @@ class Check(ExpectedTime):
     efficiency: float = Field(description="expected / measured: the fraction of the roofline.")
     verdict: Verdict
     realistic_ratio: float | None = Field(None, description="measured / realistic")
+    achieved_flops_per_s: float = Field(description="The work's FLOPs over the measured time.")
+    achieved_bytes_per_s: float = Field(description="Its bytes over the measured time.")
+    flops_share_of_peak: float = Field(
+        description="achieved_flops_per_s / the peak the work runs at (peak_flops)."
+    )
+    bytes_share_of_bandwidth: float = Field(description="achieved_bytes_per_s / memory_bandwidth.")
     against_published: AgainstPublished | None = Field(
         None, description="Where the run sits against realistic_range_s."
     )

@@ -232,6 +232,10 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
         verdict=judgement.verdict,
         realistic_ratio=judgement.realistic_ratio,
         against_published=judgement.against_published,
+        achieved_flops_per_s=judgement.achieved_flops_per_s,
+        achieved_bytes_per_s=judgement.achieved_bytes_per_s,
+        flops_share_of_peak=judgement.flops_share_of_peak,
+        bytes_share_of_bandwidth=judgement.bytes_share_of_bandwidth,
         advice=[*fusion, *judgement.advice],
         against_fusion=None if ops is None else ops.against_fusion(judgement.measured_time),
     )

@@ -306,3 +306,18 @@ def test_an_answer_for_what_cannot_run_warns_first(client):
     fits = client.get("/expected-time?chip=h100&model=llama-3.2-1b").json()
     assert fits["fits"] is True
     assert not any(w.startswith("Does not fit") for w in fits["warnings"])
+
+
+def test_a_check_gives_the_rates_it_achieved(client):
+    # 2 * 4096^3 = 1.374e11 FLOPs and 3 * 4096^2 * 2 = 1.007e8 bytes in 0.6 ms on an A100:
+    # 229.1 TFLOP/s, 73.4% of 312; 167.8 GB/s, 8.2% of 2,039 GB/s
+    body = {
+        "chip": "a100",
+        "workload": {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"},
+        "measured_ms": 0.6,
+    }
+    answer = client.post("/check", json=body).json()
+    assert answer["achieved_flops_per_s"] == pytest.approx(229.07e12, rel=1e-4)
+    assert answer["flops_share_of_peak"] == pytest.approx(0.7342, rel=1e-3)
+    assert answer["achieved_bytes_per_s"] == pytest.approx(167.77e9, rel=1e-4)
+    assert answer["bytes_share_of_bandwidth"] == pytest.approx(0.08228, rel=1e-3)

@@ -78,6 +78,7 @@ def test_result_of_a_transformer_check(client):
     assert 'class="measured"' in text and 'id="sweep"' in text and "memory limit" in text
     assert value_of(text, "f-batch") == "8" and value_of(text, "f-measured_ms") == "30"
     assert 'id="store"' in text
+    assert re.search(r'id="achieved">Achieved [\d.]+ [GT]FLOP/s\s+\([\d.]+% of the peak\)', text)
 
 
 def test_result_of_a_matmul_without_a_measurement(client):
