@@ -46,6 +46,10 @@ def test_check_store_and_find_it_in_history(page, url, shot):
     rows = page.locator("#runs tbody tr")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text(label)
+    # the verdict tag wears its verdict's colour (--warn, #9a6200), not the plain tag's grey
+    tag = rows.first.locator("span.tag")
+    colour = tag.evaluate("e => getComputedStyle(e).borderLeftColor")
+    assert colour == "rgb(154, 98, 0)", colour
     shot(page, "03-history")
 
     rows.first.get_by_role("link", name=re.compile("llama")).click()
