@@ -24,8 +24,8 @@ def roofline_lines(roof: Roofline) -> list[str]:
         f"{fmt.rate(peak.flops_per_s, 'FLOP/s')} takes {fmt.seconds(roof.compute_time)}.",
         f"Memory: {fmt.bytes_(roof.bytes)} at {fmt.rate(roof.memory_bandwidth, 'B/s')} takes "
         f"{fmt.seconds(roof.memory_time)}.",
-        f"Arithmetic intensity {roof.arithmetic_intensity:.3g} FLOP/B vs the ridge "
-        f"{roof.ridge_intensity:.3g} FLOP/B: under the {roof.roof} roof.",
+        f"Arithmetic intensity {fmt.number(roof.arithmetic_intensity)} FLOP/B vs the ridge "
+        f"{fmt.number(roof.ridge_intensity)} FLOP/B: under the {roof.roof} roof.",
     ]
     if roof.communication_time:
         lines.append(
@@ -137,9 +137,10 @@ def training_lines(step: TrainingStep) -> list[str]:
             f"{fmt.seconds(comm.data_parallel_exposed)} is not hidden behind the backward pass."
         )
     days = step.time_to_train(roof.realistic_time)
-    if days is not None:
+    if days is not None and step.tokens is not None:
         lines.append(
-            f"Training on {step.tokens:.3g} tokens takes {days / DAY:.3g} days (realistic)."
+            f"Training on {fmt.number(step.tokens)} tokens takes {fmt.number(days / DAY)} days "
+            "(realistic)."
         )
     return lines
 
@@ -151,8 +152,8 @@ def batch_lines(answer: OptimalBatch) -> list[str]:
         lines.append(
             "No batch is compute-bound: the memory traffic that grows with the batch (the KV "
             "cache in decode) keeps the arithmetic intensity below the ridge: it tends to "
-            f"{answer.asymptotic_intensity:.3g} FLOP/B as the batch grows, against a ridge of "
-            f"{answer.ridge_intensity:.3g} FLOP/B."
+            f"{fmt.number(answer.asymptotic_intensity)} FLOP/B as the batch grows, against a "
+            f"ridge of {fmt.number(answer.ridge_intensity)} FLOP/B."
         )
     else:
         lines.append(f"The smallest compute-bound batch (the ridge) is {ridge}.")

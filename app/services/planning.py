@@ -80,13 +80,13 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
     if fit.max_trainable_params is not None:
         explanation.append(
             f"The largest model whose weights and training state fit at this layout, before "
-            f"activations: {fit.max_trainable_params / GIGA:.3g}B parameters."
+            f"activations: {fmt.number(fit.max_trainable_params / GIGA)}B parameters."
         )
     if fit.max_trainable_params_with_activations is not None:
         explanation.append(
             f"With this workload's activations ({fmt.bytes_(fit.breakdown.activations)} per chip "
             f"at batch {model.workload.batch} x {model.workload.seq_len} tokens, held fixed): "
-            f"{fit.max_trainable_params_with_activations / GIGA:.3g}B parameters."
+            f"{fmt.number(fit.max_trainable_params_with_activations / GIGA)}B parameters."
         )
     return MemoryFitAnswer(
         **header(resolved, model),
@@ -119,12 +119,13 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
     law = "Amdahl's law" if request.mode == "strong" else "Gustafson's law"
     explanation = [
         f"{request.mode} scaling from {points[0].chips} to {last.chips} chips: speedup "
-        f"{last.speedup:.3g}x at {last.efficiency:.0%} efficiency (from the realistic step "
+        f"{fmt.number(last.speedup)}x at {last.efficiency:.0%} efficiency (from the realistic step "
         "time: sustained fractions plus exposed communication).",
-        "Amdahl's law limits strong scaling to 1/f" + (f" = {1 / f:.3g}x." if f else " (f = 0)."),
+        "Amdahl's law limits strong scaling to 1/f"
+        + (f" = {fmt.number(1 / f)}x." if f else " (f = 0)."),
         f"{law} at f = {f:g} over the {base} chips of the first count (f the serial share of "
-        f"that run): {last.law_speedup:.3g}x at {last.chips} chips; over one chip: "
-        f"{last.law_speedup_vs_one:.3g}x.",
+        f"that run): {fmt.number(last.law_speedup)}x at {last.chips} chips; over one chip: "
+        f"{fmt.number(last.law_speedup_vs_one)}x.",
     ]
     fields = header(resolved, model)
     # the curve is of realistic step times, which start from the ceilings

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from app import formatting as fmt
 from app.web.svg import WIDTH, Box, Scale, Svg, axes, axis_titles, linear_ticks, nice_max, num
 
 _PANEL_HEIGHT = 170
@@ -108,7 +109,7 @@ def _series(svg: Svg, x: Scale, y: Scale, series: Series) -> None:
         svg.polyline(pixels, f"series-{series.cls}")
     off = list(series.off) + [False] * (len(pixels) - len(series.off))
     for (px, py), (vx, vy), grey in zip(pixels, series.points, off, strict=True):
-        label = f"{series.name}: {vy:.4g} at {vx:g}"
+        label = f"{series.name}: {fmt.number(vy, 4)} at {fmt.number(vx, 4)}"
         svg.point(px, py, "dot-off" if grey else f"dot-{series.cls}", label, r=3.5)
 
 

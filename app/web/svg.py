@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from app import formatting as fmt
 from app.engine.units import GIGA, KILO, MEGA, PETA, TERA
 
 WIDTH = 640
@@ -86,8 +87,8 @@ def si(value: float) -> str:
     """A tick label: 1e12 -> '1T', 0.01 -> '0.01', 2048 -> '2k'."""
     for factor, prefix in ((PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k")):
         if abs(value) >= factor:
-            return f"{value / factor:.3g}{prefix}"
-    return f"{value:.3g}"
+            return f"{fmt.number(value / factor)}{prefix}"
+    return fmt.number(value)
 
 
 @dataclass(frozen=True, slots=True)

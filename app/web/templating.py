@@ -71,7 +71,7 @@ templates.env.filters.update(
     when=_when,
     words=_words,
     workload=_workload,
-    g3=lambda value: f"{value:.3g}",
+    g3=fmt.number,
     query=lambda params: urlencode({k: v for k, v in params.items() if v not in ("", None)}),
 )
 
