@@ -95,11 +95,14 @@ def _gate_choices(fail_on: str) -> frozenset[str]:
 
 
 @router.get("/measurements", response_model=MeasurementPage, responses=UNAVAILABLE)
-def list_(query: Annotated[MeasurementQuery, Query()], sessions: SessionsDep) -> MeasurementPage:
-    """Stored measurements, newest first, filtered; `chip` and `model` are catalog ids.
+def list_(
+    query: Annotated[MeasurementQuery, Query()], catalogs: CatalogsDep, sessions: SessionsDep
+) -> MeasurementPage:
+    """Stored measurements, newest first, filtered; `chip` and `model` are catalog ids or
+    aliases, in any case.
 
     A browser (Accept preferring text/html) gets the history page instead."""
-    filters = history.filters_of(query)
+    filters = history.filters_of(query, catalogs)
     return history.listing(sessions, filters, limit=query.limit, offset=query.offset)
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import formatting as fmt
@@ -33,6 +35,7 @@ from app.schemas.measurement_bodies import (
     Overhead,
     WorkloadComparison,
 )
+from app.services.catalogs import Catalogs
 
 HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
 
@@ -138,11 +141,24 @@ def _summary(row: MeasurementRow) -> MeasurementSummary:
     )
 
 
-def filters_of(query: MeasurementQuery) -> store.Filters:
-    """The database filters a GET /measurements query (or the history page) asks for."""
+def _catalog_id(resolve: Callable[[str], str], name: str | None) -> str | None:
+    """The catalog id an alias names, in any case; a name the current catalog does not know
+    is kept (an id of an older catalog version still filters its measurements)."""
+    if name is None:
+        return None
+    try:
+        return resolve(name)
+    except UnknownName:
+        return name
+
+
+def filters_of(query: MeasurementQuery, catalogs: Catalogs) -> store.Filters:
+    """The database filters a GET /measurements query (or the history page) asks for; chip
+    and model are resolved like every other endpoint's (aliases, any case)."""
+    chips, models = catalogs.chips(None), catalogs.models
     return store.Filters(
-        chip_id=query.chip,
-        model_id=query.model,
+        chip_id=_catalog_id(lambda name: chips.resolve(name).entry.id, query.chip),
+        model_id=_catalog_id(lambda name: models.resolve(name).entry.id, query.model),
         phase=query.phase,
         label=query.label,
         branch=query.branch,

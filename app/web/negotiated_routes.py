@@ -37,10 +37,13 @@ router = APIRouter(include_in_schema=False, route_class=BrowserRoute)
 
 @router.get("/measurements", response_class=HTMLResponse)
 def measurement_list(
-    request: Request, _query: Annotated[MeasurementQuery, Query()], sessions: SessionsDep
+    request: Request,
+    _query: Annotated[MeasurementQuery, Query()],
+    catalogs: CatalogsDep,
+    sessions: SessionsDep,
 ) -> HTMLResponse:
     """The history page: stored measurements, filtered as the query says."""
-    return pages.measurement_list(request, sessions, request.query_params)
+    return pages.measurement_list(request, catalogs, sessions, request.query_params)
 
 
 @router.get("/measurements/{measurement_id}", response_class=HTMLResponse)

@@ -149,9 +149,9 @@ async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -
 
 
 @router.get("/history", response_class=HTMLResponse)
-def history(request: Request, sessions: SessionsDep) -> HTMLResponse:
+def history(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -> HTMLResponse:
     """Stored measurements with filters (empty filter fields are ignored)."""
-    return pages.measurement_list(request, sessions, request.query_params)
+    return pages.measurement_list(request, catalogs, sessions, request.query_params)
 
 
 class _Compare(BaseModel):

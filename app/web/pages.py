@@ -59,7 +59,10 @@ def _list_context(
 
 
 def measurement_list(
-    request: Request, sessions: sessionmaker[Session], params: Mapping[str, str]
+    request: Request,
+    catalogs: Catalogs,
+    sessions: sessionmaker[Session],
+    params: Mapping[str, str],
 ) -> HTMLResponse:
     """The table of stored measurements, filtered by the non-empty `params`."""
     given = {k: v.strip() for k, v in params.items() if v.strip()}
@@ -69,7 +72,7 @@ def measurement_list(
     except ValidationError as exc:
         errors = {_filter_name(e["loc"]): e["msg"] for e in exc.errors()}
         return render(request, "measurements.html", _list_context(values, errors), 422)
-    filters = history.filters_of(query)
+    filters = history.filters_of(query, catalogs)
     page = history.listing(sessions, filters, limit=query.limit, offset=query.offset)
     more = {**given, "offset": str(query.offset + query.limit)}
     return render(request, "measurements.html", _list_context(values, {}, page, more))

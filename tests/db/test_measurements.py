@@ -388,3 +388,15 @@ def test_times_stored_before_they_were_bounded_still_read(db_app, db_client):
         for accept in ("application/json", "text/html"):
             assert db_client.get(path, headers={"accept": accept}).status_code == 200, path
     assert db_client.get(f"/history/{key}").status_code == 200
+
+
+def test_list_filters_take_aliases_in_any_case(db_client):
+    # stored under the catalog ids a100-sxm4-80gb and llama-3.1-8b; a filter by alias, in any
+    # case, finds it as every other endpoint would; a name no catalog knows matches nothing
+    submit(db_client, workload=DECODE)
+    for query in ("chip=a100", "chip=A100", "model=Llama-8B", "chip=A100&model=llama-8b"):
+        assert db_client.get(f"/measurements?{query}").json()["total"] == 1, query
+        page = db_client.get(f"/history?{query}")
+        assert page.status_code == 200 and "/measurements/" in page.text, query
+    assert db_client.get("/measurements?chip=h100").json()["total"] == 0
+    assert db_client.get("/measurements?chip=no-such-chip").json()["total"] == 0
