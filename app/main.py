@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.api import (
     calculation_routes,
     catalog_routes,
+    docs_routes,
     empirical_routes,
     error_handlers,
     health_routes,
@@ -53,6 +54,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     current, models = load_catalog_files(settings)
     write_tokens = WriteTokens.parse(settings.write_tokens)
     app = FastAPI(
+        docs_url=None,  # served from the app's own files (app/api/docs_routes.py)
+        redoc_url=None,
         title="roofcheck",
         version="1",
         description=DESCRIPTION,
@@ -104,6 +107,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(measurement_routes.router)
     app.include_router(empirical_routes.router)
     app.include_router(page_routes.router)
+    app.include_router(docs_routes.router)
+    app.mount(docs_routes.ASSETS, docs_routes.assets(), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 

@@ -41,13 +41,12 @@ CSP = (
     f"style-src 'self' 'sha256-{_STYLE_HASH}'; img-src 'self' data:; "
     "form-action 'self'; frame-ancestors 'none'"
 )
-# FastAPI's interactive docs load Swagger UI / ReDoc from a CDN with an inline script
+# /docs starts Swagger UI (served from the app's own files) with an inline script
 _DOCS_CSP = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com;"
-    " object-src 'none'; frame-ancestors 'none'"
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; "
+    "img-src 'self' data:; object-src 'none'; frame-ancestors 'none'"
 )
-_DOCS = ("/docs", "/redoc")
+_DOCS = ("/docs",)
 HEADERS = {
     b"x-content-type-options": b"nosniff",
     b"x-frame-options": b"DENY",

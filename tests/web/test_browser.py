@@ -127,3 +127,15 @@ def test_training_run_with_scaling_chart(page, url, shot):
     expect(page.locator("#breakdown")).to_contain_text("optimizer update")
     expect(page.locator("#breakdown")).to_contain_text("dp gradient sync")
     shot(page, "11-training")
+
+
+def test_the_interactive_schema_works_without_the_internet(page, url, shot):
+    # every request of /docs goes to this service: Swagger UI's files come from the
+    # swagger-ui-bundle package, and the page lists the operations
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith(url) else outside.append(r.url))
+    page.goto(f"{url}/docs")
+    expect(page.locator(".swagger-ui .opblock-summary-path").first).to_be_visible()
+    expect(page.locator(".swagger-ui")).to_contain_text("/check")
+    assert outside == []
+    shot(page, "09-docs")
