@@ -35,6 +35,7 @@ MAX_EVENTS = 500_000
 MAX_DISTINCT = 2_000  # distinct (operator, shapes, arguments) analysed; the rest not modelled
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 US = 1e-6  # the trace's times are microseconds
+MAX_DURATION_US = 1e7 / US  # 10^7 s, the longest measured time roofcheck judges
 HOW = (
     "a JSON object whose traceEvents hold cpu_op events with 'Input Dims' in their args: "
     "record one with `with torch.profiler.profile(record_shapes=True) as prof: ...` and "
@@ -157,6 +158,13 @@ def _number(value: object) -> float | None:
     return None
 
 
+def _duration(event: Mapping[str, object]) -> float | None:
+    """An event's `dur` in microseconds, or None where it is no duration a run can have:
+    missing, negative, or longer than MAX_DURATION_US."""
+    dur = _number(event.get("dur"))
+    return dur if dur is not None and 0 <= dur <= MAX_DURATION_US else None
+
+
 def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
@@ -185,8 +193,8 @@ def _cpu_ops(
         args = e.get("args")
         if not isinstance(args, dict) or "Input Dims" not in args:
             continue
-        start, dur = _number(e.get("ts")), _number(e.get("dur"))
-        if start is None or dur is None or dur < 0:
+        start, dur = _number(e.get("ts")), _duration(e)
+        if start is None or dur is None:
             skipped += 1
             continue
         name = e.get("name")
@@ -325,8 +333,8 @@ def _kernels(
     count, total, unattributed = 0, 0.0, 0.0
     times: dict[int, float] = defaultdict(float)
     for e in events:
-        dur = _number(e.get("dur"))
-        if e.get("cat") not in DEVICE_CATEGORIES or dur is None or dur < 0:
+        dur = _duration(e)
+        if e.get("cat") not in DEVICE_CATEGORIES or dur is None:
             continue
         count += 1
         total += dur * US

@@ -54,7 +54,10 @@ def _notes(result: TraceAnalysis) -> list[str]:
     )
     notes = [source, NESTING]
     if result.skipped:
-        notes.append(f"{result.skipped} cpu_op events without usable ts/dur were skipped.")
+        notes.append(
+            f"{result.skipped} cpu_op events without a usable ts or dur (missing, negative, "
+            "or over 10^7 s) were skipped."
+        )
     if any(n.reason.startswith("over the") for n in result.not_modelled):
         notes.append(
             f"Only {MAX_DISTINCT} distinct operators are analysed; the rest count as not modelled."

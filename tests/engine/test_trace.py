@@ -114,13 +114,15 @@ def test_nesting_is_per_thread_and_malformed_events_are_skipped():
             event("aten::mm", 50, 10, x, tid=2),  # another thread: its own unit
             event("aten::mm", "soon", 10, x),  # no usable time: skipped
             event("aten::mm", 200, -1, x),
+            # 1e308 us: beyond the 10^7 s any measured time may last (a ratio would overflow)
+            event("aten::mm", 300, 1e308, x),
             "not an event",
         ]
     }
     result = analyse(trace, A100)
     counted = {(m.op.name, m.count, round(m.measured * 1e6, 6)) for m in result.modelled}
     assert counted == {("aten::matmul", 1, 100), ("aten::mm", 1, 10)}
-    assert result.skipped == 2 and result.events == 6
+    assert result.skipped == 3 and result.events == 7
     assert result.not_modelled == ()
 
 
