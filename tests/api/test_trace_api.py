@@ -190,7 +190,8 @@ def test_the_notes_say_what_was_skipped_and_what_was_over_the_bound(client):
     events = [cos(10 * i, i + 1) for i in range(MAX_DISTINCT + 1)]
     events.append(cos(None, 1))
     notes = post(client, {"traceEvents": events}).json()["notes"]
-    assert "1 cpu_op events without usable ts/dur were skipped." in notes
+    skipped = "1 cpu_op events without a usable ts or dur (missing, negative, or over 10^7 s)"
+    assert f"{skipped} were skipped." in notes
     assert f"Only {MAX_DISTINCT} distinct operators are analysed" in notes[-1]
 
 
