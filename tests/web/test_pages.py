@@ -71,7 +71,7 @@ def test_result_of_a_transformer_check(client):
     assert page.status_code == 200
     text = page.text
     assert 'id="verdict"' in text and "room to improve" in text
-    assert re.search(r'id="expected-time">[\d.]+ ms<', text)
+    assert re.search(r'id="expected-time" class="t">[\d.]+ ms<', text)
     assert "memory-bound" in text and "FLOP/B" in text and "TFLOP/s" in text
     assert 'id="memory"' in text and "Weights" in text and " GB" in text
     assert text.count("<svg") == 2  # roofline and batch sweep
@@ -281,8 +281,8 @@ def test_result_of_a_training_run_with_its_scaling_chart(client):
     assert page.status_code == 200
     html = page.text
     assert 'id="training"' in html and "64 chips" in html
-    assert re.search(r'id="mfu">\d+% / 40%<', html)  # realistic MFU is the one given
-    assert re.search(r'id="time-to-train">[\d.]+ days<', html)
+    assert re.search(r'id="mfu" class="t">\d+% / 40%<', html)  # realistic MFU is the one given
+    assert re.search(r'id="time-to-train" class="t">[\d.]+ days<', html)
     assert 'id="scaling"' in html and "Strong scaling: speedup and efficiency" in html
     assert "Amdahl (f=0.02)" in html
     assert value_of(html, "f-dp") == "64"  # the form keeps what was typed
