@@ -23,7 +23,7 @@ from typing import Any
 from app import formatting as fmt
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.units import MIB
-from app.engine.verdict import Verdict
+from app.engine.verdict import gate_choices
 from app.measure import command as measure_command
 from app.probe import COPY_BYTES, MATMUL_N
 
@@ -296,7 +296,7 @@ def run(argv: Sequence[str]) -> int:
 
 def _fail_on(text: str, *, regression: bool) -> set[str]:
     """--fail-on's verdicts, each checked: a misspelt one would silently disable the gate."""
-    allowed = {v.value for v in Verdict} | ({"regression"} if regression else set())
+    allowed = gate_choices(regression=regression)
     chosen = {part.strip() for part in text.split(",") if part.strip()}
     if unknown := sorted(chosen - allowed):
         raise CliError(

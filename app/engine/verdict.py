@@ -59,6 +59,15 @@ class Judgement:
         return efficiency(self.ratio)
 
 
+REGRESSION = "regression"  # a gate choice beside the verdicts: slower than the baseline
+
+
+def gate_choices(*, regression: bool = True) -> frozenset[str]:
+    """What a CI gate may fail on: the verdicts, and (where a run is compared with a stored
+    one) a regression."""
+    return frozenset({*(v.value for v in Verdict), *([REGRESSION] if regression else [])})
+
+
 def efficiency(ratio: float) -> float:
     """expected / measured, the fraction of the roofline a run reached, from its ratio
     measured / expected."""

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH, MAX_ID
 from app.engine import Phase, Verdict
 from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.verdict import gate_choices
 from app.schemas.answers import Check, ChipRef, RepeatsOut
 from app.schemas.requests import CheckRequest
 
@@ -69,7 +70,7 @@ class Comparison(_Finite):
     )
 
 
-GATE_CHOICES = frozenset({*(v.value for v in Verdict), "regression"})
+GATE_CHOICES = gate_choices()
 
 
 class Gate(_Finite):
