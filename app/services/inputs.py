@@ -43,6 +43,8 @@ from app.schemas.requests import (
 from app.services.catalogs import Catalogs
 from app.services.profiles import MeasuredCeilings, measured_ceilings
 
+DEFAULT_DTYPE = TransformerSpec().precision.compute  # where the chip has it (bf16)
+
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
@@ -87,7 +89,7 @@ def model_input(catalogs: Catalogs, workload: TransformerWorkload, chip: Chip) -
         model_id = "custom"
         name = str((workload.config or {}).get("_name_or_path") or "custom architecture")
     counts = param_counts(arch)
-    preferred = TransformerSpec().precision.compute
+    preferred = DEFAULT_DTYPE
     dtype = workload.dtype or chip.default_compute_dtype(preferred)
     notes: tuple[str, ...] = ()
     if dtype != (workload.dtype or preferred):
