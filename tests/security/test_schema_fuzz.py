@@ -2,7 +2,8 @@
 endpoint, a bounded number of examples each, and the run fails on any of the four checks (no
 500, answers that match their schema, status codes and content types the schema documents)
 or on NaN or infinity in JSON. The longer run behind SECURITY.md's figures is
-`ROOFCHECK_FUZZ_EXAMPLES=5000 pytest --no-cov tests/security/test_schema_fuzz.py`."""
+`ROOFCHECK_FUZZ_EXAMPLES=2500 pytest --no-cov -s tests/security/test_schema_fuzz.py`,
+with and without `ROOFCHECK_FUZZ_WRITE_TOKENS=1`."""
 
 import json
 import math
@@ -28,6 +29,10 @@ from app.settings import Settings
 
 # per endpoint and backend: CI's run stays well under a minute; the longer run sets more
 EXAMPLES = int(os.environ.get("ROOFCHECK_FUZZ_EXAMPLES", "20"))
+# with ROOFCHECK_FUZZ_WRITE_TOKENS=1 the service requires a bearer token for writes and every
+# case carries a valid one, so the write paths are fuzzed as an authenticated CI job meets them
+WITH_TOKENS = os.environ.get("ROOFCHECK_FUZZ_WRITE_TOKENS") == "1"
+TOKEN = "fuzz-token-0123456789"
 # schema-valid input may still be refused with a 422 naming the field: a check's domain
 # rules (tensor parallelism dividing the heads, a model fitting the chip) are not in a schema,
 # so positive_data_acceptance is not among the checks
@@ -67,7 +72,8 @@ def api_schema(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         url = f"sqlite:///{tmp_path / 'roofcheck.db'}"
     else:
         url = request.getfixturevalue("postgres_url")
-    app = create_app(Settings(database_url=url))
+    tokens = f"fuzz:{TOKEN}" if WITH_TOKENS else ""
+    app = create_app(Settings(database_url=url, write_tokens=tokens))
     yield schemathesis.openapi.from_asgi("/openapi.json", app)
     app.state.database.engine.dispose()
 
@@ -86,7 +92,8 @@ def test_every_endpoint_against_its_own_schema(api_schema: Any, mode: Generation
         def call(case: Any) -> None:
             nonlocal cases
             cases += 1
-            case.call_and_validate(checks=CHECKS)
+            headers = {"Authorization": f"Bearer {TOKEN}"} if WITH_TOKENS else None
+            case.call_and_validate(checks=CHECKS, headers=headers)
 
         try:
             call()
@@ -94,4 +101,4 @@ def test_every_endpoint_against_its_own_schema(api_schema: Any, mode: Generation
             assert mode is GenerationMode.NEGATIVE
             assert not any(operation.iter_parameters()) and not operation.body
     # the count a longer run reports (pytest -s): cases sent, over every operation
-    print(f"\nschemathesis {mode.value}: {cases} cases")
+    print(f"\nschemathesis {mode.value} (write tokens: {WITH_TOKENS}): {cases} cases")
