@@ -158,26 +158,32 @@ async def drive(
 TRIVIAL_TARGET = Target("GET /health", "GET", TRIVIAL)
 
 
-def table(run: Callable[[Target, float], Load], seconds: float) -> list[tuple[Target, Load, Load]]:
+def table(
+    run: Callable[[Target, float], Load], seconds: float, targets: tuple[Target, ...] = TARGETS
+) -> list[tuple[Target, Load, Load]]:
     """(target, its load, the trivial load just before) for every target, each driven by
     `run(target, seconds)` after one short run of every path to warm it."""
-    for target in (TRIVIAL_TARGET, *TARGETS):
+    for target in (TRIVIAL_TARGET, *targets):
         run(target, 1.0)
     rows = []
-    for target in TARGETS:
+    for target in targets:
         base_load = run(TRIVIAL_TARGET, seconds)
         rows.append((target, run(target, seconds), base_load))
     return rows
 
 
-def http_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+def http_table(
+    server: Server, seconds: float, users: int, targets: tuple[Target, ...]
+) -> list[tuple[Target, Load, Load]]:
     """`table` with httpx as the clients, on one event loop."""
     limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
     with asyncio.Runner() as runner:
         client = httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30)
         try:
             return table(
-                lambda target, s: runner.run(drive(client, target, s, users, server.pid)), seconds
+                lambda target, s: runner.run(drive(client, target, s, users, server.pid)),
+                seconds,
+                targets,
             )
         finally:
             runner.run(client.aclose())
@@ -239,9 +245,11 @@ def _wrk_script(target: Target) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wrk_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+def wrk_table(
+    server: Server, seconds: float, users: int, targets: tuple[Target, ...]
+) -> list[tuple[Target, Load, Load]]:
     """`table` with wrk as the clients."""
-    return table(lambda target, s: wrk_drive(server, target, s, users), seconds)
+    return table(lambda target, s: wrk_drive(server, target, s, users), seconds, targets)
 
 
 def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
@@ -344,8 +352,13 @@ def main(argv: list[str] | None = None) -> None:
         help="the load generator: wrk (apt-get install wrk; the default where installed) "
         "saturates the server, httpx (Python) is often the bottleneck itself",
     )
+    parser.add_argument(
+        "--only", metavar="REGEX", help="drive only the rows whose name matches (re.search)"
+    )
+    parser.add_argument("--no-engine", action="store_true", help="skip the in-process table")
     args = parser.parse_args(argv)
     clients = args.clients
+    targets = tuple(t for t in TARGETS if args.only is None or re.search(args.only, t.name))
     print(
         f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent {clients} clients"
     )
@@ -354,9 +367,9 @@ def main(argv: list[str] | None = None) -> None:
         uvicorn_server(url, free_port(), workers=1) as server,
     ):
         if clients == "wrk":
-            rows = wrk_table(server, args.seconds, args.concurrency)
+            rows = wrk_table(server, args.seconds, args.concurrency, targets)
         else:
-            rows = http_table(server, args.seconds, args.concurrency)
+            rows = http_table(server, args.seconds, args.concurrency, targets)
     print(
         "\n| endpoint | req/s | p50 ms | p99 ms | server CPU µs/req "
         "| /health req/s | p50 ms | p99 ms | server CPU µs/req | ratio | CPU ratio |"
@@ -375,15 +388,21 @@ def main(argv: list[str] | None = None) -> None:
             f"| {cpu_ratio:.2f}x |"
         )
     cpu = {target.name: load.server_cpu_us * 1e-6 for target, load, _ in rows}
+    if not args.no_engine:
+        engine_table(cpu)
+    if failed:
+        print(f"\nbelow their target CPU ratio to /health: {', '.join(failed)}")
+        sys.exit(1)
+
+
+def engine_table(cpu: dict[str, float]) -> None:
+    """The engine's calls in-process, and their share of their HTTP rows' server CPU time."""
     print("\n| engine call | calls/s | µs/call | share of its request's server CPU time |")
     print("|---|---:|---:|---:|")
     for name, call in engine_calls().items():
         seconds = per_call(call)
         share = f"{seconds / cpu[name]:.1%}" if name in cpu else "-"
         print(f"| {name} | {1 / seconds:,.0f} | {seconds * 1e6:.1f} | {share} |")
-    if failed:
-        print(f"\nbelow their target CPU ratio to /health: {', '.join(failed)}")
-        sys.exit(1)
 
 
 if __name__ == "__main__":
