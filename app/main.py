@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
     # jobs call by the thousand, come right after the trivial liveness check
     app.include_router(health_routes.router)
-    app.include_router(calculation_routes.router)
+    calculation_routes.register(app.router)
     app.include_router(catalog_routes.router)
     app.include_router(trace_routes.router)
     # a browser's GET of a measurement endpoint gets its page: tried before the JSON routes

@@ -3,11 +3,14 @@ from one table: each differs from the others only in its path, its use case and 
 
 These are the endpoints CI jobs call by the thousand, so each GET parses its query and each
 answer is serialised by app/api/wire.py rather than by FastAPI's generic field-by-field path;
-the schema FastAPI publishes is unchanged.
+the schema FastAPI publishes is unchanged. The routes are registered on the app's own router
+(`register`), not included as a router of their own, which FastAPI would match twice per
+request (once to pick the included router, once inside it).
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 from typing import Any
 
@@ -25,12 +28,16 @@ from app.schemas.answers import (
     ScalingAnswer,
 )
 from app.schemas.queries import CheckQuery, ScalingQuery, TransformerQuery
-from app.schemas.requests import CalculationRequest, CheckRequest, ScalingRequest
+from app.schemas.requests import (
+    CalculationRequest,
+    CheckRequest,
+    ScalingRequest,
+    TransformerWorkload,
+)
 from app.services import expectations, planning
 from app.services.catalogs import Catalogs
 
-router = APIRouter(tags=["calculations"])
-
+_TAGS: list[str | Enum] = ["calculations"]
 _ERRORS: dict[int | str, dict[str, str]] = {
     404: {"description": "Unknown chip, model or catalog version; with suggestions."},
     422: {"description": "A field is out of range; the error names it and the range."},
@@ -109,13 +116,29 @@ ENDPOINTS = (
 )
 
 
+def _bounded(body: CalculationRequest) -> bool:
+    """Whether the calculation's cost is bounded by the engine's closed forms alone: a kernel,
+    or a catalog model, on the datasheet's ceilings (tens of microseconds, a few milliseconds
+    at the inputs' bounds). An inline config, an operator list (its cost grows with its
+    length) and measured ceilings (read from the database) are not."""
+    workload = body.workload
+    if body.ceilings != "datasheet" or workload.kind == "ops":
+        return False
+    return not isinstance(workload, TransformerWorkload) or workload.config is None
+
+
 async def _answer(
     request: Request, catalogs: Catalogs, endpoint: Endpoint, body: CalculationRequest
 ) -> Response:
-    """The endpoint's answer to `body`, calculated off the event loop within the time budget
-    (app/http/budget.py), and kept for the next identical request unless it read measured
-    ceilings: those come from the database, which may change them."""
-    calculated = await within_budget(request, partial(endpoint.calculate, catalogs, body))
+    """The endpoint's answer to `body`, and kept for the next identical request unless it
+    read measured ceilings: those come from the database, which may change them.
+
+    A bounded calculation runs right here: handing it to a worker thread would cost more CPU
+    than the calculation itself (a queue, two thread switches and the GIL's hand-over, under
+    load several times the engine's time: docs/performance.md). Any other runs off the event
+    loop within the time budget (app/http/budget.py)."""
+    calculate = partial(endpoint.calculate, catalogs, body)
+    calculated = calculate() if _bounded(body) else await within_budget(request, calculate)
     cache = catalogs.answers if body.ceilings == "datasheet" else None
     return await answer(request, cache, calculated)
 
@@ -136,24 +159,28 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
     return post
 
 
-for _endpoint in ENDPOINTS:
-    router.add_api_route(
-        _endpoint.path,
-        _get(_endpoint),
-        methods=["GET"],
-        name=f"{_endpoint.name}_get",
-        description=_endpoint.get_doc,
-        response_model=_endpoint.answer,
-        responses=_ERRORS,
-        openapi_extra=query_parameters(_endpoint.query),
-    )
-    router.add_api_route(
-        _endpoint.path,
-        _post(_endpoint),
-        methods=["POST"],
-        name=f"{_endpoint.name}_post",
-        description=_endpoint.post_doc,
-        response_model=_endpoint.answer,
-        responses=_ERRORS | JSON_BODY_ERRORS,
-        dependencies=[JsonBody],
-    )
+def register(router: APIRouter) -> None:
+    """Add every endpoint's GET and POST routes to `router` (the app's own)."""
+    for endpoint in ENDPOINTS:
+        router.add_api_route(
+            endpoint.path,
+            _get(endpoint),
+            methods=["GET"],
+            name=f"{endpoint.name}_get",
+            description=endpoint.get_doc,
+            response_model=endpoint.answer,
+            responses=_ERRORS,
+            openapi_extra=query_parameters(endpoint.query),
+            tags=_TAGS,
+        )
+        router.add_api_route(
+            endpoint.path,
+            _post(endpoint),
+            methods=["POST"],
+            name=f"{endpoint.name}_post",
+            description=endpoint.post_doc,
+            response_model=endpoint.answer,
+            responses=_ERRORS | JSON_BODY_ERRORS,
+            dependencies=[JsonBody],
+            tags=_TAGS,
+        )

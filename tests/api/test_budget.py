@@ -1,6 +1,8 @@
-"""No request freezes a worker: sizes beyond any real model are a prompt 422, calculations run
-off the event loop (so /health answers while they run) and within a time budget (503 past
-it), and the engine's cost does not grow with the layer count (issue 16, item 1)."""
+"""No request freezes a worker: sizes beyond any real model are a prompt 422, calculations whose
+cost is not bounded by closed forms alone (an inline config, an operator list, measured
+ceilings) run off the event loop (so /health answers while they run) and within a time budget
+(503 past it), and the engine's cost does not grow with the layer count (issue 16, item 1).
+Bounded ones (a catalog model, a kernel) run on the event loop: a thread would cost more."""
 
 import threading
 import time
@@ -11,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.services import planning
+from app.services import expectations, planning
 from app.settings import Settings
 from tests.conftest import serve
 
@@ -25,6 +27,14 @@ MANY_HEADS = {
     "model_type": "llama", "hidden_size": 100_000_000, "num_hidden_layers": 2,
     "num_attention_heads": 100_000_000, "intermediate_size": 128, "vocab_size": 100,
 }  # fmt: skip
+# Llama 3.1 8B's shape, inline: a valid config, so its calculation runs in a worker thread
+LLAMA_CONFIG = {
+    "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+    "vocab_size": 128256,
+}  # fmt: skip
+X = {"id": "x", "shape": [1024], "dtype": "fp32"}
+COS = {"name": "aten::cos", "inputs": [X], "outputs": [X]}
 SLOW_S = 1.5  # how long the slowed calculation below holds its thread
 
 
@@ -71,7 +81,7 @@ def test_health_answers_within_100_ms_while_heavy_requests_run(monkeypatch, tmp_
     _slowed(monkeypatch)
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}", calculation_budget_s=10)
     heavy = [
-        {"chip": "a100", "workload": {"kind": "transformer", "model": "llama-8b"}},
+        _post(LLAMA_CONFIG),
         _post(HUGE_MOE),
         _post(MANY_HEADS),
     ]
@@ -105,7 +115,7 @@ def test_a_calculation_past_its_budget_is_a_503_with_retry_after(monkeypatch, tm
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}", calculation_budget_s=0.2)
     client = TestClient(create_app(settings))
     started = time.perf_counter()
-    response = client.get("/memory-fit", params={"chip": "a100", "model": "llama-8b"})
+    response = client.post("/memory-fit", json=_post(LLAMA_CONFIG))
     assert time.perf_counter() - started < SLOW_S
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
@@ -113,3 +123,41 @@ def test_a_calculation_past_its_budget_is_a_503_with_retry_after(monkeypatch, tm
         "message": "the calculation took longer than its 0.2 s budget; retry later",
         "type": "over_budget",
     }
+
+
+@pytest.mark.parametrize(
+    ("workload", "in_thread"),
+    [
+        ({"kind": "transformer", "model": "llama-8b"}, False),
+        ({"kind": "matmul", "m": 64, "n": 64, "k": 64}, False),
+        ({"kind": "transformer", "config": LLAMA_CONFIG}, True),
+        ({"kind": "ops", "ops": [COS]}, True),
+    ],
+)
+def test_only_calculations_not_bounded_by_closed_forms_leave_the_event_loop(
+    monkeypatch, tmp_path: Path, workload, in_thread
+):
+    """A catalog model or a kernel is calculated on the event loop's thread; an inline config
+    or an operator list in a worker thread (within the budget)."""
+    threads: list[int] = []
+    real = expectations._place
+
+    def spy(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(expectations, "_place", spy)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}")
+    app = create_app(settings)
+    loop_thread: list[int] = []
+
+    @app.get("/__loop_thread")
+    async def loop_thread_id() -> int:
+        loop_thread.append(threading.get_ident())
+        return 0
+
+    with TestClient(app, base_url="http://localhost") as client:  # one event loop throughout
+        client.get("/__loop_thread")
+        response = client.post("/expected-time", json={"chip": "a100", "workload": workload})
+    assert response.status_code == 200, response.text
+    assert (threads != loop_thread) is in_thread
