@@ -1,9 +1,14 @@
 """The optimal batch (docs/formulas.md#optimal-batch): the smallest compute-bound batch that fits.
 
-Every search here is over a monotone predicate: first a closed-form guess (FLOPs and bytes are
-affine in the batch for a dense model), checked in two evaluations, then, if the guess was
-wrong, galloping and bisection. A batch of 10^7 costs a few dozen evaluations at most, never
-one per batch.
+Every search here is over a monotone predicate. For one forward pass of a dense model (a
+decode step, a prefill) every quantity the search and its sweep read is affine in the batch,
+or a maximum of affine ones, so two exact estimates, at batch 1 and at MAX_BATCH, give them at
+any batch in closed form: the answers are where lines cross, checked on the lines at the
+crossing and one batch below, and the sweep is evaluated on the lines. Where the lines cannot
+decide (a crossing within 1e-9 of a tie, far above their rounding) and for the other workloads
+(MoE expert traffic, generate's per-step maxima, training), the exact estimate decides: a
+closed-form guess checked in two evaluations, then galloping and bisection, a few dozen
+evaluations at most, never one per batch.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
-from app.engine.roofline import Bound
+from app.engine.realism import Practice, at_collective_bandwidth
+from app.engine.roofline import Bound, critical_path, regime
 from app.engine.transformer import Phase
 from app.engine.workload import (
     MAX_BATCH,
     TransformerEstimate,
     TransformerSpec,
     estimate,
+    pass_realism,
 )
 
 # Throughput at this fraction of its large-batch limit is "close enough"
@@ -40,17 +47,38 @@ class LimitedBy(StrEnum):
     MEMORY = "memory"
 
 
+# the lines decide a comparison only when its sides differ by more than this, relatively:
+# far above their rounding (a few units in the last place), far below any real difference
+_CLEAR = 1e-9
+
+
 @dataclass(frozen=True, slots=True)
 class SweepPoint:
-    """One batch size of the sweep."""
+    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime."""
 
     batch: int
-    estimate: TransformerEstimate
+    compute_time: float
+    memory_time: float
+    expected_time: float
+    memory_required: float
+    fits: bool
+    tokens_per_s: float
+    bound: Bound
 
-    @property
-    def bound(self) -> Bound:
-        """Compute- or memory-bound at this batch."""
-        return self.estimate.roofline.bound
+    @classmethod
+    def of(cls, batch: int, result: TransformerEstimate) -> SweepPoint:
+        """The point of an exact estimate at `batch`."""
+        roof = result.roofline
+        return cls(
+            batch,
+            roof.compute_time,
+            roof.memory_time,
+            roof.expected_time,
+            result.memory.total,
+            result.fits,
+            result.tokens_per_s,
+            roof.bound,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,28 +155,49 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
             seen[batch] = estimate(arch, chip, spec.with_batch(batch))
         return seen[batch]
 
-    # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is not):
-    # the lines through batches 1 and 2 give guesses that the searches check first
-    one, two = at(1).roofline, at(2).roofline
-    compute = _Line(one.compute_time, two.compute_time - one.compute_time)
-    memory = _Line(one.memory_time, two.memory_time - one.memory_time)
-    ridge = smallest_batch(
-        lambda b: at(b).roofline.roof is Bound.COMPUTE, guess=compute.first_above(memory)
-    )
-    max_batch = largest_fitting_batch(arch, chip, spec)
+    def compute_bound(b: int) -> bool:
+        return at(b).roofline.roof is Bound.COMPUTE
+
     unbounded = at(MAX_BATCH)
     asymptote = unbounded.tokens_per_s
-    # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition;
-    # b tokens(1) >= 0.9 asymptote max(compute(b), memory(b)) holds past both lines' crossings
-    # (communication and a pipeline's stretch left out: it is only a guess, and checked)
-    scale = NEAR_ASYMPTOTE * asymptote / at(1).tokens
-    crossings = [_BATCH.first_above(line.scaled(scale)) for line in (compute, memory)]
-    bounds = [c for c in crossings if c is not None]
-    guess = max(bounds) if len(bounds) == len(crossings) else None
-    near = (
-        smallest_batch(lambda b: at(b).tokens_per_s >= NEAR_ASYMPTOTE * asymptote, guess=guess)
-        or MAX_BATCH
-    )
+    target = NEAR_ASYMPTOTE * asymptote
+
+    def near_asymptote(b: int) -> bool:
+        return at(b).tokens_per_s >= target
+
+    max_batch = largest_fitting_batch(arch, chip, spec)
+    point: Callable[[int], SweepPoint]
+    if spec.phase in (Phase.DECODE, Phase.PREFILL) and arch.moe is None:
+        one_pass = _OnePass.through(at(1), unbounded, Practice.of(pass_realism(arch, spec)))
+        ridge = _decided(one_pass.compute_bound, one_pass.ridge_guess(), compute_bound)
+        near = _decided(
+            lambda b: one_pass.reaches(b, target), one_pass.reach_guess(target), near_asymptote
+        )
+
+        def point(b: int) -> SweepPoint:
+            return one_pass.point(b, fits=b <= max_batch)
+
+    else:
+        # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is
+        # not): the lines through batches 1 and 2 give guesses that the searches check first
+        one, two = at(1).roofline, at(2).roofline
+        compute = _Line(one.compute_time, two.compute_time - one.compute_time)
+        memory = _Line(one.memory_time, two.memory_time - one.memory_time)
+        ridge = smallest_batch(compute_bound, guess=compute.first_above(memory))
+        # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition;
+        # b tokens(1) >= 0.9 asymptote max(compute(b), memory(b)) holds past both lines'
+        # crossings (communication and a pipeline's stretch left out: it is only a guess, and
+        # checked)
+        scale = target / at(1).tokens
+        crossings = [_BATCH.first_above(line.scaled(scale)) for line in (compute, memory)]
+        bounds = [c for c in crossings if c is not None]
+        guess = max(bounds) if len(bounds) == len(crossings) else None
+        near = smallest_batch(near_asymptote, guess=guess)
+
+        def point(b: int) -> SweepPoint:
+            return SweepPoint.of(b, at(b))
+
+    near = near or MAX_BATCH
     if max_batch == 0:
         best: int | None = None
         limited_by = LimitedBy.MEMORY
@@ -166,8 +215,29 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
         asymptotic_intensity=unbounded.roofline.arithmetic_intensity,
         ridge_intensity=unbounded.roofline.ridge_intensity,
         near_asymptote_batch=near,
-        sweep=tuple(SweepPoint(b, at(b)) for b in _sweep_batches(named)),
+        sweep=tuple(point(b) for b in _sweep_batches(named)),
     )
+
+
+def _decided(
+    decide: Callable[[int], bool | None], guess: int | None, exact: Callable[[int], bool]
+) -> int | None:
+    """The smallest batch where a monotone predicate holds: the lines' `guess` when they
+    `decide` the predicate there and not one batch below (None: too close to call), or that
+    it holds nowhere; else the `exact` search."""
+    if guess is None or guess > MAX_BATCH:
+        if decide(MAX_BATCH) is False:
+            return None
+    elif decide(guess) is True and (guess == 1 or decide(guess - 1) is False):
+        return guess
+    return smallest_batch(exact, guess=guess)
+
+
+def _at_least(value: float, bound: float) -> bool | None:
+    """value >= bound, or None when they are within _CLEAR of each other."""
+    if abs(value - bound) <= _CLEAR * max(abs(value), abs(bound)):
+        return None
+    return value >= bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +247,20 @@ class _Line:
     at_one: float
     slope: float
 
+    @classmethod
+    def through(cls, at_one: float, at_max: float) -> _Line:
+        """The line through its values at batch 1 and at MAX_BATCH (so wide apart that the
+        slope keeps all its digits, even beside a large constant such as the weights)."""
+        return cls(at_one, (at_max - at_one) / (MAX_BATCH - 1))
+
+    def at(self, batch: int) -> float:
+        return self.at_one + self.slope * (batch - 1)
+
     def scaled(self, factor: float) -> _Line:
         return _Line(self.at_one * factor, self.slope * factor)
+
+    def plus(self, other: _Line) -> _Line:
+        return _Line(self.at_one + other.at_one, self.slope + other.slope)
 
     def first_above(self, other: _Line) -> int | None:
         """The smallest batch >= 1 where self >= other, or None if there is none."""
@@ -191,6 +273,79 @@ class _Line:
 
 
 _BATCH = _Line(1.0, 1.0)  # the batch itself
+
+
+@dataclass(frozen=True, slots=True)
+class _OnePass:
+    """One forward pass of a dense model as a function of the batch: its compute, memory and
+    communication times, its memory and its tokens are affine in it (decode_terms,
+    prefill_terms, inference_memory), so lines through two exact estimates give them at any
+    batch, and its ideal and realistic times and regime follow from the functions the
+    estimate itself uses (critical_path, Practice.times, regime)."""
+
+    compute: _Line
+    memory: _Line
+    communication: _Line
+    held: _Line  # memory needed, bytes
+    tokens: _Line
+    sustained: tuple[float, float]  # the (compute, memory) fractions of the peaks
+    practice: Practice
+
+    @classmethod
+    def through(
+        cls, one: TransformerEstimate, top: TransformerEstimate, practice: Practice
+    ) -> _OnePass:
+        """The pass through its estimates at batch 1 and at MAX_BATCH."""
+        a, b = one.roofline, top.roofline
+        return cls(
+            _Line.through(a.compute_time, b.compute_time),
+            _Line.through(a.memory_time, b.memory_time),
+            _Line.through(a.communication_time, b.communication_time),
+            _Line.through(one.memory.total, top.memory.total),
+            _Line.through(one.tokens, top.tokens),
+            (a.sustained_compute, a.sustained_memory),
+            practice,
+        )
+
+    def compute_bound(self, batch: int) -> bool | None:
+        """Whether the compute term is at least the memory term (None: too close to call)."""
+        return _at_least(self.compute.at(batch), self.memory.at(batch))
+
+    def ridge_guess(self) -> int | None:
+        return self.compute.first_above(self.memory)
+
+    def reaches(self, batch: int, rate: float) -> bool | None:
+        """Whether the ideal throughput reaches `rate` tokens/s (None: too close to call)."""
+        return _at_least(self.point(batch, fits=False).tokens_per_s, rate)
+
+    def reach_guess(self, rate: float) -> int | None:
+        """Where tokens(b) >= rate ((max(compute, memory) + communication)(b)): past both
+        lines' crossings."""
+        crossings = [
+            self.tokens.first_above(roof.plus(self.communication).scaled(rate))
+            for roof in (self.compute, self.memory)
+        ]
+        bounds = [c for c in crossings if c is not None]
+        return max(bounds) if len(bounds) == len(crossings) else None
+
+    def point(self, batch: int, *, fits: bool) -> SweepPoint:
+        """The sweep's row at `batch`."""
+        compute, memory = self.compute.at(batch), self.memory.at(batch)
+        communication = self.communication.at(batch)
+        expected, sustained = critical_path(compute, memory, communication, self.sustained)
+        realistic, _, _, overhead = self.practice.times(
+            sustained - communication, at_collective_bandwidth(communication), expected
+        )
+        return SweepPoint(
+            batch,
+            compute,
+            memory,
+            expected,
+            self.held.at(batch),
+            fits,
+            self.tokens.at(batch) / expected,
+            regime(compute, memory, communication, expected, realistic, overhead),
+        )
 
 
 def _sweep_batches(named: set[int]) -> list[int]:

@@ -172,40 +172,72 @@ class Realism:
     across_nodes: bool = False
 
 
+def at_collective_bandwidth(seconds: float) -> float:
+    """Collectives taking `seconds` at the line rate, at the bandwidth NCCL reaches."""
+    return seconds / COLLECTIVE_BANDWIDTH_FRACTION
+
+
 def realistic_communication(roof: Roofline) -> float:
     """The roofline's collectives at the bandwidth NCCL reaches rather than the line rate."""
-    return roof.communication_time / COLLECTIVE_BANDWIDTH_FRACTION
+    return at_collective_bandwidth(roof.communication_time)
+
+
+@dataclass(frozen=True, slots=True)
+class Practice:
+    """What real software makes of a workload's sustained-kernel time: the ratio published
+    runs of its kind reach on its stack, and its fixed costs."""
+
+    published: Fitted
+    costs: FixedCosts
+
+    @classmethod
+    def of(cls, realism: Realism) -> Practice:
+        """The published ratio and fixed costs of `realism`."""
+        published, _ = fitted(realism.kind, realism.software)
+        costs = fixed_costs(
+            realism.software,
+            kernels=realism.kernels,
+            steps=realism.steps,
+            collectives=realism.collectives,
+            across_nodes=realism.across_nodes,
+        )
+        return cls(published, costs)
+
+    def times(
+        self, busy: float, communication: float, expected: float
+    ) -> tuple[float, float, float, float]:
+        """(realistic, low, high, overhead) seconds of `busy` sustained-kernel seconds and
+        `communication` seconds of collectives (at NCCL's bandwidth): the busy time scaled by
+        the published ratio (its median, 10th and 90th percentiles), plus the fixed costs,
+        plus communication, never below the `expected` ideal; and the fixed costs at the
+        median."""
+
+        def at(ratio: float) -> float:
+            work = busy * ratio
+            timed = work + self.costs.on_top_of(work) + communication
+            return max(timed, expected)
+
+        published = self.published
+        overhead = self.costs.on_top_of(busy * published.ratio)
+        return at(published.ratio), at(published.low), at(published.high), overhead
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:
-    """`roof` with its realistic time and range: the sustained-kernel `busy` time (default:
-    the roofline's, without communication) scaled by what published runs of this kind of work
-    reach, plus the fixed costs, plus communication; never below the ideal."""
-    published, _ = fitted(realism.kind, realism.software)
+    """`roof` with its realistic time and range (`Practice.times`) from the sustained-kernel
+    `busy` time (default: the roofline's, without communication)."""
     sustained = roof.realistic_time
     if busy is None:
         busy = sustained - roof.communication_time
-    costs = fixed_costs(
-        realism.software,
-        kernels=realism.kernels,
-        steps=realism.steps,
-        collectives=realism.collectives,
-        across_nodes=realism.across_nodes,
+    realistic, low, high, overhead = Practice.of(realism).times(
+        busy, realistic_communication(roof), roof.expected_time
     )
-    communication = realistic_communication(roof)
-
-    def at(ratio: float) -> float:
-        work = busy * ratio
-        timed = work + costs.on_top_of(work) + communication
-        return max(timed, roof.expected_time)
-
     return replace(
         roof,
         sustained_time=sustained,
-        realistic_time=at(published.ratio),
-        realistic_low=at(published.low),
-        realistic_high=at(published.high),
-        overhead_time=costs.on_top_of(busy * published.ratio),
+        realistic_time=realistic,
+        realistic_low=low,
+        realistic_high=high,
+        overhead_time=overhead,
         kernels=realism.kernels,
     )
 

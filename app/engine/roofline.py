@@ -112,25 +112,65 @@ class Roofline:
 
     @property
     def roof(self) -> Bound:
-        """The roof that limits the busy time: compute when the compute term is at least the
-        memory term (intensity at or above the ridge), else memory."""
-        return Bound.COMPUTE if self.compute_time >= self.memory_time else Bound.MEMORY
+        """The roof that limits the busy time (`roof_of`)."""
+        return roof_of(self.compute_time, self.memory_time)
 
     @property
     def bound(self) -> Bound:
-        """The regime: communication when the collectives on the critical path take longer
-        than the chip's own work, overhead when fixed costs do, else the roof."""
-        busy = self.expected_time - self.communication_time
-        if self.communication_time > busy:
-            return Bound.COMMUNICATION
-        if self.overhead_time > self.realistic_time - self.overhead_time:
-            return Bound.OVERHEAD
-        return self.roof
+        """The regime (`regime`)."""
+        return regime(
+            self.compute_time,
+            self.memory_time,
+            self.communication_time,
+            self.expected_time,
+            self.realistic_time,
+            self.overhead_time,
+        )
+
+
+def roof_of(compute_time: float, memory_time: float) -> Bound:
+    """The roof that limits the busy time: compute when the compute term is at least the
+    memory term (intensity at or above the ridge), else memory."""
+    return Bound.COMPUTE if compute_time >= memory_time else Bound.MEMORY
+
+
+def regime(  # noqa: PLR0917 (the six times a Roofline holds, in its order)
+    compute_time: float,
+    memory_time: float,
+    communication_time: float,
+    expected_time: float,
+    realistic_time: float,
+    overhead_time: float,
+) -> Bound:
+    """The regime: communication when the collectives on the critical path take longer than
+    the chip's own work, overhead when fixed costs do, else the roof."""
+    busy = expected_time - communication_time
+    if communication_time > busy:
+        return Bound.COMMUNICATION
+    if overhead_time > realistic_time - overhead_time:
+        return Bound.OVERHEAD
+    return roof_of(compute_time, memory_time)
 
 
 def roofline_time(compute_time: float, memory_time: float) -> float:
     """The ideal roofline time: compute and memory perfectly overlapped."""
     return max(compute_time, memory_time)
+
+
+def critical_path(
+    compute_time: float,
+    memory_time: float,
+    communication_time: float,
+    sustained: tuple[float, float],
+    stretch: float = 1.0,
+) -> tuple[float, float]:
+    """(ideal, sustained) seconds of work whose compute and memory terms overlap, the busy
+    time stretched by idle slots its schedule imposes, then collectives on the critical
+    path; the sustained time at the (compute, memory) fractions of the peaks in `sustained`."""
+    sustained_compute, sustained_memory = sustained
+    ideal = stretch * roofline_time(compute_time, memory_time) + communication_time
+    busy = roofline_time(compute_time / sustained_compute, memory_time / sustained_memory)
+    return ideal, stretch * busy + communication_time
 
 
 def place(
@@ -160,7 +200,13 @@ def place(
     )
     if work.warp_mma and peak.unit is Unit.MATRIX:
         sustained_compute = min(sustained_compute, chip.warp_mma)
-    realistic = roofline_time(compute_time / sustained_compute, memory_time / chip.sustained_memory)
+    expected, realistic = critical_path(
+        compute_time,
+        memory_time,
+        communication_time,
+        (sustained_compute, chip.sustained_memory),
+        stretch,
+    )
     result = Roofline(
         flops=work.flops,
         bytes=work.bytes,
@@ -169,8 +215,8 @@ def place(
         compute_time=compute_time,
         memory_time=memory_time,
         communication_time=communication_time,
-        expected_time=stretch * roofline_time(compute_time, memory_time) + communication_time,
-        realistic_time=stretch * realistic + communication_time,
+        expected_time=expected,
+        realistic_time=realistic,
         sustained_compute=sustained_compute,
         sustained_memory=chip.sustained_memory,
     )

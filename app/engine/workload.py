@@ -217,6 +217,12 @@ def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: in
     )
 
 
+def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
+    """How one forward pass of `spec`, a prefill or a decode step, runs on its software."""
+    kind = Kind.PREFILL if spec.phase is Phase.PREFILL else Kind.DECODE
+    return _realism(kind, arch, spec)
+
+
 def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`."""
     _validate(arch, spec)
@@ -232,7 +238,7 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
             tokens,
         )
         ttft = roof.expected_time
-        roof = realize(roof, _realism(Kind.PREFILL, arch, spec))
+        roof = realize(roof, pass_realism(arch, spec))
     elif spec.phase is Phase.DECODE:
         roof, terms = _forward(
             arch,
@@ -243,7 +249,7 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         )
         tokens = spec.batch
         tpot = roof.expected_time
-        roof = realize(roof, _realism(Kind.DECODE, arch, spec))
+        roof = realize(roof, pass_realism(arch, spec))
     elif spec.phase is Phase.GENERATE:
         first = _prefill(arch, chip, spec, spec.batch)
         steps = _decode_steps(arch, chip, spec)

@@ -164,12 +164,12 @@ def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchA
     sweep = [
         SweepRow(
             batch=p.batch,
-            compute_time_s=p.estimate.roofline.compute_time,
-            memory_time_s=p.estimate.roofline.memory_time,
-            expected_time_s=p.estimate.roofline.expected_time,
-            memory_required_bytes=p.estimate.memory.total,
-            fits=p.estimate.fits,
-            tokens_per_s=p.estimate.tokens_per_s,
+            compute_time_s=p.compute_time,
+            memory_time_s=p.memory_time,
+            expected_time_s=p.expected_time,
+            memory_required_bytes=p.memory_required,
+            fits=p.fits,
+            tokens_per_s=p.tokens_per_s,
             bound=p.bound,
         )
         for p in answer.sweep
