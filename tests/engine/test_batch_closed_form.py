@@ -29,15 +29,15 @@ from app.settings import Settings
 
 
 @cache
-def _catalogs():  # type: ignore[no-untyped-def]
+def _catalogs():
     settings = Settings()
     return load_chip_catalog(settings.chip_catalog), load_model_catalog(settings.model_catalog)
 
 
-def brute_force(arch, chip, spec) -> OptimalBatch:  # type: ignore[no-untyped-def]
+def brute_force(arch, chip, spec) -> OptimalBatch:
     """The definition, evaluated with the exact estimate only (bisection, no guesses)."""
 
-    def at(b: int):  # type: ignore[no-untyped-def]
+    def at(b: int):
         return estimate(arch, chip, spec.with_batch(b))
 
     unbounded = at(MAX_BATCH)
