@@ -135,7 +135,9 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
     the throughput asymptote and the batch reaching 90% of it. The spec's own batch is only
     validated: the search does not depend on it.
     """
-    estimate(arch, chip, spec)  # validates the spec once, with its own batch
+    if spec.batch != 1 or spec.phase is Phase.TRAINING:
+        # validates the spec with its own batch (at batch 1, the search's first estimate does)
+        estimate(arch, chip, spec)
     parallel = spec.training.parallel
     if spec.phase is Phase.TRAINING and (parallel.dp * parallel.ep > 1 or parallel.micro_batch):
         raise InvalidInput(
@@ -333,7 +335,7 @@ class _OnePass:
         compute, memory = self.compute.at(batch), self.memory.at(batch)
         communication = self.communication.at(batch)
         expected, sustained = critical_path(compute, memory, communication, self.sustained)
-        realistic, _, _, overhead = self.practice.times(
+        realistic, overhead = self.practice.median(
             sustained - communication, at_collective_bandwidth(communication), expected
         )
         return SweepPoint(

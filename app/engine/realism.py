@@ -212,14 +212,23 @@ class Practice:
         plus communication, never below the `expected` ideal; and the fixed costs at the
         median."""
 
-        def at(ratio: float) -> float:
-            work = busy * ratio
-            timed = work + self.costs.on_top_of(work) + communication
-            return max(timed, expected)
-
         published = self.published
-        overhead = self.costs.on_top_of(busy * published.ratio)
-        return at(published.ratio), at(published.low), at(published.high), overhead
+        realistic, overhead = self.median(busy, communication, expected)
+        low = self._at(published.low, busy, communication, expected)
+        high = self._at(published.high, busy, communication, expected)
+        return realistic, low, high, overhead
+
+    def median(self, busy: float, communication: float, expected: float) -> tuple[float, float]:
+        """(realistic, overhead) of `times`: at the published median alone."""
+        ratio = self.published.ratio
+        return (
+            self._at(ratio, busy, communication, expected),
+            self.costs.on_top_of(busy * ratio),
+        )
+
+    def _at(self, ratio: float, busy: float, communication: float, expected: float) -> float:
+        work = busy * ratio
+        return max(work + self.costs.on_top_of(work) + communication, expected)
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:

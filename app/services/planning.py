@@ -21,7 +21,6 @@ from app.schemas.answers import (
     OptimalBatchAnswer,
     ScalingAnswer,
     ScalingRow,
-    SweepRow,
 )
 from app.schemas.requests import (
     CalculationRequest,
@@ -161,29 +160,32 @@ def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchA
     resolved, model = transformer_inputs(catalogs, request, "optimal-batch")
     chip = resolved.chip.chip
     answer = optimal_batch(model.arch, chip, spec_of(model.workload, request.stack))
+    # the rows as plain data: pydantic-core validates them with the answer, in one call
     sweep = [
-        SweepRow(
-            batch=p.batch,
-            compute_time_s=p.compute_time,
-            memory_time_s=p.memory_time,
-            expected_time_s=p.expected_time,
-            memory_required_bytes=p.memory_required,
-            fits=p.fits,
-            tokens_per_s=p.tokens_per_s,
-            bound=p.bound,
-        )
+        {
+            "batch": p.batch,
+            "compute_time_s": p.compute_time,
+            "memory_time_s": p.memory_time,
+            "expected_time_s": p.expected_time,
+            "memory_required_bytes": p.memory_required,
+            "fits": p.fits,
+            "tokens_per_s": p.tokens_per_s,
+            "bound": p.bound,
+        }
         for p in answer.sweep
     ]
-    return OptimalBatchAnswer(
-        **header(resolved, model),
-        explanation=batch_lines(answer),
-        optimal_batch=answer.optimal_batch,
-        limited_by=answer.limited_by,
-        ridge_batch=answer.ridge_batch,
-        max_batch=answer.max_batch,
-        throughput_asymptote_tokens_per_s=answer.throughput_asymptote,
-        near_asymptote_batch=answer.near_asymptote_batch,
-        asymptotic_intensity=answer.asymptotic_intensity,
-        ridge_intensity=answer.ridge_intensity,
-        sweep=sweep,
+    return OptimalBatchAnswer.model_validate(
+        dict(
+            **header(resolved, model),
+            explanation=batch_lines(answer),
+            optimal_batch=answer.optimal_batch,
+            limited_by=answer.limited_by,
+            ridge_batch=answer.ridge_batch,
+            max_batch=answer.max_batch,
+            throughput_asymptote_tokens_per_s=answer.throughput_asymptote,
+            near_asymptote_batch=answer.near_asymptote_batch,
+            asymptotic_intensity=answer.asymptotic_intensity,
+            ridge_intensity=answer.ridge_intensity,
+            sweep=sweep,
+        )
     )
