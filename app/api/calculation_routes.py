@@ -27,10 +27,11 @@ from app.schemas.answers import (
     OptimalBatchAnswer,
     ScalingAnswer,
 )
-from app.schemas.queries import CheckQuery, ScalingQuery, TransformerQuery
+from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
+    OptimalBatchRequest,
     ScalingRequest,
     TransformerWorkload,
 )
@@ -88,8 +89,8 @@ ENDPOINTS = (
         "optimal_batch",
         planning.best_batch,
         OptimalBatchAnswer,
-        TransformerQuery,
-        CalculationRequest,
+        OptimalBatchQuery,
+        OptimalBatchRequest,
         "The smallest compute-bound batch that fits in memory, and the sweep behind it.",
         "The optimal batch of a transformer workload (body form).",
     ),

@@ -45,6 +45,7 @@ class LimitedBy(StrEnum):
 
     RIDGE = "ridge"
     MEMORY = "memory"
+    LATENCY = "latency"  # a bound on the realistic time of a decode step or a prefill
 
 
 # the lines decide a comparison only when its sides differ by more than this, relatively:
@@ -60,6 +61,7 @@ class SweepPoint:
     compute_time: float
     memory_time: float
     expected_time: float
+    realistic_time: float
     memory_required: float
     fits: bool
     tokens_per_s: float
@@ -74,6 +76,7 @@ class SweepPoint:
             roof.compute_time,
             roof.memory_time,
             roof.expected_time,
+            roof.realistic_time,
             result.memory.total,
             result.fits,
             result.tokens_per_s,
@@ -85,7 +88,7 @@ class SweepPoint:
 class OptimalBatch:
     """The optimal batch and the numbers it came from."""
 
-    optimal_batch: int | None  # None: not even batch 1 fits
+    optimal_batch: int | None  # None: not even batch 1 fits (or meets the latency bound)
     limited_by: LimitedBy
     ridge_batch: int | None  # None: no batch up to MAX_BATCH is compute-bound
     max_batch: int
@@ -94,6 +97,8 @@ class OptimalBatch:
     ridge_intensity: float  # FLOP/B where the compute and memory roofs meet
     near_asymptote_batch: int  # smallest batch within NEAR_ASYMPTOTE of it
     sweep: tuple[SweepPoint, ...]
+    # with a bound on the realistic step time: the largest batch within it (0: not even 1)
+    latency_batch: int | None = None
 
 
 def smallest_batch(
@@ -127,14 +132,20 @@ def smallest_batch(
     return lo
 
 
-def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
+def optimal_batch(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, max_step_time: float | None = None
+) -> OptimalBatch:
     """The smallest batch whose compute time >= memory time that fits in memory.
 
     If that ridge batch does not fit, the largest batch that fits; if no batch is compute-bound
     (long-context decode: intensity tends to 2 N_mm / (C kv)), also the largest that fits, with
     the throughput asymptote and the batch reaching 90% of it. The spec's own batch is only
-    validated: the search does not depend on it.
+    validated: the search does not depend on it. `max_step_time` (seconds; decode or prefill)
+    bounds the realistic time of one decode step (the time per output token) or of the
+    prefill (the time to first token): the batch is then also at most the largest within it.
     """
+    if max_step_time is not None and spec.phase not in (Phase.DECODE, Phase.PREFILL):
+        raise ValueError("a step-time bound applies to a decode step or a prefill")
     if spec.batch != 1 or spec.phase is Phase.TRAINING:
         # validates the spec with its own batch (at batch 1, the search's first estimate does)
         estimate(arch, chip, spec)
@@ -144,11 +155,13 @@ def optimal_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Opti
             "micro_batch" if parallel.micro_batch else "dp",
             "the optimal batch is searched for one replica: leave dp, ep and micro_batch unset",
         )
-    return search(arch, chip, spec.with_batch(1))
+    return search(arch, chip, spec.with_batch(1), max_step_time)
 
 
 @lru_cache(maxsize=1024)  # pure, and asked again with the same inputs by every CI job
-def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatch:
+def search(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, max_step_time: float | None = None
+) -> OptimalBatch:
     """`optimal_batch` of a validated spec, whatever its batch (so key it with batch 1)."""
     seen: dict[int, TransformerEstimate] = {}  # the searches and the sweep share batches
 
@@ -167,6 +180,9 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
     def near_asymptote(b: int) -> bool:
         return at(b).tokens_per_s >= target
 
+    def too_slow(b: int) -> bool:
+        return max_step_time is not None and at(b).roofline.realistic_time > max_step_time
+
     max_batch = largest_fitting_batch(arch, chip, spec)
     point: Callable[[int], SweepPoint]
     if spec.phase in (Phase.DECODE, Phase.PREFILL) and arch.moe is None:
@@ -178,6 +194,12 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
 
         def point(b: int) -> SweepPoint:
             return one_pass.point(b, fits=b <= max_batch)
+
+        def over(b: int) -> bool:  # the lines' answer where they decide it, else the estimate's
+            if max_step_time is None:
+                return False
+            faster = _at_least(max_step_time, point(b).realistic_time)
+            return too_slow(b) if faster is None else not faster
 
     else:
         # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is
@@ -199,15 +221,22 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
         def point(b: int) -> SweepPoint:
             return SweepPoint.of(b, at(b))
 
+        over = too_slow
+
     near = near or MAX_BATCH
+    # the realistic step time grows with the batch: the largest batch within the bound is one
+    # below the smallest over it
+    latency = None if max_step_time is None else (smallest_batch(over) or MAX_BATCH + 1) - 1
+    cap = max_batch if latency is None else min(max_batch, latency)
     if max_batch == 0:
         best: int | None = None
         limited_by = LimitedBy.MEMORY
-    elif ridge is not None and ridge <= max_batch:
+    elif ridge is not None and ridge <= cap:
         best, limited_by = ridge, LimitedBy.RIDGE
     else:
-        best, limited_by = max_batch, LimitedBy.MEMORY
-    named = {b for b in (ridge, max_batch, near, best) if b}
+        best = cap or None
+        limited_by = LimitedBy.MEMORY if cap == max_batch else LimitedBy.LATENCY
+    named = {b for b in (ridge, max_batch, near, best, latency) if b}
     return OptimalBatch(
         optimal_batch=best,
         limited_by=limited_by,
@@ -218,6 +247,7 @@ def search(arch: Architecture, chip: Chip, spec: TransformerSpec) -> OptimalBatc
         ridge_intensity=unbounded.roofline.ridge_intensity,
         near_asymptote_batch=near,
         sweep=tuple(point(b) for b in _sweep_batches(named)),
+        latency_batch=latency,
     )
 
 
@@ -343,6 +373,7 @@ class _OnePass:
             compute,
             memory,
             expected,
+            realistic,
             self.held.at(batch),
             fits,
             self.tokens.at(batch) / expected,

@@ -272,6 +272,7 @@ class SweepRow(_Out):
     compute_time_s: float
     memory_time_s: float
     expected_time_s: float
+    realistic_time_s: float
     memory_required_bytes: float
     fits: bool
     tokens_per_s: float
@@ -285,6 +286,13 @@ class OptimalBatchAnswer(_Answer):
     limited_by: LimitedBy
     ridge_batch: int | None
     max_batch: int
+    max_step_time_s: float | None = Field(
+        description="The latency bound given (max_tpot_ms or max_ttft_ms), in seconds."
+    )
+    latency_batch: int | None = Field(
+        description="With a latency bound: the largest batch whose realistic step time meets "
+        "it (0: not even batch 1)."
+    )
     throughput_asymptote_tokens_per_s: float
     near_asymptote_batch: int
     asymptotic_intensity: float = Field(description="FLOP/B as the batch grows without bound.")

@@ -18,8 +18,10 @@ from app.schemas.requests import (
     CeilingsName,
     CheckRequest,
     ChipName,
+    LatencyBounds,
     Measured,
     Millis,
+    OptimalBatchRequest,
     ScalingRequest,
     Seconds,
     StackName,
@@ -80,6 +82,16 @@ class CheckQuery(TransformerQuery, Measured):
         """The equivalent POST body."""
         return self._body(
             CheckRequest, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
+        )
+
+
+class OptimalBatchQuery(LatencyBounds, TransformerQuery):
+    """GET query parameters of /optimal-batch: a transformer workload and a latency bound."""
+
+    def to_body(self) -> OptimalBatchRequest:
+        """The equivalent POST body."""
+        return self._body(
+            OptimalBatchRequest, max_tpot_ms=self.max_tpot_ms, max_ttft_ms=self.max_ttft_ms
         )
 
 

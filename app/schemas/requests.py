@@ -370,6 +370,22 @@ class CheckRequest(CalculationRequest, Measured):
     """A workload on a chip and the time it took. Give measured_time_s or measured_ms."""
 
 
+class LatencyBounds(Request):
+    """Serving latency bounds on the optimal batch: the realistic time per output token (a
+    decode step) or to the first token (a prefill)."""
+
+    max_tpot_ms: Millis | None = Field(
+        None, description="Decode: the longest time per output token, in ms, the batch may take."
+    )
+    max_ttft_ms: Millis | None = Field(
+        None, description="Prefill: the longest time to first token, in ms, the batch may take."
+    )
+
+
+class OptimalBatchRequest(LatencyBounds, CalculationRequest):
+    """A transformer workload, and optionally a latency bound its batch must meet."""
+
+
 class ScalingRequest(CalculationRequest):
     """A training workload and the chip counts to scale it over."""
 

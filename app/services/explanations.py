@@ -160,10 +160,23 @@ def batch_lines(answer: OptimalBatch) -> list[str]:
     lines.append(
         f"Memory allows at most batch {max_batch}." if max_batch else "Not even batch 1 fits."
     )
-    if best is None:
+    if answer.latency_batch is not None:
+        lines.append(
+            f"The latency bound allows at most batch {answer.latency_batch} (realistic step time)."
+            if answer.latency_batch
+            else "Not even batch 1 meets the latency bound at the realistic step time."
+        )
+    if best is None and answer.limited_by is LimitedBy.LATENCY:
+        lines.append(
+            "No batch meets the latency bound: a faster chip, more tensor parallelism "
+            "or a smaller model would."
+        )
+    elif best is None:
         lines.append("No batch fits: see /memory-fit for the fewest chips.")
     elif answer.limited_by is LimitedBy.RIDGE:
         lines.append(f"Optimal batch {best}: beyond it throughput stops growing, latency rises.")
+    elif answer.limited_by is LimitedBy.LATENCY:
+        lines.append(f"Optimal batch {best}: the largest within the latency bound.")
     else:
         lines.append(f"Optimal batch {best}: the largest that fits (limited by memory).")
     lines.append(

@@ -9,11 +9,12 @@ from typing import Any
 from app import formatting as fmt
 from app.engine import (
     InvalidInput,
+    Phase,
     memory_fit,
     optimal_batch,
 )
 from app.engine.scaling import scaling
-from app.engine.units import GIGA
+from app.engine.units import GIGA, MILLI
 from app.schemas.answers import (
     ChipRef,
     MemoryBreakdownOut,
@@ -24,6 +25,7 @@ from app.schemas.answers import (
 )
 from app.schemas.requests import (
     CalculationRequest,
+    OptimalBatchRequest,
     ScalingRequest,
     TransformerWorkload,
 )
@@ -155,11 +157,27 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
     )
 
 
+def _step_bound(request: CalculationRequest, phase: Phase) -> float | None:
+    """The latency bound in seconds, refused where it does not apply: the time per output
+    token bounds a decode step, the time to first token a prefill."""
+    if not isinstance(request, OptimalBatchRequest):
+        return None
+    for name, applies in (("max_tpot_ms", Phase.DECODE), ("max_ttft_ms", Phase.PREFILL)):
+        if getattr(request, name) is not None and phase is not applies:
+            raise InvalidInput(name, f"bounds {applies} batches; this workload's phase is {phase}")
+    bound = request.max_tpot_ms or request.max_ttft_ms
+    if request.max_tpot_ms and request.max_ttft_ms:
+        raise InvalidInput("max_ttft_ms", "give one of max_tpot_ms (decode) or max_ttft_ms")
+    return None if bound is None else bound * MILLI
+
+
 def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchAnswer:
-    """The optimal batch of a transformer workload and the sweep behind it."""
+    """The optimal batch of a transformer workload (within its latency bound, if it gives one)
+    and the sweep behind it."""
     resolved, model = transformer_inputs(catalogs, request, "optimal-batch")
     chip = resolved.chip.chip
-    answer = optimal_batch(model.arch, chip, spec_of(model.workload, request.stack))
+    bound = _step_bound(request, model.workload.phase)
+    answer = optimal_batch(model.arch, chip, spec_of(model.workload, request.stack), bound)
     # the rows as plain data: pydantic-core validates them with the answer, in one call
     sweep = [
         {
@@ -167,6 +185,7 @@ def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchA
             "compute_time_s": p.compute_time,
             "memory_time_s": p.memory_time,
             "expected_time_s": p.expected_time,
+            "realistic_time_s": p.realistic_time,
             "memory_required_bytes": p.memory_required,
             "fits": p.fits,
             "tokens_per_s": p.tokens_per_s,
@@ -182,6 +201,8 @@ def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchA
             limited_by=answer.limited_by,
             ridge_batch=answer.ridge_batch,
             max_batch=answer.max_batch,
+            max_step_time_s=bound,
+            latency_batch=answer.latency_batch,
             throughput_asymptote_tokens_per_s=answer.throughput_asymptote,
             near_asymptote_batch=answer.near_asymptote_batch,
             asymptotic_intensity=answer.asymptotic_intensity,

@@ -20,7 +20,7 @@ from app.api.wire import query_parameters
 from app.engine import Bound
 from app.main import create_app
 from app.schemas.answers import SweepRow
-from app.schemas.queries import CheckQuery, ScalingQuery, TransformerQuery
+from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.services.answer_cache import AnswerCache
 from app.services.catalogs import Catalogs
 from app.settings import Settings
@@ -51,7 +51,7 @@ def _cache(client: TestClient) -> AnswerCache:
     [
         ("/expected-time", TransformerQuery),
         ("/memory-fit", TransformerQuery),
-        ("/optimal-batch", TransformerQuery),
+        ("/optimal-batch", OptimalBatchQuery),
         ("/check", CheckQuery),
         ("/scaling", ScalingQuery),
     ],
@@ -284,6 +284,7 @@ def test_answer_models_refuse_nan_and_infinity() -> None:
         "compute_time_s": 1.0,
         "memory_time_s": 1.0,
         "expected_time_s": 1.0,
+        "realistic_time_s": 1.5,
         "memory_required_bytes": 1.0,
         "fits": True,
         "tokens_per_s": 1.0,

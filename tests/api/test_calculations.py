@@ -206,6 +206,7 @@ def test_optimal_batch_curl_example(client):
         "compute_time_s",
         "memory_time_s",
         "expected_time_s",
+        "realistic_time_s",
         "memory_required_bytes",
         "fits",
         "tokens_per_s",

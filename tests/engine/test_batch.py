@@ -147,3 +147,9 @@ def test_a_dense_decode_search_evaluates_the_engine_twice_whatever_the_sizes(
         batches.clear()
         search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=context))
         assert sorted(batches) == [1, MAX_BATCH]
+
+
+def test_a_step_time_bound_applies_to_a_decode_step_or_a_prefill_only() -> None:
+    for phase in (Phase.GENERATE, Phase.TRAINING):
+        with pytest.raises(ValueError, match="decode step or a prefill"):
+            optimal_batch(LLAMA_8B, A100, TransformerSpec(phase=phase), max_step_time=1.0)

@@ -34,7 +34,7 @@ def _catalogs():
     return load_chip_catalog(settings.chip_catalog), load_model_catalog(settings.model_catalog)
 
 
-def brute_force(arch, chip, spec) -> OptimalBatch:
+def brute_force(arch, chip, spec, max_step_time=None) -> OptimalBatch:
     """The definition, evaluated with the exact estimate only (bisection, no guesses)."""
 
     def at(b: int):
@@ -46,13 +46,20 @@ def brute_force(arch, chip, spec) -> OptimalBatch:
     near = smallest_batch(lambda b: at(b).tokens_per_s >= NEAR_ASYMPTOTE * asymptote)
     near = near or MAX_BATCH
     most = largest_fitting_batch(arch, chip, spec)
+    latency = None
+    if max_step_time is not None:  # the largest batch whose realistic step time is within it
+        over = smallest_batch(lambda b: at(b).roofline.realistic_time > max_step_time)
+        latency = (over or MAX_BATCH + 1) - 1
+    cap = most if latency is None else min(most, latency)
     if most == 0:
         best, limited_by = None, LimitedBy.MEMORY
-    elif ridge is not None and ridge <= most:
+    elif ridge is not None and ridge <= cap:
         best, limited_by = ridge, LimitedBy.RIDGE
-    else:
+    elif cap == most:
         best, limited_by = most, LimitedBy.MEMORY
-    named = {b for b in (ridge, most, near, best) if b}
+    else:
+        best, limited_by = cap or None, LimitedBy.LATENCY
+    named = {b for b in (ridge, most, near, best, latency) if b}
     return OptimalBatch(
         optimal_batch=best,
         limited_by=limited_by,
@@ -63,11 +70,13 @@ def brute_force(arch, chip, spec) -> OptimalBatch:
         ridge_intensity=unbounded.roofline.ridge_intensity,
         near_asymptote_batch=near,
         sweep=tuple(SweepPoint.of(b, at(b)) for b in _sweep_batches(named)),
+        latency_batch=latency,
     )
 
 
 def _same(fast: OptimalBatch, slow: OptimalBatch) -> None:
-    exact = ("optimal_batch", "limited_by", "ridge_batch", "max_batch", "near_asymptote_batch")
+    exact = ["optimal_batch", "limited_by", "ridge_batch", "max_batch", "near_asymptote_batch"]
+    exact.append("latency_batch")
     for name in exact:
         assert getattr(fast, name) == getattr(slow, name), name
     for name in ("throughput_asymptote", "asymptotic_intensity", "ridge_intensity"):
@@ -75,7 +84,13 @@ def _same(fast: OptimalBatch, slow: OptimalBatch) -> None:
     assert [p.batch for p in fast.sweep] == [p.batch for p in slow.sweep]
     for f, s in zip(fast.sweep, slow.sweep, strict=True):
         assert (f.fits, f.bound) == (s.fits, s.bound), f.batch
-        for name in ("compute_time", "memory_time", "expected_time", "memory_required"):
+        for name in (
+            "compute_time",
+            "memory_time",
+            "expected_time",
+            "realistic_time",
+            "memory_required",
+        ):
             assert math.isclose(getattr(f, name), getattr(s, name), rel_tol=1e-12), (f.batch, name)
         assert math.isclose(f.tokens_per_s, s.tokens_per_s, rel_tol=1e-12), f.batch
 
@@ -95,9 +110,11 @@ CHIPS = ["a100", "h100", "t4", "mi300x", "b200", "l4", "tpu-v5e", "h20"]
     weights=st.sampled_from([None, Dtype.INT8, Dtype.INT4]),
     kv=st.sampled_from([None, Dtype.FP8]),
     software=st.sampled_from([Software.TYPICAL, Software.EAGER, Software.VLLM]),
+    # a latency bound, as a multiple of the realistic step time at batch 1 (below 1: none meets it)
+    slack=st.one_of(st.none(), st.sampled_from([0.5, 1.0, 1.01, 2.0, 10.0, 1e3, 1e9])),
 )
 def test_the_closed_forms_match_the_brute_force(  # noqa: PLR0917
-    model, chip, phase, seq_len, tp, weights, kv, software
+    model, chip, phase, seq_len, tp, weights, kv, software, slack
 ):
     chips, models = _catalogs()
     arch, record = models.resolve(model).arch, chips.resolve(chip)
@@ -108,7 +125,13 @@ def test_the_closed_forms_match_the_brute_force(  # noqa: PLR0917
     )
     if tp > arch.attention.heads or (phase is Phase.DECODE and not arch.causal):
         return
-    _same(search.__wrapped__(arch, record.chip, spec), brute_force(arch, record.chip, spec))
+    bound = None
+    if slack is not None:
+        bound = slack * estimate(arch, record.chip, spec).roofline.realistic_time
+    _same(
+        search.__wrapped__(arch, record.chip, spec, bound),
+        brute_force(arch, record.chip, spec, bound),
+    )
 
 
 @pytest.mark.parametrize("seq_len", [128, 2048])
@@ -122,7 +145,8 @@ def test_a_crossing_too_close_to_call_on_the_lines_is_decided_by_the_estimate(
     chips, models = _catalogs()
     arch, chip = models.resolve("llama-8b").arch, chips.resolve("a100").chip
     spec = TransformerSpec(phase=Phase.DECODE, seq_len=seq_len)
-    fast = search.__wrapped__(arch, chip, spec)
+    bound = 20e-3  # a 20 ms time per output token
+    fast = search.__wrapped__(arch, chip, spec, bound)
     monkeypatch.setattr(batch_module, "_CLEAR", math.inf)
-    _same(search.__wrapped__(arch, chip, spec), fast)
-    _same(fast, brute_force(arch, chip, spec))
+    _same(search.__wrapped__(arch, chip, spec, bound), fast)
+    _same(fast, brute_force(arch, chip, spec, bound))
