@@ -198,5 +198,6 @@ STYLE = (
     ".marker{stroke:#6a4c93;stroke-width:1.5;stroke-dasharray:4 3}"
     ".limit{stroke:#b5651d;stroke-width:1.5;stroke-dasharray:2 3}"
     ".marker-label{font-size:11px;fill:#6a4c93}.limit-label{font-size:11px;fill:#b5651d}"
+    ".you{stroke:#111;stroke-width:2}.you-label{font-size:11px;fill:#111;font-weight:600}"
     ".note{font-size:12px;fill:#555}"
 )

@@ -9,35 +9,55 @@ from app.schemas.measurement_bodies import WorkloadComparison
 from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
 
 
+def _user_batch(answer: OptimalBatchAnswer) -> int | None:
+    """The batch the question named (a transformer workload's), to mark on the sweep."""
+    batch = getattr(answer.workload, "batch", None)
+    return batch if isinstance(batch, int) else None
+
+
 def _batch_markers(answer: OptimalBatchAnswer) -> list[Marker]:
     markers = []
     if answer.ridge_batch is not None:
         markers.append(Marker(f"ridge {answer.ridge_batch}", x=answer.ridge_batch))
     if answer.max_batch:
         markers.append(Marker(f"memory limit {answer.max_batch}", x=answer.max_batch, cls="limit"))
+    if answer.latency_batch:
+        latency = answer.latency_batch
+        markers.append(Marker(f"latency limit {latency}", x=latency, cls="limit"))
+    if (batch := _user_batch(answer)) is not None:
+        markers.append(Marker(f"your batch {batch}", x=batch, cls="you"))
     return markers
 
 
 def sweep_svg(answer: OptimalBatchAnswer) -> str:
-    """Throughput (tokens/s) and latency (ms) against the batch, with the ridge batch and the
-    memory limit marked; batches that do not fit are grey."""
+    """Throughput (tokens/s) and the ideal and realistic time per step (ms) against the batch,
+    with the ridge batch, the memory and latency limits and the question's own batch marked;
+    batches that do not fit are grey."""
     rows = sorted(answer.sweep, key=lambda r: r.batch)
     batches = [r.batch for r in rows] or [1]
+    if (batch := _user_batch(answer)) is not None:
+        batches.append(batch)
     lo, hi = min(batches), max(*batches, 2)
     off = [not r.fits for r in rows]
     markers = _batch_markers(answer)
     throughput = Series("tokens/s", [(r.batch, r.tokens_per_s) for r in rows], "a", off)
-    latency = Series(
-        "time per step (ms)",
+    ideal = Series(
+        "ideal time per step (ms)",
         [(r.batch, ms_from_seconds(r.expected_time_s)) for r in rows],
         "b",
+        off,
+    )
+    realistic = Series(
+        "realistic time per step (ms)",
+        [(r.batch, ms_from_seconds(r.realistic_time_s)) for r in rows],
+        "c",
         off,
     )
     axis = XAxis(lo, hi, "batch", power_of_two_ticks(lo, hi), log=True)
     return stacked_svg(
         "Batch sweep: throughput and latency",
         axis,
-        [Panel("tokens/s", [throughput], markers), Panel("ms", [latency], markers)],
+        [Panel("tokens/s", [throughput], markers), Panel("ms", [ideal, realistic], markers)],
     )
 
 

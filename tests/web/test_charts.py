@@ -171,8 +171,33 @@ def test_sweep_chart_marks_ridge_and_memory_limit():
     document = sweep_svg(answer)
     parse(document)
     assert "ridge 64" in document and "memory limit 200" in document
-    assert document.count('class="dot-off"><title>') == 4  # 256 and 512, in both panels
-    assert "tokens/s" in document and "time per step (ms)" in document
+    assert document.count('class="dot-off"><title>') == 6  # 256 and 512, in three series
+    assert "tokens/s" in document and "ideal time per step (ms)" in document
+    assert "realistic time per step (ms)" in document
+    assert "your batch" not in document and "latency limit" not in document  # a kernel
+
+
+def test_sweep_chart_marks_the_questions_batch_and_the_latency_limit():
+    answer = OptimalBatchAnswer(
+        catalog_version="v",
+        chip={"id": "c", "name": "C"},
+        workload={"kind": "transformer", "model": "llama-8b", "batch": 1000},
+        optimal_batch=40,
+        limited_by="latency",
+        ridge_batch=None,
+        max_step_time_s=0.02,
+        latency_batch=40,
+        max_batch=200,
+        throughput_asymptote_tokens_per_s=1e4,
+        near_asymptote_batch=128,
+        asymptotic_intensity=100,
+        ridge_intensity=150,
+        sweep=[_row(b, b <= 200) for b in (1, 2, 4, 8, 16, 32, 40, 64, 128, 256)],
+    )
+    document = sweep_svg(answer)
+    parse(document)
+    assert "latency limit 40" in document and "your batch 1000" in document
+    assert 'class="you"' in document  # the user's batch, past the sweep: the axis reaches it
 
 
 def test_history_chart_plots_time_and_fraction_of_roofline():
