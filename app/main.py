@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.api import (
     calculation_routes,
     catalog_routes,
+    compare_routes,
     docs_routes,
     empirical_routes,
     error_handlers,
@@ -101,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health_routes.router)
     calculation_routes.register(app.router)
     app.include_router(catalog_routes.router)
+    app.include_router(compare_routes.router)
     app.include_router(trace_routes.router)
     # a browser's GET of a measurement endpoint gets its page: tried before the JSON routes
     app.include_router(negotiated_routes.router)

@@ -169,6 +169,8 @@ class ChipEntry(_Strict):
     # the units a GEMM's output tiles are spread over: NVIDIA SMs, AMD CUs, Intel Gaudi MMEs,
     # Google TPU TensorCores x MXUs (the note says which)
     compute_units: Count | None = None
+    # the vendor's maximum board power (TDP, TGP) in watts; null where none could be sourced
+    board_power_w: Figure | None = None
     notes: str | None = None
 
     @model_validator(mode="after")

@@ -23,6 +23,7 @@ MICRO = 1e-6
 NANO = 1e-9
 MIB = 2**20  # bytes: binary sizes of buffers (the probe's), never of capacities
 GIB = 2**30
+HOUR = 3_600.0  # seconds
 DAY = 86_400.0  # seconds
 BITS_PER_BYTE = 8
 

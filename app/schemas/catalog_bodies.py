@@ -141,6 +141,11 @@ class ChipOut(BaseModel):
         description="The units a GEMM's output tiles are spread over (NVIDIA SMs, AMD CUs, "
         "Gaudi MMEs, TPU TensorCores x MXUs); null where not catalogued.",
     )
+    board_power_w: FigureOut | None = Field(
+        default=None,
+        description="The vendor's maximum board power (TDP or TGP), watts; null where it "
+        "could not be sourced.",
+    )
     notes: str | None
     ridge_intensity_flops_per_byte: dict[Dtype, float] = Field(
         description="matrix peak / memory bandwidth, FLOPs per byte, per dtype."

@@ -335,3 +335,39 @@ def test_warp_level_mma_shares_are_sourced_on_hopper_and_blackwell_only():
     assert {i for i, s in shares.items() if s == 0.5} >= {"h100-sxm5-80gb", "h200-sxm-141gb"}
     assert {i for i, s in shares.items() if s == 0.25} == {"b200", "gb200"}
     assert shares["a100-sxm4-80gb"] == shares["h20"] == shares["mi300x"] == 1.0
+
+
+# the vendor's maximum board power (W), where a page could be found that states it
+BOARD_POWER = [
+    ("a100-sxm4-80gb", 400),
+    ("a100-pcie-40gb", 250),
+    ("h100-sxm5-80gb", 700),
+    ("h100-pcie-80gb", 350),
+    ("h200-sxm-141gb", 700),
+    ("b200", 1000),
+    ("mi300x", 750),
+    ("mi250x-gcd", 280),  # half of the MI250X module's 560 W
+    ("gaudi3", 900),
+    ("l4", 72),
+]
+
+
+@pytest.mark.parametrize(("chip_id", "watts"), BOARD_POWER)
+def test_board_power_headline_figures(chip_id, watts):
+    figure = load_chip_catalog(REAL).resolve(chip_id).entry.board_power_w
+    assert figure is not None and figure.value == watts
+
+
+def test_every_board_power_is_sourced_and_the_unsourced_are_null():
+    catalog = load_chip_catalog(REAL)
+    sources = catalog.catalog.sources
+    unsourced = set()
+    for chip_id, record in catalog.chips.items():
+        figure = record.entry.board_power_w
+        if figure is None:
+            unsourced.add(chip_id)
+            continue
+        assert sources[figure.source].url.startswith("http"), chip_id
+        assert figure.note, chip_id  # says which SKU or configuration the watts are
+    # no board power figure from a vendor or a page quoting one: left null, energy unknown
+    assert {"gh200", "a10g", "tpu-v5e", "gaudi2", "apple-m4-max"} <= unsourced
