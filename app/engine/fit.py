@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import math
 from dataclasses import dataclass, replace
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
-from app.engine.memory import MemoryBreakdown, largest_batch
+from app.engine.memory import MemoryBreakdown, largest_batch, tensor_parallel_share
 from app.engine.training import layout, max_trainable_params
 from app.engine.transformer import Phase
-from app.engine.workload import MAX_BATCH, TransformerSpec, estimate, memory_needed
+from app.engine.workload import (
+    MAX_BATCH,
+    TransformerSpec,
+    estimate,
+    memory_needed,
+    training_memory_needed,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,37 +54,54 @@ def tensor_parallel_degrees(arch: Architecture) -> list[int]:
     return _divisors(arch.attention.heads)
 
 
-def _fits(arch: Architecture, chip: Chip, spec: TransformerSpec) -> bool:
-    return memory_needed(arch, chip, spec, spec.batch).total <= chip.memory_bytes
-
-
 def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict[str, int] | None:
     """The layout of the fewest chips that hold `spec`: inference grows tp; training grows tp
-    and pp over the layers' divisors (its dp, ep, cp and ZeRO stage stay as given), preferring
-    tp within one node.
+    and pp over the layers' divisors (its dp, ep, cp and ZeRO stage stay as given): the first
+    that fits in order of chips, then tp within one node, then pp.
 
-    Memory per chip only falls as tp and pp grow, so the first fitting layout in order of chip
-    count is the answer.
+    Memory per chip only falls as tp and pp grow (each term is divided by them, or held), so at
+    each pp the layouts that fit are those from a smallest tp up, and that tp only falls as pp
+    grows: a binary search per pp, below the last pp's tp, finds it; the first of those in
+    order is the answer. Each layout's memory is computed exactly as `memory_needed` computes
+    it there: in inference, one chip's share (`tensor_parallel_share`) of the memory at tp = 1.
     """
+    tps = tensor_parallel_degrees(arch)
     parallel = spec.training.parallel
     training = spec.phase is Phase.TRAINING
-    candidates = sorted(
-        itertools.product(
-            tensor_parallel_degrees(arch), _divisors(arch.layers) if training else [1]
-        ),
-        key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0] > parallel.chips_per_node, tp_pp[1]),
-    )
-    for tp, pp in candidates:
-        trial = replace(
-            spec, tp=tp, training=replace(spec.training, parallel=replace(parallel, pp=pp))
+    if training:
+        base = layout(arch, spec.tp, spec.batch, parallel)
+        pps = _divisors(arch.layers)
+
+        def total(tp: int, pp: int) -> float:
+            lay = replace(base, tp=tp, pp=pp)
+            return training_memory_needed(arch, chip, spec, spec.batch, lay).total
+
+    else:
+        whole = memory_needed(arch, chip, replace(spec, tp=1), spec.batch)
+        pps = [1]
+
+        def total(tp: int, pp: int) -> float:
+            return tensor_parallel_share(whole, arch, tp).total
+
+    def order(tp: int, pp: int) -> tuple[int, bool, int]:
+        return tp * pp, tp > parallel.chips_per_node, pp
+
+    best: tuple[int, int] | None = None
+    end = len(tps)  # tps[end:] fit at the last pp, so at this one
+    for pp in pps:
+        if best is not None and order(tps[0], pp) > order(*best):
+            break  # no tp at this pp (or a larger one) comes first
+        end = bisect.bisect_left(
+            tps, True, hi=end, key=lambda tp: total(tp, pp) <= chip.memory_bytes
         )
-        if _fits(arch, chip, trial):
-            return (
-                {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep, "cp": parallel.cp}
-                if training
-                else {"tp": tp}
-            )
-    return None
+        if end < len(tps) and (best is None or order(tps[end], pp) < order(*best)):
+            best = tps[end], pp
+    if best is None:
+        return None
+    tp, pp = best
+    if not training:
+        return {"tp": tp}
+    return {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep, "cp": parallel.cp}
 
 
 def max_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> int:
@@ -94,8 +117,7 @@ def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryF
     activations, and in the memory this workload's activations leave. The second holds the
     given model's activations fixed (at its batch, sequence and layout) rather than scaling them
     with a smaller or larger model's width: for a narrower model it is a lower bound."""
-    estimate(arch, chip, spec)  # validates the spec
-    breakdown = memory_needed(arch, chip, spec, spec.batch)
+    breakdown = estimate(arch, chip, spec).memory  # validates the spec
     largest = max_batch(arch, chip, spec)
     fewest = _fewest_chips(arch, chip, spec)
     if spec.phase is not Phase.TRAINING:

@@ -17,7 +17,14 @@ from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
 from app.engine.stacks import Kind, Software
-from app.engine.training import Training, TrainingStep, layout, training_memory, training_step
+from app.engine.training import (
+    Layout,
+    Training,
+    TrainingStep,
+    layout,
+    training_memory,
+    training_step,
+)
 from app.engine.transformer import (
     Phase,
     Precision,
@@ -171,21 +178,9 @@ def memory_needed(
     arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
 ) -> MemoryBreakdown:
     """Memory per chip of `spec` at `batch` (a float, so that it can be probed at 0)."""
-    reserve = spec.reserve_fraction * chip.memory_bytes
     if spec.phase is Phase.TRAINING:
-        # at the spec's micro-batches per replica, each micro-batch grows with the batch
         lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
-        micro = batch / (lay.batch_shares * lay.micro_batches)
-        return training_memory(
-            arch,
-            replace(lay, micro_batch=micro),
-            seq_len=spec.seq_len,
-            dtype=spec.precision.compute,
-            training=spec.training,
-            flash=spec.flash_attention,
-            recompute=spec.recompute,
-            reserve=reserve,
-        )
+        return training_memory_needed(arch, chip, spec, batch, lay)
     held = {
         Phase.PREFILL: spec.seq_len,
         Phase.DECODE: spec.seq_len + 1,
@@ -199,7 +194,26 @@ def memory_needed(
         step_tokens=step_tokens,
         precision=spec.precision,
         tp=spec.tp,
-        reserve=reserve,
+        reserve=spec.reserve_fraction * chip.memory_bytes,
+    )
+
+
+def training_memory_needed(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float, lay: Layout
+) -> MemoryBreakdown:
+    """Training memory per chip of `spec` at `batch`, laid out as `lay` (`memory_needed`'s
+    layout, or that at another tp or pp): at its micro-batches per replica, each micro-batch
+    grows with the batch."""
+    micro = batch / (lay.batch_shares * lay.micro_batches)
+    return training_memory(
+        arch,
+        replace(lay, micro_batch=micro),
+        seq_len=spec.seq_len,
+        dtype=spec.precision.compute,
+        training=spec.training,
+        flash=spec.flash_attention,
+        recompute=spec.recompute,
+        reserve=spec.reserve_fraction * chip.memory_bytes,
     )
 
 

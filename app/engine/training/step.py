@@ -4,6 +4,7 @@ communication (docs/formulas.md, "Training")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from app.engine.architecture import Architecture, param_counts
 from app.engine.breakdown import Term, totals
@@ -21,7 +22,7 @@ from app.engine.training.footprint import (
     zero_divisors,
 )
 from app.engine.training.layout import Layout, layout
-from app.engine.training.options import Training
+from app.engine.training.options import Lora, Training
 from app.engine.transformer import Precision, prefill_terms, residual_bytes
 from app.engine.units import Unit
 
@@ -81,15 +82,11 @@ def training_step(
     """
     lay = layout(arch, tp, batch, training.parallel)
     dtype = precision.compute
-    forward_terms = prefill_terms(arch, batch, seq_len, precision, tp=1)
-    forward = totals(forward_terms)[0]
+    forward_terms, forward, trained = _forward_pass(arch, batch, seq_len, precision, training.lora)
     params = trainable(arch, dtype, lay, training.lora)
     reads = 3 if recompute else 2
     passes = reads + (1 if training.lora is None else 0)
     tokens = batch * seq_len
-    trained = float(param_counts(arch).total)
-    if training.lora is not None:
-        trained = sum(lora_params(arch, training.lora))
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
@@ -155,6 +152,19 @@ def training_step(
         )
         step = replace(step, roofline=at_given, given_mfu=training.mfu)
     return step
+
+
+@lru_cache(maxsize=256)
+def _forward_pass(
+    arch: Architecture, batch: int, seq_len: int, precision: Precision, lora: Lora | None
+) -> tuple[tuple[Term, ...], float, float]:
+    """The forward pass over the step's B S tokens (its terms, their FLOPs) and the parameters
+    trained, whole model: the same at any layout, so a scaling curve computes them once."""
+    forward_terms = prefill_terms(arch, batch, seq_len, precision, tp=1)
+    trained = float(param_counts(arch).total)
+    if lora is not None:
+        trained = sum(lora_params(arch, lora))
+    return tuple(forward_terms), totals(forward_terms)[0], trained
 
 
 def _beside_the_roofs(comm: Communication, roof: Roofline, idle: float) -> list[Term]:
