@@ -145,8 +145,11 @@ async def _answer(
 
 
 def _get(endpoint: Endpoint) -> Callable[..., Any]:
-    async def get(request: Request, catalogs: CatalogsDep) -> Response:
+    # no dependencies to solve: the catalogs are read from the app's state (as
+    # app/http/deps.py's get_catalogs does), the query parsed by wire.parse_query
+    async def get(request: Request) -> Response:
         body = parse_query(request, endpoint.query).to_body()
+        catalogs: Catalogs = request.app.state.catalogs
         return await _answer(request, catalogs, endpoint, body)
 
     return get
