@@ -93,7 +93,11 @@ def query_plans(
     sessions = session_factory(engine)
     calls: list[Callable[[], object]] = [
         lambda: history.listing(
-            sessions, Filters(model_id="llama-3.1-8b", branch="main"), limit=20, offset=0
+            sessions,
+            Filters(model_id="llama-3.1-8b", branch="main"),
+            limit=20,
+            offset=0,
+            after=None,
         ),
         lambda: history.compare(
             sessions, workload_key, baseline_id=None, baseline_branch="main", threshold=0.1

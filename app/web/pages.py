@@ -73,7 +73,9 @@ def measurement_list(
         errors = {_filter_name(e["loc"]): e["msg"] for e in exc.errors()}
         return render(request, "measurements.html", _list_context(values, errors), 422)
     filters = history.filters_of(query, catalogs)
-    page = history.listing(sessions, filters, limit=query.limit, offset=query.offset)
+    page = history.listing(
+        sessions, filters, limit=query.limit, offset=query.offset, after=query.after
+    )
     more = {**given, "offset": str(query.offset + query.limit)}
     return render(request, "measurements.html", _list_context(values, {}, page, more))
 
