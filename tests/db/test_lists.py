@@ -1,8 +1,9 @@
 """GET /measurements at any size, on SQLite and PostgreSQL: paging with the `next` cursor
 visits every row once, in order, whatever is stored meanwhile; bad cursors are 422s; the
-total says how exact it is."""
+total says how exact it is; the history page links to older rows."""
 
 import base64
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -168,6 +169,8 @@ def test_a_malformed_or_tampered_cursor_is_a_422_naming_it(client, cursor):
     response = client.get("/measurements", params={"cursor": cursor})
     assert response.status_code == 422, response.text
     assert [error["loc"] for error in response.json()["detail"]] == [["query", "cursor"]]
+    page = client.get("/history", params={"cursor": cursor})
+    assert page.status_code == 422 and 'role="alert">cursor: ' in page.text
 
 
 def test_a_cursor_with_an_offset_is_a_422(client):
@@ -212,3 +215,30 @@ def test_an_empty_list_is_exactly_empty(client):
         None,
         [],
     )
+
+
+def _links(text: str) -> dict[str, str]:
+    """rel -> href of the history page's paging links."""
+    found = re.findall(r'<a href="([^"]+)" rel="(\w+)"', text)
+    return {rel: href.replace("&amp;", "&") for href, rel in found}
+
+
+def _listed(text: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<a href="/measurements/(\d+)">', text)]
+
+
+def test_the_history_page_links_to_older_rows_and_back(client, monkeypatch):
+    stored = [post(client, label="page") for _ in range(5)]
+    page = client.get("/measurements", params={"label": "page", "limit": 2}, headers=HTML)
+    assert page.status_code == 200 and "5 measurements; showing 2" in page.text
+    assert set(_links(page.text)) == {"next"}  # no link to the newest: this is it
+    seen = _listed(page.text)
+    while "next" in (links := _links(page.text)):
+        assert links["next"].startswith("/history?label=page&limit=2&cursor=")
+        page = client.get(links["next"])
+        assert _links(page.text)["first"] == "/history?label=page&limit=2"
+        seen += _listed(page.text)
+    assert seen == stored[::-1]
+    monkeypatch.setattr(measurement_store, "COUNT_CAP", 3)
+    assert "About 5 measurements" in client.get("/history", params={"limit": 2}).text
+    assert "More than 3 measurements" in client.get("/history", params={"label": "page"}).text
