@@ -99,11 +99,13 @@ def list_(
     query: Annotated[MeasurementQuery, Query()], catalogs: CatalogsDep, sessions: SessionsDep
 ) -> MeasurementPage:
     """Stored measurements, newest first, filtered; `chip` and `model` are catalog ids or
-    aliases, in any case.
+    aliases, in any case. Page on with `cursor` = the answer's `next`, until it is null.
 
     A browser (Accept preferring text/html) gets the history page instead."""
     filters = history.filters_of(query, catalogs)
-    return history.listing(sessions, filters, limit=query.limit, offset=query.offset)
+    return history.listing(
+        sessions, filters, limit=query.limit, offset=query.offset, after=query.after
+    )
 
 
 @router.get("/measurements/{measurement_id}", response_model=MeasurementOut, responses=_NOT_FOUND)

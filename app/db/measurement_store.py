@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session, defer
 
 from app.db.models import MeasurementRow
@@ -25,6 +25,22 @@ class Filters:
     workload_key: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a list stopped: its last row's sort key. Lists are newest first, by
+    (created_at, id): unique and never altered, so the rows after a position stay the same
+    rows however many are stored meanwhile (those are newer)."""
+
+    created_at: datetime
+    id: int
+
+
+# A list's total is counted exactly up to this many matching rows (reading at most one more
+# index entry); beyond it, estimated (the whole table) or bounded below (a filtered list).
+COUNT_CAP = 1_000
+TotalKind = Literal["exact", "estimate", "more_than"]
 
 
 # The wide JSON columns: left out of lists and histories, loaded on access (one row at a time).
@@ -79,18 +95,56 @@ def get(session: Session, measurement_id: int) -> MeasurementRow | None:
     return session.get(MeasurementRow, measurement_id)
 
 
+def _after(query: _Q, filters: Filters, position: Position | None) -> _Q:
+    """`query` restricted to `filters` and to the rows listed after `position`; of the
+    cursor and `until`, only the tighter is given to the database, so that its index range
+    is the cursor's own (SQLite uses one bound of a column, not the lower of two)."""
+    if position is None or (filters.until is not None and filters.until <= position.created_at):
+        return _filtered(query, filters)
+    key = tuple_(MeasurementRow.created_at, MeasurementRow.id)
+    return _filtered(query, replace(filters, until=None)).where(
+        key < (position.created_at, position.id)  # bound as the columns' types
+    )
+
+
 def page(
-    session: Session, filters: Filters, *, limit: int, offset: int
-) -> tuple[int, Sequence[MeasurementRow]]:
-    """(total matching, newest first page of them, without their wide columns)."""
-    total = session.scalar(_filtered(select(func.count(MeasurementRow.id)), filters)) or 0
+    session: Session, filters: Filters, *, limit: int, offset: int, after: Position | None
+) -> tuple[Sequence[MeasurementRow], Position | None]:
+    """(newest first page of the measurements `filters` select, after `after` and `offset`,
+    without their wide columns; the position of its last row if more follow, else None)."""
     rows = session.scalars(
-        _filtered(select(MeasurementRow).options(*_WIDE), filters)
+        _after(select(MeasurementRow).options(*_WIDE), filters, after)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
-        .limit(limit)
+        .limit(limit + 1)
         .offset(offset)
     ).all()
-    return total, rows
+    if len(rows) <= limit:
+        return rows, None
+    last = rows[limit - 1]
+    return rows[:limit], Position(last.created_at, last.id)
+
+
+def total(session: Session, filters: Filters) -> tuple[int, TotalKind]:
+    """How many measurements `filters` select, and how that number is known. Exact up to
+    COUNT_CAP, counted from at most COUNT_CAP + 1 index entries. Beyond: for the whole table,
+    the span of its ids, an upper bound (ids are unique) read from two ends of the primary
+    key, which is exact unless ids were skipped (rows deleted by hand; on PostgreSQL, ids
+    taken by writes rolled back); for a filtered list, COUNT_CAP ("more than")."""
+    if filters == Filters():
+        span = session.scalar(
+            select(
+                select(func.max(MeasurementRow.id)).scalar_subquery()
+                - select(func.min(MeasurementRow.id)).scalar_subquery()
+                + 1
+            )
+        )
+        if span is None:  # no rows
+            return 0, "exact"
+        if span > COUNT_CAP:
+            return span, "estimate"
+    limited = _filtered(select(MeasurementRow.id), filters).limit(COUNT_CAP + 1).subquery()
+    counted = session.scalar(select(func.count()).select_from(limited)) or 0
+    return (counted, "exact") if counted <= COUNT_CAP else (COUNT_CAP, "more_than")
 
 
 @dataclass(frozen=True, slots=True)

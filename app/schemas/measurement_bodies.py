@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import re
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from app.db.measurement_store import COUNT_CAP, Position, TotalKind
 from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH, MAX_ID
 from app.engine import Phase, Verdict
 from app.engine.compare import DEFAULT_THRESHOLD
@@ -20,6 +23,34 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date or time beg
 # the filters' range: no measurement predates Unix time; a year past 9999 overflows the column
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+CURSOR_LENGTH = 64  # an encoded position is at most 36 characters
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def encode_cursor(position: Position) -> str:
+    """The `next` cursor of a list that stopped at `position`: URL-safe base64, without
+    padding, of "<microseconds since 1970 UTC>:<id>"."""
+    micros = (position.created_at - _EARLIEST) // _MICROSECOND
+    return base64.urlsafe_b64encode(f"{micros}:{position.id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Position:
+    """The position `cursor` encodes; ValueError unless it is one encode_cursor gives, of a
+    time between 1970 and 9999 and an id a row may have."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        micros, row_id = (int(part) for part in text.split(":"))
+        position = Position(_EARLIEST + micros * _MICROSECOND, row_id)
+    except (ValueError, OverflowError):
+        position = None
+    if (
+        position is None
+        or not _EARLIEST <= position.created_at <= _LATEST
+        or not 1 <= position.id <= MAX_ID
+        or encode_cursor(position) != cursor  # one spelling per position
+    ):
+        raise ValueError("not a cursor of this list: pass the `next` of a previous page as is")
+    return position
 
 
 class _Finite(BaseModel):
@@ -148,6 +179,11 @@ class MeasurementQuery(BaseModel):
     until: datetime | None = Field(None, description="ISO 8601, exclusive.")
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=10**9)
+    cursor: Annotated[str, Field(min_length=1, max_length=CURSOR_LENGTH)] | None = Field(
+        None,
+        description="The `next` of the previous page: the rows after it. Unlike `offset`, "
+        "which it cannot be combined with, it costs the same at any depth.",
+    )
 
     @field_validator("since", "until", mode="before")
     @classmethod
@@ -171,13 +207,43 @@ class MeasurementQuery(BaseModel):
             raise ValueError(f"must be between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d} (UTC)")
         return utc
 
+    @field_validator("cursor")
+    @classmethod
+    def _cursor(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_cursor(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_page(self) -> Self:
+        if self.cursor is not None and "offset" in self.model_fields_set:
+            message = "cannot be combined with offset: page on with `next` alone"
+            error = InitErrorDetails(
+                type=PydanticCustomError("value_error", message), loc=("cursor",), input=self.cursor
+            )
+            raise ValidationError.from_exception_data(type(self).__name__, [error])
+        return self
+
+    @property
+    def after(self) -> Position | None:
+        """The position `cursor` names (None: from the newest)."""
+        return None if self.cursor is None else decode_cursor(self.cursor)
+
 
 class MeasurementPage(_Finite):
     """A page of measurements, newest first."""
 
     total: int
+    total_kind: TotalKind = Field(
+        description="How `total` is known. exact: counted. estimate: the whole table, beyond "
+        f"{COUNT_CAP:,} rows (an upper bound, from the span of ids). more_than: a filtered "
+        "list of more than `total` rows."
+    )
     limit: int
     offset: int
+    next: str | None = Field(
+        description="Pass as `cursor` for the next (older) page; null on the last page."
+    )
     items: list[MeasurementSummary]
 
 

@@ -34,6 +34,7 @@ from app.schemas.measurement_bodies import (
     MeasurementSummary,
     Overhead,
     WorkloadComparison,
+    encode_cursor,
 )
 from app.services.catalogs import Catalogs
 
@@ -169,13 +170,24 @@ def filters_of(query: MeasurementQuery, catalogs: Catalogs) -> store.Filters:
 
 
 def listing(
-    sessions: sessionmaker[Session], filters: store.Filters, *, limit: int, offset: int
+    sessions: sessionmaker[Session],
+    filters: store.Filters,
+    *,
+    limit: int,
+    offset: int,
+    after: store.Position | None,
 ) -> MeasurementPage:
-    """A page of stored measurements, newest first."""
+    """A page of stored measurements, newest first, after the position `after` (a cursor)."""
     with transaction(sessions) as session:
-        total, rows = store.page(session, filters, limit=limit, offset=offset)
+        rows, last = store.page(session, filters, limit=limit, offset=offset, after=after)
+        total, kind = store.total(session, filters)
         return MeasurementPage(
-            total=total, limit=limit, offset=offset, items=[_summary(r) for r in rows]
+            total=total,
+            total_kind=kind,
+            limit=limit,
+            offset=offset,
+            next=None if last is None else encode_cursor(last),
+            items=[_summary(r) for r in rows],
         )
 
 

@@ -32,6 +32,7 @@ from app.web.views import chip_of, workload_params
 
 PHASES = [(str(p), str(p)) for p in Phase]
 FILTERS = ("chip", "model", "phase", "label", "branch", "since", "until")
+PAGING = ("offset", "cursor")
 
 
 def not_found(request: Request, message: str) -> HTMLResponse:
@@ -39,21 +40,33 @@ def not_found(request: Request, message: str) -> HTMLResponse:
     return render(request, "error.html", {"title": "Not found", "message": message}, 404)
 
 
-def _filter_name(loc: tuple[int | str, ...]) -> str:
-    return str(loc[0]) if loc and loc[0] in FILTERS else "form"
+def _list_errors(exc: ValidationError) -> dict[str, str]:
+    """Form field -> message; what no field of the form shows (limit, cursor) is named."""
+    errors = {}
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "form"
+        if name in FILTERS:
+            errors[name] = error["msg"]
+        else:
+            errors["form"] = f"{name}: {error['msg']}"
+    return errors
 
 
 def _list_context(
     values: dict[str, str],
     errors: dict[str, str],
     page: MeasurementPage | None = None,
-    more: dict[str, str] | None = None,
+    given: dict[str, str] | None = None,
 ) -> dict[str, object]:
+    """The template's context; `given`: the query, whose filters the paging links keep."""
+    given = given or {}
+    newest = {k: v for k, v in given.items() if k not in PAGING}
     return {
         "values": values,
         "errors": errors,
         "page": page,
-        "more": more or {},
+        "newest": newest if newest != given else None,  # a link back to the first page
+        "older": newest | {"cursor": page.next} if page and page.next else None,
         "phase_options": PHASES,
     }
 
@@ -70,12 +83,12 @@ def measurement_list(
     try:
         query = MeasurementQuery.model_validate(given)
     except ValidationError as exc:
-        errors = {_filter_name(e["loc"]): e["msg"] for e in exc.errors()}
-        return render(request, "measurements.html", _list_context(values, errors), 422)
+        return render(request, "measurements.html", _list_context(values, _list_errors(exc)), 422)
     filters = history.filters_of(query, catalogs)
-    page = history.listing(sessions, filters, limit=query.limit, offset=query.offset)
-    more = {**given, "offset": str(query.offset + query.limit)}
-    return render(request, "measurements.html", _list_context(values, {}, page, more))
+    page = history.listing(
+        sessions, filters, limit=query.limit, offset=query.offset, after=query.after
+    )
+    return render(request, "measurements.html", _list_context(values, {}, page, given))
 
 
 def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:

@@ -202,7 +202,7 @@ def test_history_lists_and_filters_stored_measurements(client):
     bad = client.get("/history", params={"since": "yesterday"})
     assert bad.status_code == 422 and 'id="f-since-error"' in bad.text
     as_json = client.get("/measurements", params={"label": label})
-    assert set(as_json.json()) == {"total", "limit", "offset", "items"}
+    assert set(as_json.json()) == {"total", "total_kind", "limit", "offset", "next", "items"}
 
 
 def test_workload_page_shows_history_chart_and_regression(client):
