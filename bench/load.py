@@ -1,7 +1,7 @@
 """HTTP benchmark: the real service under uvicorn on loopback, driven by concurrent clients.
 
     .venv/bin/python -m bench.load [--seconds 3] [--concurrency 16] [--database-url URL]
-                                   [--clients wrk|httpx]
+                                   [--clients wrk|httpx] [--only 'POST /measurements' ...]
 
 Each endpoint is measured right after the trivial GET /health of the same server, so that the
 ratio of their throughputs holds on a noisy machine; the server's CPU time per request (from
@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import timeit
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -151,26 +151,31 @@ async def drive(
 TRIVIAL_TARGET = Target("GET /health", "GET", TRIVIAL)
 
 
-def table(run: Callable[[Target, float], Load], seconds: float) -> list[tuple[Target, Load, Load]]:
-    """(target, its load, the trivial load just before) for every target, each driven by
+Rows = list[tuple[Target, Load, Load]]
+
+
+def table(run: Callable[[Target, float], Load], seconds: float, targets: Sequence[Target]) -> Rows:
+    """(target, its load, the trivial load just before) for each of `targets`, each driven by
     `run(target, seconds)` after one short run of every path to warm it."""
-    for target in (TRIVIAL_TARGET, *TARGETS):
+    for target in (TRIVIAL_TARGET, *targets):
         run(target, 1.0)
     rows = []
-    for target in TARGETS:
+    for target in targets:
         base_load = run(TRIVIAL_TARGET, seconds)
         rows.append((target, run(target, seconds), base_load))
     return rows
 
 
-def http_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+def http_table(server: Server, seconds: float, users: int, targets: Sequence[Target]) -> Rows:
     """`table` with httpx as the clients, on one event loop."""
     limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
     with asyncio.Runner() as runner:
         client = httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30)
         try:
             return table(
-                lambda target, s: runner.run(drive(client, target, s, users, server.pid)), seconds
+                lambda target, s: runner.run(drive(client, target, s, users, server.pid)),
+                seconds,
+                targets,
             )
         finally:
             runner.run(client.aclose())
@@ -232,9 +237,9 @@ def _wrk_script(target: Target) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wrk_table(server: Server, seconds: float, users: int) -> list[tuple[Target, Load, Load]]:
+def wrk_table(server: Server, seconds: float, users: int, targets: Sequence[Target]) -> Rows:
     """`table` with wrk as the clients."""
-    return table(lambda target, s: wrk_drive(server, target, s, users), seconds)
+    return table(lambda target, s: wrk_drive(server, target, s, users), seconds, targets)
 
 
 def per_call(function: Callable[[], object], seconds: float = 0.5) -> float:
@@ -337,8 +342,16 @@ def main(argv: list[str] | None = None) -> None:
         help="the load generator: wrk (apt-get install wrk; the default where installed) "
         "saturates the server, httpx (Python) is often the bottleneck itself",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[target.name for target in TARGETS],
+        metavar="ROW",
+        help="measure only this row (repeatable): its HTTP row and its engine call",
+    )
     args = parser.parse_args(argv)
     clients = args.clients
+    targets = [t for t in TARGETS if args.only is None or t.name in args.only]
     print(
         f"Machine: {machine()}; uvicorn, 1 worker, {args.concurrency} concurrent {clients} clients"
     )
@@ -347,9 +360,9 @@ def main(argv: list[str] | None = None) -> None:
         uvicorn_server(url, free_port(), workers=1) as server,
     ):
         if clients == "wrk":
-            rows = wrk_table(server, args.seconds, args.concurrency)
+            rows = wrk_table(server, args.seconds, args.concurrency, targets)
         else:
-            rows = http_table(server, args.seconds, args.concurrency)
+            rows = http_table(server, args.seconds, args.concurrency, targets)
     print(
         "\n| endpoint | req/s | p50 ms | p99 ms | server CPU µs/req "
         "| /health req/s | p50 ms | p99 ms | server CPU µs/req | ratio | CPU ratio |"
@@ -370,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\n| engine call | calls/s | µs/call | share of its request's server CPU time |")
     print("|---|---:|---:|---:|")
     for name, call in engine_calls().items():
+        if args.only is not None and name not in args.only:
+            continue
         seconds = per_call(call)
         share = f"{seconds / cpu[name]:.1%}" if name in cpu else "-"
         print(f"| {name} | {1 / seconds:,.0f} | {seconds * 1e6:.1f} | {share} |")
