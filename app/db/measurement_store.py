@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Select, Table, bindparam, func, insert, select
+from sqlalchemy import Connection, Row, Select, Table, bindparam, func, insert, select
 from sqlalchemy.orm import Session, defer
 
 from app.db.base import utc_now
@@ -80,11 +80,11 @@ def column_values(row: MeasurementRow) -> dict[str, Any]:
     return {name: getattr(row, name) for name in _STORED}
 
 
-def add(session: Session, row: MeasurementRow) -> None:
+def add(connection: Connection, row: MeasurementRow) -> None:
     """Store a new measurement with one Core INSERT, not the ORM's unit of work (`row` stays
-    outside the session); its created_at and id are set on return."""
+    outside any session); its created_at and id are set on return."""
     row.created_at = utc_now()
-    row.id = session.execute(_INSERT, column_values(row)).scalar_one()
+    row.id = connection.execute(_INSERT, column_values(row)).scalar_one()
 
 
 def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
@@ -140,10 +140,10 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     return [Run(*row) for row in reversed(newest)]
 
 
-def previous(session: Session, row: MeasurementRow) -> Row[int, float] | None:
+def previous(db: Session | Connection, row: MeasurementRow) -> Row[int, float] | None:
     """The id and measured time of the measurement of the same workload stored just before
     `row` (one probe of the index on (workload_key, id))."""
-    return session.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
+    return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
 
 
 def latest_on_branch(

@@ -465,3 +465,17 @@ def test_a_measurement_is_stored_as_the_orm_stores_it(db_app, db_client):
     for row in (core_row, orm_row):
         assert row.pop("id") and row.pop("created_at")
     assert core_row == orm_row
+
+
+def test_a_retry_answers_as_the_first_post_did_baseline_included(db_client):
+    main = submit(db_client, measured_ms=1.0, branch="main")
+    body = {"chip": "a100", "workload": MATMUL, "measured_ms": 1.2}
+    for baseline in ({"baseline_branch": "main"}, {"baseline_id": main["id"]}):
+        headers = {"idempotency-key": f"retry-{next(iter(baseline))}"}
+        first = db_client.post("/measurements", json=body | baseline, headers=headers)
+        again = db_client.post("/measurements", json=body | baseline, headers=headers)
+        assert first.status_code == again.status_code == 201
+        assert again.json() == first.json()
+        assert first.json()["comparison"]["baseline_id"] == main["id"]
+        assert first.json()["comparison"]["change_vs_baseline"] == pytest.approx(0.2)
+    assert db_client.get("/measurements").json()["total"] == 3
