@@ -1,10 +1,12 @@
 """Stored measurements on SQLite and PostgreSQL: round trips, filters, comparisons, restarts."""
 
+import asyncio
 import copy
 import json
 import math
 from datetime import UTC, datetime, timedelta
 
+import anyio.to_thread
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
@@ -465,6 +467,34 @@ def test_a_measurement_is_stored_as_the_orm_stores_it(db_app, db_client):
     for row in (core_row, orm_row):
         assert row.pop("id") and row.pop("created_at")
     assert core_row == orm_row
+
+
+def test_a_post_takes_one_hop_off_the_event_loop(db_client, monkeypatch):
+    """The dependencies (body, writer, catalogs, sessions) are async; judging, the idempotency
+    lookup, storing and comparing share the request's one hop to a thread, by either road
+    (Starlette's thread pool or asyncio's executor)."""
+    submit(db_client)  # the database is ready: the sessions' dependency no longer waits
+    hops = []
+    run_sync, run_in_executor = anyio.to_thread.run_sync, asyncio.BaseEventLoop.run_in_executor
+
+    async def counted(function, *args, **kwargs):
+        hops.append(function)
+        return await run_sync(function, *args, **kwargs)
+
+    def counted_executor(loop, executor, function, *args):
+        hops.append(function)
+        return run_in_executor(loop, executor, function, *args)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    monkeypatch.setattr(asyncio.BaseEventLoop, "run_in_executor", counted_executor)
+    response = db_client.post(
+        "/measurements",
+        params={"fail_on": "regression"},
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": 1.0},
+        headers={"idempotency-key": "one-hop"},
+    )
+    assert response.status_code == 201
+    assert len(hops) == 1
 
 
 def test_a_retry_answers_as_the_first_post_did_baseline_included(db_client):
