@@ -78,7 +78,7 @@ async def create(
     # every other request): judging, then storing and comparing in one transaction. On
     # asyncio's own executor rather than Starlette's thread pool: anyio's hop costs about twice
     # the CPU, and its 40 threads judging at once contend for the GIL and the SQLite writers'
-    # lock (bench.load: 15% less CPU per write, 40% more writes per second).
+    # lock (docs/performance.md, "Writes").
     stored = await asyncio.get_running_loop().run_in_executor(
         None,
         partial(
