@@ -98,13 +98,14 @@ _BEARER = HTTPBearer(
 )
 
 
-def require_writer(
+async def require_writer(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
 ) -> str | None:
     """The owner of the request's bearer token; 401 without a valid one when tokens are set.
 
-    None when writes are open."""
+    None when writes are open. Async: it only hashes the token, so a plain `def` would cost a
+    hop through the thread pool."""
     tokens: WriteTokens = request.app.state.write_tokens
     if not tokens.owners:
         return None

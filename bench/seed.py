@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import insert
 
+from app.db.measurement_store import column_values
 from app.db.models import MeasurementRow
 from app.main import create_app
 from app.schemas.measurement_bodies import MeasurementIn
@@ -52,8 +53,7 @@ def _templates(settings: Settings) -> list[dict[str, Any]]:
             row = judged_row(catalogs, body)
         except LookupError:  # a chip or model this catalog lacks
             continue
-        columns = MeasurementRow.__table__.columns
-        templates.append({c.key: getattr(row, c.key) for c in columns if c.key != "id"})
+        templates.append(column_values(row))
     app.state.database.engine.dispose()
     return templates
 

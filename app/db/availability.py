@@ -78,6 +78,11 @@ class Database:
         """Whether the database has been reached and prepared."""
         return self._sessions is not None
 
+    @property
+    def prepared(self) -> sessionmaker[Session] | None:
+        """The session factory once the database is ready, else None (never waits)."""
+        return self._sessions
+
     def sessions(self) -> sessionmaker[Session]:
         """The session factory; DatabaseUnavailable while the database cannot be reached."""
         if self._sessions is None:

@@ -7,9 +7,10 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy import Connection, Row, Select, Table, bindparam, func, insert, select, tuple_
 from sqlalchemy.orm import Session, defer
 
+from app.db.base import utc_now
 from app.db.models import MeasurementRow
 
 
@@ -78,11 +79,28 @@ def _filtered(query: _Q, filters: Filters) -> _Q:
     return query
 
 
-def add(session: Session, row: MeasurementRow) -> MeasurementRow:
-    """Store a measurement; its id is set on return."""
-    session.add(row)
-    session.flush()
-    return row
+_TABLE: Table = MeasurementRow.__table__  # type: ignore[assignment]
+_STORED = tuple(column.key for column in _TABLE.columns if column.key != "id")
+# built once (and compiled once, in the engine's cache), not per write
+_INSERT = insert(_TABLE).returning(_TABLE.c.id)
+_PREVIOUS: Select[int, float] = (
+    select(_TABLE.c.id, _TABLE.c.measured_time_s)
+    .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
+    .order_by(_TABLE.c.id.desc())
+    .limit(1)
+)
+
+
+def column_values(row: MeasurementRow) -> dict[str, Any]:
+    """`row`'s stored columns (all but the id) as an INSERT takes them."""
+    return {name: getattr(row, name) for name in _STORED}
+
+
+def add(connection: Connection, row: MeasurementRow) -> None:
+    """Store a new measurement with one Core INSERT, not the ORM's unit of work (`row` stays
+    outside any session); its created_at and id are set on return."""
+    row.created_at = utc_now()
+    row.id = connection.execute(_INSERT, column_values(row)).scalar_one()
 
 
 def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
@@ -176,15 +194,10 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     return [Run(*row) for row in reversed(newest)]
 
 
-def previous(session: Session, row: MeasurementRow) -> MeasurementRow | None:
-    """The measurement of the same workload stored just before `row`."""
-    return session.scalars(
-        select(MeasurementRow)
-        .options(*_WIDE)
-        .where(MeasurementRow.workload_key == row.workload_key, MeasurementRow.id < row.id)
-        .order_by(MeasurementRow.id.desc())
-        .limit(1)
-    ).first()
+def previous(db: Session | Connection, row: MeasurementRow) -> Row[int, float] | None:
+    """The id and measured time of the measurement of the same workload stored just before
+    `row` (one probe of the index on (workload_key, id))."""
+    return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
 
 
 def latest_on_branch(

@@ -9,7 +9,7 @@ from weakref import WeakKeyDictionary
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.settings import ROOT
@@ -68,6 +68,20 @@ def transaction(factory: sessionmaker[Session], *, writes: bool = False) -> Iter
         yield session
 
 
+@contextmanager
+def writing(factory: sessionmaker[Session]) -> Iterator[Connection]:
+    """A connection for Core statements that write, in a transaction committed on success and
+    rolled back on error, after this process's other SQLite writers: a write without the
+    bookkeeping of an ORM session."""
+    with _writer(factory), _engine(factory).begin() as connection:
+        yield connection
+
+
+def _engine(factory: sessionmaker[Session]) -> Engine:
+    engine: Engine = factory.kw["bind"]
+    return engine
+
+
 def _writer(factory: sessionmaker[Session]) -> AbstractContextManager[object]:
-    lock = _SQLITE_WRITERS.get(factory.kw.get("bind"))  # type: ignore[arg-type]
+    lock = _SQLITE_WRITERS.get(_engine(factory))
     return nullcontext() if lock is None else lock

@@ -1,12 +1,14 @@
-"""Request dependencies. The catalogs' is async, since it only reads app state (a plain `def`
-costs every request a hop through the thread pool); the sessions' are plain functions, since
-the first request after the database comes back migrates it."""
+"""Request dependencies. They are async, since a plain `def` costs every request a hop through
+the thread pool: the catalogs' only reads app state, and the sessions' only reads it too once
+the database is ready (until then it waits in the thread pool, since the first request after
+the database comes back migrates it)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.availability import Database, DatabaseUnavailable
@@ -20,17 +22,18 @@ async def get_catalogs(request: Request) -> Catalogs:
     return catalogs
 
 
-def get_sessions(request: Request) -> sessionmaker[Session]:
+async def get_sessions(request: Request) -> sessionmaker[Session]:
     """The session factory of the app's database (DatabaseUnavailable: 503)."""
     database: Database = request.app.state.database
-    return database.sessions()
+    ready = database.prepared
+    return ready if ready is not None else await run_in_threadpool(database.sessions)
 
 
-def get_optional_sessions(request: Request) -> sessionmaker[Session] | None:
+async def get_optional_sessions(request: Request) -> sessionmaker[Session] | None:
     """The session factory, or None while the database is unreachable (for pages and answers
     that only add stored data to what the catalog says)."""
     try:
-        return get_sessions(request)
+        return await get_sessions(request)
     except DatabaseUnavailable:
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import formatting as fmt
@@ -42,7 +43,10 @@ HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
 
 
 def comparison(
-    session: Session, row: MeasurementRow, baseline: MeasurementRow | None, threshold: float
+    session: Session | Connection,
+    row: MeasurementRow,
+    baseline: MeasurementRow | None,
+    threshold: float,
 ) -> Comparison:
     previous = store.previous(session, row)
     against = baseline or previous

@@ -8,13 +8,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
 from app.db.models import MeasurementRow
-from app.db.session import transaction
+from app.db.session import transaction, writing
 from app.engine import InvalidInput
 from app.schemas.answers import Check
 from app.schemas.measurement_bodies import (
@@ -124,18 +125,23 @@ def record(
     if key is not None and (stored := _stored_under(sessions, row, body)) is not None:
         return stored
     try:
-        with transaction(sessions, writes=True) as session:
-            store.add(session, row)
-            return _answer(session, row, body)
+        with writing(sessions) as connection:
+            store.add(connection, row)
+            return _answer(connection, row, body)
     except IntegrityError:
         if key is None or (stored := _stored_under(sessions, row, body)) is None:
             raise
         return stored  # a concurrent retry committed first
 
 
-def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
-    baseline = baseline_of(session, row, body.baseline_id, body.baseline_branch)
-    return stored_out(row, comparison(session, row, baseline, body.regression_threshold))
+def _answer(connection: Connection, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
+    """The answer to `body`, stored as `row`: compared, in the transaction on `connection`, with
+    the run before it and the baseline it names (whole rows: an ORM session there, if any)."""
+    baseline = None
+    if body.baseline_id is not None or body.baseline_branch is not None:
+        with Session(connection) as session:
+            baseline = baseline_of(session, row, body.baseline_id, body.baseline_branch)
+    return stored_out(row, comparison(connection, row, baseline, body.regression_threshold))
 
 
 # the columns that store a post as it was sent (a retry under its idempotency key sends the
@@ -165,7 +171,7 @@ def _stored_under(
                 IDEMPOTENCY_KEY,
                 "was already used for a different measurement; send a new key",
             )
-        return _answer(session, row, body)
+        return _answer(session.connection(), row, body)
 
 
 def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:

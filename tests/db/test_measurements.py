@@ -1,17 +1,20 @@
 """Stored measurements on SQLite and PostgreSQL: round trips, filters, comparisons, restarts."""
 
+import asyncio
 import copy
 import json
 import math
 from datetime import UTC, datetime, timedelta
 
+import anyio.to_thread
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.catalog.loader import CatalogError
 from app.db.models import MeasurementRow
 from app.main import create_app
-from app.schemas.measurement_bodies import Comparison
+from app.schemas.measurement_bodies import Comparison, MeasurementIn
 from app.services import history, recording
 from app.settings import Settings
 
@@ -400,3 +403,109 @@ def test_list_filters_take_aliases_in_any_case(db_client):
         assert page.status_code == 200 and "/measurements/" in page.text, query
     assert db_client.get("/measurements?chip=h100").json()["total"] == 0
     assert db_client.get("/measurements?chip=no-such-chip").json()["total"] == 0
+
+
+def test_the_previous_run_is_the_newest_earlier_one_of_the_same_workload(db_client):
+    # two workloads on two chips, interleaved: each run compares with the last run before it
+    # of its own workload key, never a later one, nor one of another size or chip
+    posts = [
+        ("a", {"chip": "a100", "workload": MATMUL}),
+        ("b", {"chip": "h100", "workload": MATMUL}),
+        ("c", {"chip": "a100", "workload": {**MATMUL, "n": 2048}}),
+        ("a", {"chip": "a100", "workload": MATMUL}),
+        ("b", {"chip": "h100", "workload": MATMUL}),
+        ("a", {"chip": "a100", "workload": MATMUL}),
+    ]
+    ids: dict[str, list[int]] = {}
+    times: dict[str, int] = {}
+    for milliseconds, (name, body) in enumerate(posts, start=1):
+        stored = submit(db_client, body["workload"], chip=body["chip"], measured_ms=milliseconds)
+        earlier = ids.setdefault(name, [])
+        comparison = stored["comparison"]
+        if earlier:
+            assert comparison["previous_id"] == earlier[-1]
+            assert comparison["change_vs_previous"] == pytest.approx(milliseconds / times[name] - 1)
+        else:
+            assert comparison["previous_id"] is None and comparison["change_vs_previous"] is None
+        earlier.append(stored["id"])
+        times[name] = milliseconds
+    # read back later, an older run still compares with the run before it, not a newer one
+    first_a, second_a, _ = ids["a"]
+    read = db_client.get(f"/measurements/{second_a}").json()["comparison"]
+    assert read["previous_id"] == first_a
+    assert read["change_vs_previous"] == pytest.approx(4 / 1 - 1)
+    assert db_client.get(f"/measurements/{first_a}").json()["comparison"]["previous_id"] is None
+
+
+def test_a_measurement_is_stored_as_the_orm_stores_it(db_app, db_client):
+    """A post is stored with one Core INSERT: column for column the row that the ORM's unit of
+    work stores for the same judged measurement (the JSON columns as the same text)."""
+    body = {
+        "chip": "a100",
+        "workload": DECODE,
+        "measured_ms": [5.0, 5.5],
+        "label": "nightly ü",
+        "git_commit": "abc",
+        "branch": "main",
+        "hostname": "gpu-1",
+        "software": {"torch": "2.5.1"},
+        "notes": "n",
+    }
+    posted = db_client.post("/measurements", json=body, headers={"idempotency-key": "k"})
+    assert posted.status_code == 201
+    sessions = db_app.state.database.sessions()
+    judged = recording.judged_row(
+        db_app.state.catalogs, MeasurementIn.model_validate(body), idempotency_key=":k2"
+    )
+    with sessions() as session, session.begin():
+        session.add(judged)
+    with db_app.state.database.engine.connect() as connection:
+        stored = connection.execute(sa.text("SELECT * FROM measurements ORDER BY id"))
+        core_row, orm_row = (dict(row) for row in stored.mappings())
+    assert core_row.pop("idempotency_key") == ":k"
+    assert orm_row.pop("idempotency_key") == ":k2"
+    for row in (core_row, orm_row):
+        assert row.pop("id") and row.pop("created_at")
+    assert core_row == orm_row
+
+
+def test_a_post_takes_one_hop_off_the_event_loop(db_client, monkeypatch):
+    """The dependencies (body, writer, catalogs, sessions) are async; judging, the idempotency
+    lookup, storing and comparing share the request's one hop to a thread, by either road
+    (Starlette's thread pool or asyncio's executor)."""
+    submit(db_client)  # the database is ready: the sessions' dependency no longer waits
+    hops = []
+    run_sync, run_in_executor = anyio.to_thread.run_sync, asyncio.BaseEventLoop.run_in_executor
+
+    async def counted(function, *args, **kwargs):
+        hops.append(function)
+        return await run_sync(function, *args, **kwargs)
+
+    def counted_executor(loop, executor, function, *args):
+        hops.append(function)
+        return run_in_executor(loop, executor, function, *args)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    monkeypatch.setattr(asyncio.BaseEventLoop, "run_in_executor", counted_executor)
+    response = db_client.post(
+        "/measurements",
+        params={"fail_on": "regression"},
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": 1.0},
+        headers={"idempotency-key": "one-hop"},
+    )
+    assert response.status_code == 201
+    assert len(hops) == 1
+
+
+def test_a_retry_answers_as_the_first_post_did_baseline_included(db_client):
+    main = submit(db_client, measured_ms=1.0, branch="main")
+    body = {"chip": "a100", "workload": MATMUL, "measured_ms": 1.2}
+    for baseline in ({"baseline_branch": "main"}, {"baseline_id": main["id"]}):
+        headers = {"idempotency-key": f"retry-{next(iter(baseline))}"}
+        first = db_client.post("/measurements", json=body | baseline, headers=headers)
+        again = db_client.post("/measurements", json=body | baseline, headers=headers)
+        assert first.status_code == again.status_code == 201
+        assert again.json() == first.json()
+        assert first.json()["comparison"]["baseline_id"] == main["id"]
+        assert first.json()["comparison"]["change_vs_baseline"] == pytest.approx(0.2)
+    assert db_client.get("/measurements").json()["total"] == 3
