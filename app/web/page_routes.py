@@ -137,8 +137,9 @@ async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -
     form = await request.form()
     values = forms.form_values({k: v for k, v in form.items() if isinstance(v, str)}, catalogs)
     try:
-        # the database work runs in the thread pool, as POST /measurements does: on the event
-        # loop it would hold up every other request while it waits for a commit
+        # the database work runs off the event loop (POST /measurements runs it on asyncio's
+        # executor): on the loop it would hold up every other request while it waits for a
+        # commit
         stored = await run_in_threadpool(
             recording.record, catalogs, sessions, forms.measurement(values)
         )
