@@ -6,10 +6,8 @@ from enum import Enum
 from functools import partial
 
 from fastapi import APIRouter, Request, Response
-from fastapi.exceptions import RequestValidationError
 
 from app.api.wire import answer, parse_query, query_parameters
-from app.engine import InvalidInput
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.comparison import CompareQuery, CompareRequest, Comparison
@@ -25,20 +23,10 @@ _ERRORS: dict[int | str, dict[str, str]] = {
     },
     503: {"description": "Retry later (Retry-After): the calculation ran past its time budget."},
 }
-# the request's own fields: an engine error naming one of these is located there, not in
-# the workload
-_OWN = frozenset({"chips", "prices", "price_per_hour", "catalog_version", "stack"})
 
 
 async def _answer(request: Request, catalogs: CatalogsDep, body: CompareRequest) -> Response:
-    where = "query" if request.method == "GET" else "body"
-    try:
-        calculated = await within_budget(request, partial(compare, catalogs, body))
-    except InvalidInput as exc:
-        if exc.field.split(".")[0] not in _OWN:
-            raise
-        error = {"loc": (where, *exc.field.split(".")), "msg": exc.message, "type": "value_error"}
-        raise RequestValidationError([error]) from None
+    calculated = await within_budget(request, partial(compare, catalogs, body))
     return await answer(request, catalogs.answers, calculated)
 
 

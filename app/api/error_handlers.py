@@ -20,13 +20,20 @@ from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Unsupported
 from app.http.budget import OverBudget, over_budget
 from app.http.responses import StrictJSONResponse
+from app.schemas.comparison import CompareRequest
 from app.schemas.measurement_bodies import MeasurementIn
-from app.schemas.requests import ScalingRequest
+from app.schemas.requests import OptimalBatchRequest, ScalingRequest
 from app.services.recording import IDEMPOTENCY_KEY
 
 # the fields a request body holds beside its workload (an engine error names them bare)
 _TOP_LEVEL = frozenset(
-    (MeasurementIn.model_fields.keys() | ScalingRequest.model_fields.keys()) - {"workload"}
+    (
+        MeasurementIn.model_fields.keys()
+        | ScalingRequest.model_fields.keys()
+        | OptimalBatchRequest.model_fields.keys()
+        | CompareRequest.model_fields.keys()
+    )
+    - {"workload"}
 )
 _QUERY_ONLY = frozenset({"fail_on"})
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")  # what a 405 may allow

@@ -180,9 +180,6 @@ def search(
     def near_asymptote(b: int) -> bool:
         return at(b).tokens_per_s >= target
 
-    def too_slow(b: int) -> bool:
-        return max_step_time is not None and at(b).roofline.realistic_time > max_step_time
-
     max_batch = largest_fitting_batch(arch, chip, spec)
     point: Callable[[int], SweepPoint]
     if spec.phase in (Phase.DECODE, Phase.PREFILL) and arch.moe is None:
@@ -194,12 +191,6 @@ def search(
 
         def point(b: int) -> SweepPoint:
             return one_pass.point(b, fits=b <= max_batch)
-
-        def over(b: int) -> bool:  # the lines' answer where they decide it, else the estimate's
-            if max_step_time is None:
-                return False
-            faster = _at_least(max_step_time, point(b).realistic_time)
-            return too_slow(b) if faster is None else not faster
 
     else:
         # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is
@@ -221,12 +212,18 @@ def search(
         def point(b: int) -> SweepPoint:
             return SweepPoint.of(b, at(b))
 
-        over = too_slow
-
     near = near or MAX_BATCH
-    # the realistic step time grows with the batch: the largest batch within the bound is one
-    # below the smallest over it
-    latency = None if max_step_time is None else (smallest_batch(over) or MAX_BATCH + 1) - 1
+    latency = None
+    if max_step_time is not None:
+        limit = max_step_time
+
+        def over(b: int) -> bool:  # the row's answer, or the estimate's on a near-tie
+            within = _at_least(limit, point(b).realistic_time)
+            return at(b).roofline.realistic_time > limit if within is None else not within
+
+        # the realistic step time grows with the batch: the largest batch within the bound is
+        # one below the smallest over it
+        latency = (smallest_batch(over) or MAX_BATCH + 1) - 1
     cap = max_batch if latency is None else min(max_batch, latency)
     if max_batch == 0:
         best: int | None = None

@@ -165,9 +165,8 @@ def _step_bound(request: CalculationRequest, phase: Phase) -> float | None:
     for name, applies in (("max_tpot_ms", Phase.DECODE), ("max_ttft_ms", Phase.PREFILL)):
         if getattr(request, name) is not None and phase is not applies:
             raise InvalidInput(name, f"bounds {applies} batches; this workload's phase is {phase}")
+    # at most one applies to any phase, so at most one is left here
     bound = request.max_tpot_ms or request.max_ttft_ms
-    if request.max_tpot_ms and request.max_ttft_ms:
-        raise InvalidInput("max_ttft_ms", "give one of max_tpot_ms (decode) or max_ttft_ms")
     return None if bound is None else bound * MILLI
 
 
