@@ -71,6 +71,15 @@ class Count(Figure):
         return self
 
 
+class Released(_Strict):
+    """The month a chip was announced or launched (YYYY-MM), with its source."""
+
+    value: Annotated[str, Field(pattern=r"^(19|20)\d{2}-(0[1-9]|1[0-2])$")]
+    source: str
+    verify: Literal["V", "S", "U", "D"]
+    note: str | None = None
+
+
 class Source(_Strict):
     """Where figures come from."""
 
@@ -171,6 +180,8 @@ class ChipEntry(_Strict):
     compute_units: Count | None = None
     # the vendor's maximum board power (TDP, TGP) in watts; null where none could be sourced
     board_power_w: Figure | None = None
+    # the vendor's announcement or launch month (the note says which); null where unsourced
+    released: Released | None = None
     notes: str | None = None
 
     @model_validator(mode="after")
@@ -221,7 +232,10 @@ class ChipCatalog(_Strict):
                         f"chip {chip.id}: name {name!r} is already used by chip {names[name]}"
                     )
                 names[name] = chip.id
-            for path, figure in chip.figures().items():
+            sourced: dict[str, Figure | Released] = dict(chip.figures())
+            if chip.released is not None:
+                sourced["released"] = chip.released
+            for path, figure in sourced.items():
                 if figure.source not in self.sources:
                     raise ValueError(
                         f"chip {chip.id}: {path}.source {figure.source!r} is not in sources"

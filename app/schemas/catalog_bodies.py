@@ -78,6 +78,15 @@ class FigureOut(BaseModel):
     note: str | None
 
 
+class ReleasedOut(BaseModel):
+    """The month the chip was announced or launched, with its source."""
+
+    value: str = Field(description="YYYY-MM")
+    source: SourceOut
+    verify: Literal["V", "S", "U", "D"]
+    note: str | None
+
+
 class MemoryOut(BaseModel):
     """Device memory: the marketing label, usable bytes, datasheet bandwidth (bytes/s)."""
 
@@ -145,6 +154,11 @@ class ChipOut(BaseModel):
         default=None,
         description="The vendor's maximum board power (TDP or TGP), watts; null where it "
         "could not be sourced.",
+    )
+    released: ReleasedOut | None = Field(
+        default=None,
+        description="The vendor's announcement or launch month (the note says which); null "
+        "where it could not be sourced.",
     )
     notes: str | None
     ridge_intensity_flops_per_byte: dict[Dtype, float] = Field(

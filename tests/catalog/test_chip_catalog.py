@@ -5,8 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from app.catalog.loader import CatalogError, content_hash, load_chip_catalog
+from app.catalog.schema import ChipCatalog
 from app.engine import Dtype
 from app.main import create_app
 from app.settings import Settings
@@ -349,6 +351,10 @@ BOARD_POWER = [
     ("mi250x-gcd", 280),  # half of the MI250X module's 560 W
     ("gaudi3", 900),
     ("l4", 72),
+    ("gaudi2", 600),  # the HL-225H OAM module
+    ("h20", 400),
+    ("tpu-v4", 192),  # Google's measured per-chip maximum (mean 170 W)
+    ("a10g", 300),  # the power cap nvidia-smi reports on AWS G5: no published TDP
 ]
 
 
@@ -370,4 +376,52 @@ def test_every_board_power_is_sourced_and_the_unsourced_are_null():
         assert sources[figure.source].url.startswith("http"), chip_id
         assert figure.note, chip_id  # says which SKU or configuration the watts are
     # no board power figure from a vendor or a page quoting one: left null, energy unknown
-    assert {"gh200", "a10g", "tpu-v5e", "gaudi2", "apple-m4-max"} <= unsourced
+    # (Google publishes no watts for TPU v5e/v5p; Apple only whole-system wall power)
+    assert {"tpu-v5e", "tpu-v5p", "apple-m4-max"} <= unsourced
+
+
+# the vendor's announcement or launch month, where a page could be found that dates it
+RELEASED = [
+    ("v100-sxm2-16gb", "2017-05"),  # GTC 2017
+    ("a100-sxm4-40gb", "2020-05"),
+    ("h100-sxm5-80gb", "2022-03"),  # GTC 2022
+    ("h200-sxm-141gb", "2023-11"),
+    ("b200", "2024-03"),  # GTC 2024
+    ("mi300x", "2023-12"),
+    ("tpu-v4", "2021-05"),  # Google I/O 2021
+    ("gaudi3", "2024-04"),
+]
+
+
+@pytest.mark.parametrize(("chip_id", "month"), RELEASED)
+def test_release_months(chip_id, month):
+    released = load_chip_catalog(REAL).resolve(chip_id).entry.released
+    assert released is not None and released.value == month
+
+
+def test_every_release_month_is_sourced():
+    catalog = load_chip_catalog(REAL)
+    dated = 0
+    for chip_id, record in catalog.chips.items():
+        released = record.entry.released
+        if released is None:
+            continue
+        dated += 1
+        assert catalog.catalog.sources[released.source].url.startswith("http"), chip_id
+        assert released.note, chip_id  # says whether announcement or launch
+    assert dated >= len(catalog.chips) - 1  # A10G: AWS never dated it on a page we found
+
+
+@pytest.mark.parametrize("month", ["2024-13", "2024-00", "24-03", "2024-3", "March 2024"])
+def test_a_malformed_release_month_is_rejected(month):
+    entry = json.loads(REAL.read_text())
+    entry["chips"][0]["released"]["value"] = month
+    with pytest.raises(ValidationError, match="released"):
+        ChipCatalog.model_validate(entry)
+
+
+def test_a_release_month_with_an_unknown_source_is_rejected():
+    entry = json.loads(REAL.read_text())
+    entry["chips"][0]["released"]["source"] = "nowhere"
+    with pytest.raises(ValidationError, match=r"released\.source .nowhere. is not in sources"):
+        ChipCatalog.model_validate(entry)
