@@ -13,6 +13,7 @@ from app.schemas.requests import (
     BREAKDOWN,
     NAME,
     STACK_DEFAULT,
+    WHAT_IF,
     CalculationRequest,
     CatalogVersionName,
     CeilingsName,
@@ -41,6 +42,7 @@ class TransformerQuery(TransformerFields):
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
     breakdown: bool = BREAKDOWN
+    what_if: bool = WHAT_IF
 
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
@@ -62,6 +64,7 @@ class TransformerQuery(TransformerFields):
                 stack=self.stack,
                 ceilings=self.ceilings,
                 breakdown=self.breakdown,
+                what_if=self.what_if,
                 workload=workload,
                 **extra,
             )

@@ -306,6 +306,13 @@ BREAKDOWN = Field(
     description="Add `breakdown` to /expected-time and /check answers of prefill, decode and "
     "training: the step by operation (FLOPs, bytes, time, share, regime).",
 )
+WHAT_IF = Field(
+    False,
+    description="Add `what_if` to /expected-time and /check answers: the same work with each "
+    "change that applies to it (narrower weights, an fp8 KV cache, the optimal batch, tp x2, "
+    "fusion, a compiled stack, another GEMM dtype, training options), each estimated anew, "
+    "ranked by realistic speed-up per unit of the same work. Each change costs an estimate.",
+)
 
 
 class CalculationRequest(Request):
@@ -316,6 +323,7 @@ class CalculationRequest(Request):
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
     breakdown: bool = BREAKDOWN
+    what_if: bool = WHAT_IF
     workload: Workload
 
 
