@@ -8,12 +8,12 @@ the realistic range (app/engine/realism.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.errors import InvalidInput
 from app.engine.roofline import Bound, Roofline
-from app.engine.work_advice import BestChange, WorkFacts, work_lines
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
 # fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
@@ -75,15 +75,10 @@ def efficiency(ratio: float) -> float:
     return 1 / ratio
 
 
-def judge(
-    roofline: Roofline,
-    measured_time: float,
-    work: WorkFacts | None = None,
-    best: BestChange | None = None,
-) -> Judgement:
-    """Compare `measured_time` (seconds) with the roofline and say what to do next: for a
-    run slower than the roofline, with advice specific to the `work` and the `best` what-if
-    change where they are given (app/engine/work_advice.py)."""
+def judge(roofline: Roofline, measured_time: float, specific: Sequence[str] = ()) -> Judgement:
+    """Compare `measured_time` (seconds) with the roofline and say what to do next. For a run
+    slower than the roofline, the `specific` advice (on the kind of work, with its numbers:
+    app/services/work_advice.py) follows the verdict's own, in place of its common gaps."""
     if not (math.isfinite(measured_time) and measured_time > 0):
         raise InvalidInput(
             "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
@@ -100,7 +95,6 @@ def judge(
         verdict = Verdict.ORDER_OF_MAGNITUDE_SLOWER
     advice = _advice(verdict, roofline, ratio)
     if verdict is not Verdict.FASTER_THAN_ROOFLINE:
-        specific = work_lines(roofline, work, best)
         if specific and verdict is Verdict.ROOM_TO_IMPROVE and roofline.bound not in _REGIME_ADVICE:
             advice = advice[:-1]  # the common gaps, named for this work instead
         advice = (*advice, *specific, *_published_advice(place, roofline, measured_time))

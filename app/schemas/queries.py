@@ -9,11 +9,10 @@ from pydantic import Field, field_validator
 from app.engine import Phase
 from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import MAX_CHIPS
+from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.requests import (
-    BREAKDOWN,
     NAME,
     STACK_DEFAULT,
-    WHAT_IF,
     CalculationRequest,
     CatalogVersionName,
     CeilingsName,

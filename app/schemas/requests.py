@@ -18,6 +18,7 @@ from app.engine.training import (
     Optimizer,
 )
 from app.engine.units import seconds_from_ms
+from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.ops_bodies import OpsWorkload
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
@@ -299,20 +300,6 @@ CeilingsName = Annotated[
         "`roofcheck probe` stored for the chip (empirical)."
     ),
 ]
-
-
-BREAKDOWN = Field(
-    False,
-    description="Add `breakdown` to /expected-time and /check answers of prefill, decode and "
-    "training: the step by operation (FLOPs, bytes, time, share, regime).",
-)
-WHAT_IF = Field(
-    False,
-    description="Add `what_if` to /expected-time and /check answers: the same work with each "
-    "change that applies to it (narrower weights, an fp8 KV cache, the optimal batch, tp x2, "
-    "fusion, a compiled stack, another GEMM dtype, training options), each estimated anew, "
-    "ranked by realistic speed-up per unit of the same work. Each change costs an estimate.",
-)
 
 
 class CalculationRequest(Request):

@@ -25,7 +25,6 @@ from app.engine.compare import summarise_times
 from app.engine.fusion import OpsEstimate
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
-from app.engine.work_advice import BestChange, Chain, Decode, Gemm, Training, WorkFacts
 from app.schemas.answers import (
     BreakdownRow,
     Check,
@@ -62,6 +61,15 @@ from app.services.what_if import (
     kernel_alternatives,
     ops_alternatives,
     transformer_alternatives,
+)
+from app.services.work_advice import (
+    BestChange,
+    Chain,
+    Decode,
+    Gemm,
+    Training,
+    WorkFacts,
+    work_lines,
 )
 
 BREAKDOWN_WARNING = [
@@ -314,7 +322,8 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     placed = _place(catalogs, request)
     roof, ops = placed.roof, placed.ops
     repeats = summarise_times(request.measured_seconds)
-    judgement = judge(roof, repeats.mean, placed.facts, _best(roof, placed.alternatives))
+    specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
+    judgement = judge(roof, repeats.mean, specific)
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
     return Check(
         **placed.fields,

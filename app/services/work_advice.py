@@ -1,7 +1,7 @@
-"""Advice specific to the kind of work, from numbers the engine already has
-(docs/formulas.md#verdict): a GEMM's tiles and dtype, an elementwise chain's fused time, a
-decode step's bytes by what they hold, a training step's collectives, bubble and
-recomputation; and the best change of what-if, when it was estimated."""
+"""Advice specific to the kind of work, in words and formatted numbers for /check's answer,
+from numbers the engine already has (docs/formulas.md#verdict): a GEMM's tiles and dtype, an
+elementwise chain's fused time, a decode step's bytes by what they hold, a training step's
+collectives, bubble and recomputation; and the best change of what-if, when it was estimated."""
 
 from __future__ import annotations
 
