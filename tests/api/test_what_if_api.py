@@ -20,7 +20,8 @@ ITEM_FIELDS |= {"work_scale", "fits"}
 def _what_if(client: TestClient, path: str = "/expected-time", **body: Any) -> dict[str, Any]:
     response = client.post(path, json={"what_if": True, **body})
     assert response.status_code == 200, response.text
-    return response.json()
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
 def _keys(answer: dict[str, Any]) -> list[str]:
@@ -291,7 +292,8 @@ def _advice(
     body = {"chip": chip, "workload": workload, "measured_ms": ms, **extra}
     answer = client.post("/check", json=body).json()
     assert not any(_SCIENTIFIC.search(line) for line in answer["advice"]), answer["advice"]
-    return answer["advice"]
+    advice: list[str] = answer["advice"]
+    return advice
 
 
 def test_a_slow_gemm_is_told_its_tiles_and_dtypes(client):

@@ -8,12 +8,12 @@ from app import formatting as fmt
 DECODE = {"chip": "h100", "kind": "transformer", "model": "llama-3.1-8b", "seq_len": "2048"}
 _ROW = re.compile(
     r'<tr data-key="([a-z0-9_]+)"><th scope="row">([^<]+)</th><td class="num">([^<]+)</td>'
-    r'<td class="num">([^<]+)</td><td class="num">([^<]+)×</td></tr>'
+    r'<td class="num">([^<]+)</td><td class="num">([^<]+)x</td></tr>'
 )
 
 
 def _table(html: str) -> list[tuple[str, ...]]:
-    return _ROW.findall(html.split('id="what-if"')[1].split("</table>")[0])
+    return _ROW.findall(html.split('id="what-if"', 1)[1].split("</table>", 1)[0])
 
 
 def test_the_result_shows_the_best_changes_as_the_api_ranks_them(client):
