@@ -301,11 +301,11 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
 
 
 def _best(roof: Roofline, alternatives: list[Alternative] | None) -> BestChange | None:
-    """The first (best) alternative, in the advice's terms: realistic times per unit of the
-    same work."""
-    if not alternatives:
+    """The best alternative that does not leave the work unable to fit, in the advice's
+    terms: realistic times per unit of the same work."""
+    top = next((a for a in alternatives or () if a.fits is not False), None)
+    if top is None:
         return None
-    top = alternatives[0]
     after = top.roofline.realistic_time / top.work_scale
     return BestChange(
         top.change, top.speedup(roof), roof.realistic_time, after, top.work_scale != 1

@@ -404,3 +404,38 @@ def test_the_best_change_with_its_numbers(client):
         f"operands in bf16 instead of fp32: {fmt.number(best['speedup'])}x faster (realistic "
         f"{fmt.seconds(answer['realistic_time_s'])} -> {fmt.seconds(best['realistic_time_s'])})."
     ) in answer["advice"]
+
+
+def test_where_the_work_does_not_fit_every_change_is_kept_with_its_fit(client):
+    # Llama 3.1 70B in bf16 on one H100: 141 GB of weights alone, over 80 GB. int4 weights
+    # (about 35 GB of blocks) fit; an fp8 KV cache or the LM head alone do not make it fit
+    answer = client.get(
+        "/expected-time", params={"chip": "h100", "model": "llama-3.1-70b", "what_if": "true"}
+    ).json()
+    assert answer["fits"] is False
+    fits = {item["key"]: item["fits"] for item in answer["what_if"]}
+    assert fits["weights_int4"] is True and fits["kv_fp8"] is False
+
+
+def test_where_the_work_fits_a_change_that_would_not_is_left_out(client):
+    # the training step of test_training_options fits with recomputation, not without it
+    # (/memory-fit says so): recompute_off is not offered
+    params = {
+        "chip": "h100",
+        "model": "llama-3.1-8b",
+        "phase": "training",
+        "batch": 64,
+        "dp": 8,
+        "pp": 2,
+        "micro_batch": 4,
+        "overlap": "false",
+    }
+    assert (
+        client.get("/memory-fit", params={**params, "recompute": "false"}).json()["fits"] is False
+    )
+    answer = client.get(
+        "/expected-time", params={**params, "recompute": "true", "what_if": "true"}
+    ).json()
+    assert answer["fits"] is True
+    assert "recompute_off" not in _keys(answer)
+    assert all(item["fits"] for item in answer["what_if"])
