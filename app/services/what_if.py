@@ -31,7 +31,7 @@ from app.engine import (
 )
 from app.engine.fusion import OpsEstimate
 from app.engine.realism import GRAPHED
-from app.engine.training import Parallelism
+from app.engine.training import Parallelism, TrainingStep
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     AttentionWorkload,
@@ -97,7 +97,11 @@ def _transformer_specs(
                     )
                 )
     fp8 = Dtype.FP8 in chip.matrix_peaks
-    if spec.phase in (Phase.DECODE, Phase.GENERATE) and fp8 and dtype_bytes(p.kv) > 1:
+    if (
+        spec.phase in (Phase.DECODE, Phase.GENERATE)
+        and fp8
+        and dtype_bytes(p.kv) > dtype_bytes(Dtype.FP8)
+    ):
         found.append(
             ("kv_fp8", "KV cache in fp8", replace(spec, precision=replace(p, kv=Dtype.FP8)))
         )
@@ -118,16 +122,15 @@ def _transformer_specs(
             )
         )
     if current.training is not None:
-        found += _training_specs(spec, current)
+        found += _training_specs(spec, current.training)
     return found
 
 
 def _training_specs(
-    spec: TransformerSpec, current: TransformerEstimate
+    spec: TransformerSpec, step: TrainingStep
 ) -> list[tuple[str, str, TransformerSpec]]:
     """The training options: recomputation, micro-batches, overlap, ZeRO."""
-    assert current.training is not None
-    lay = current.training.layout
+    lay = step.layout
     training, parallel = spec.training, spec.training.parallel
     found = [
         (

@@ -92,7 +92,7 @@ class Chain:
                 f"takes {fmt.seconds(self.fused_time)} ideally instead of "
                 f"{fmt.seconds(roof.expected_time)}."
             ]
-        if dtype_bytes(self.dtype) > dtype_bytes(Dtype.BF16):
+        if roof.roof is Bound.MEMORY and self.dtype is Dtype.FP32:
             return [
                 f"The chain is memory-bound on its {self.dtype} tensors: in bf16 it moves half "
                 "the bytes."
