@@ -8,6 +8,7 @@ the realistic range (app/engine/realism.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -74,8 +75,10 @@ def efficiency(ratio: float) -> float:
     return 1 / ratio
 
 
-def judge(roofline: Roofline, measured_time: float) -> Judgement:
-    """Compare `measured_time` (seconds) with the roofline and say what to do next."""
+def judge(roofline: Roofline, measured_time: float, specific: Sequence[str] = ()) -> Judgement:
+    """Compare `measured_time` (seconds) with the roofline and say what to do next. For a run
+    slower than the roofline, the `specific` advice (on the kind of work, with its numbers:
+    app/services/work_advice.py) follows the verdict's own, in place of its common gaps."""
     if not (math.isfinite(measured_time) and measured_time > 0):
         raise InvalidInput(
             "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
@@ -92,7 +95,9 @@ def judge(roofline: Roofline, measured_time: float) -> Judgement:
         verdict = Verdict.ORDER_OF_MAGNITUDE_SLOWER
     advice = _advice(verdict, roofline, ratio)
     if verdict is not Verdict.FASTER_THAN_ROOFLINE:
-        advice = (*advice, *_published_advice(place, roofline, measured_time))
+        if specific and verdict is Verdict.ROOM_TO_IMPROVE and roofline.bound not in _REGIME_ADVICE:
+            advice = advice[:-1]  # the common gaps, named for this work instead
+        advice = (*advice, *specific, *_published_advice(place, roofline, measured_time))
     realistic_ratio = measured_time / roofline.realistic_time
     flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
     return Judgement(

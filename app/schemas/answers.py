@@ -114,6 +114,29 @@ class BreakdownRow(_Out):
     bound: Bound
 
 
+class WhatIfOut(_Out):
+    """The same work with one change (docs/formulas.md#what-if)."""
+
+    change: str = Field(description="The change, in words: e.g. weights in int8.")
+    key: str = Field(description="A stable id of the change: e.g. weights_int8, kv_fp8, tp_x2.")
+    expected_time_s: float = Field(description="Ideal roofline time of the changed work.")
+    realistic_time_s: float = Field(description="Realistic time of the changed work.")
+    speedup: float = Field(
+        description="Realistic time per unit of the same work, now over with the change: "
+        "realistic_time_s x work_scale / this item's realistic_time_s of the answer (> 1: "
+        "faster). Per token for a changed batch (throughput), per step otherwise (tp_x2: the "
+        "step on twice the chips)."
+    )
+    work_scale: float = Field(
+        1.0,
+        description="The changed work over the answer's: its tokens over the answer's for "
+        "optimal_batch, 1 for every other change.",
+    )
+    fits: bool | None = Field(
+        None, description="Transformers: whether the changed work fits in memory (kernels: null)."
+    )
+
+
 class _Answer(_Out):
     catalog_version: str
     chip: ChipRef
@@ -192,6 +215,11 @@ class ExpectedTime(_Answer):
     )
     breakdown: list[BreakdownRow] | None = Field(
         None, description="With breakdown=true: the step by operation (prefill, decode, training)."
+    )
+    what_if: list[WhatIfOut] | None = Field(
+        None,
+        description="With what_if=true: the same work with each change that applies to it, "
+        "best realistic speed-up first.",
     )
 
 

@@ -9,8 +9,8 @@ from pydantic import Field, field_validator
 from app.engine import Phase
 from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import MAX_CHIPS
+from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.requests import (
-    BREAKDOWN,
     NAME,
     STACK_DEFAULT,
     CalculationRequest,
@@ -41,6 +41,7 @@ class TransformerQuery(TransformerFields):
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
     breakdown: bool = BREAKDOWN
+    what_if: bool = WHAT_IF
 
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
@@ -62,6 +63,7 @@ class TransformerQuery(TransformerFields):
                 stack=self.stack,
                 ceilings=self.ceilings,
                 breakdown=self.breakdown,
+                what_if=self.what_if,
                 workload=workload,
                 **extra,
             )

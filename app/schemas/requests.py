@@ -18,6 +18,7 @@ from app.engine.training import (
     Optimizer,
 )
 from app.engine.units import seconds_from_ms
+from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.ops_bodies import OpsWorkload
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
@@ -301,13 +302,6 @@ CeilingsName = Annotated[
 ]
 
 
-BREAKDOWN = Field(
-    False,
-    description="Add `breakdown` to /expected-time and /check answers of prefill, decode and "
-    "training: the step by operation (FLOPs, bytes, time, share, regime).",
-)
-
-
 class CalculationRequest(Request):
     """A workload on a chip."""
 
@@ -316,6 +310,7 @@ class CalculationRequest(Request):
     stack: StackName = STACK_DEFAULT
     ceilings: CeilingsName = "datasheet"
     breakdown: bool = BREAKDOWN
+    what_if: bool = WHAT_IF
     workload: Workload
 
 

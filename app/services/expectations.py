@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from app.engine import (
+    Chip,
     Kind,
+    Phase,
     Roofline,
     Software,
     TransformerEstimate,
+    TransformerSpec,
+    Work,
     estimate,
     fitted,
     judge,
+    place,
     place_kernel,
 )
 from app.engine.breakdown import shares
@@ -28,11 +34,15 @@ from app.schemas.answers import (
     PeakUsed,
     RepeatsOut,
     TrainingOut,
+    WhatIfOut,
 )
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
+    ElementwiseWorkload,
+    KernelWorkload,
+    MatmulWorkload,
     TransformerWorkload,
 )
 from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
@@ -46,6 +56,21 @@ from app.services.explanations import (
 )
 from app.services.inputs import kernel_work, model_input, resolve, spec_of
 from app.services.op_sequences import estimate_of, ops_fields, ops_lines
+from app.services.what_if import (
+    Alternative,
+    kernel_alternatives,
+    ops_alternatives,
+    transformer_alternatives,
+)
+from app.services.work_advice import (
+    BestChange,
+    Chain,
+    Decode,
+    Gemm,
+    Training,
+    WorkFacts,
+    work_lines,
+)
 
 BREAKDOWN_WARNING = [
     "breakdown: given for prefill, decode and training steps; ask for generate's prefill and "
@@ -142,11 +167,59 @@ def _transformer_fields(result: TransformerEstimate, breakdown: bool) -> dict[st
     }
 
 
-def _place(
-    catalogs: Catalogs, request: CalculationRequest
-) -> tuple[dict[str, Any], Roofline, OpsEstimate | None]:
-    """The fields of the request's ExpectedTime answer (a Check adds its own), its roofline,
-    and for an `ops` workload, its operators' estimate."""
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    """The fields of a request's ExpectedTime answer (a Check adds its own), its roofline,
+    for an `ops` workload its operators' estimate, the facts its advice names, and with
+    what_if its alternatives, ranked."""
+
+    fields: dict[str, Any]
+    roof: Roofline
+    ops: OpsEstimate | None = None
+    facts: WorkFacts | None = None
+    alternatives: list[Alternative] | None = None
+
+
+def _what_if(roof: Roofline, alternatives: list[Alternative] | None) -> dict[str, object]:
+    if alternatives is None:
+        return {}
+    return {
+        "what_if": [
+            WhatIfOut(
+                change=a.change,
+                key=a.key,
+                expected_time_s=a.roofline.expected_time,
+                realistic_time_s=a.roofline.realistic_time,
+                speedup=a.speedup(roof),
+                work_scale=a.work_scale,
+                fits=a.fits,
+            )
+            for a in alternatives
+        ]
+    }
+
+
+def _transformer_facts(
+    result: TransformerEstimate, spec: TransformerSpec, chip: Chip
+) -> WorkFacts | None:
+    if result.training is not None:
+        return Training(result.training, spec.training.parallel.overlap, spec.recompute)
+    return Decode.of(result, spec, chip) if spec.phase is Phase.DECODE else None
+
+
+def _kernel_facts(workload: KernelWorkload, work: Work, chip: Chip) -> WorkFacts | None:
+    if isinstance(workload, MatmulWorkload):
+        return Gemm(work, chip)
+    if isinstance(workload, ElementwiseWorkload):
+        fused = (
+            work if workload.fused else kernel_work(workload.model_copy(update={"fused": True}))[0]
+        )
+        return Chain(work.kernels, workload.fused, place(fused, chip).expected_time, workload.dtype)
+    return None
+
+
+def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
+    """The request's workload on its chip (`_Placed`)."""
     resolved = resolve(catalogs, request)
     chip = resolved.chip.chip
     common = {
@@ -156,9 +229,13 @@ def _place(
     }
     if isinstance(request.workload, TransformerWorkload):
         model = model_input(catalogs, request.workload, chip)
-        result = estimate(model.arch, chip, spec_of(model.workload, request.stack))
+        spec = spec_of(model.workload, request.stack)
+        result = estimate(model.arch, chip, spec)
         roof = result.roofline
         kind = PHASE_KIND[model.workload.phase]
+        alternatives = (
+            transformer_alternatives(model.arch, chip, spec, result) if request.what_if else None
+        )
         fields = {
             **common,
             "workload": model.workload,
@@ -180,11 +257,17 @@ def _place(
             ],
             **_roofline_fields(roof, kind, request.stack),
             **_transformer_fields(result, request.breakdown),
+            **_what_if(roof, alternatives),
         }
-        return fields, roof, None
+        return _Placed(fields, roof, None, _transformer_facts(result, spec, chip), alternatives)
     if isinstance(request.workload, OpsWorkload):
         ops = estimate_of(request.workload, chip, request.stack)
         roof = ops.roofline
+        alternatives = (
+            ops_alternatives(request.workload, chip, request.stack, ops)
+            if request.what_if
+            else None
+        )
         fields = {
             **common,
             "workload": request.workload,
@@ -195,10 +278,14 @@ def _place(
             ],
             **_roofline_fields(roof, ops.kind, request.stack),
             **ops_fields(ops),
+            **_what_if(roof, alternatives),
         }
-        return fields, roof, ops
+        return _Placed(fields, roof, ops, None, alternatives)
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
+    alternatives = (
+        kernel_alternatives(filled, chip, request.stack, roof) if request.what_if else None
+    )
     fields = {
         **common,
         "workload": filled,
@@ -208,23 +295,38 @@ def _place(
             *ceilings_assumptions(resolved.measured),
         ],
         **_roofline_fields(roof, work.kind, request.stack),
+        **_what_if(roof, alternatives),
     }
-    return fields, roof, None
+    return _Placed(fields, roof, None, _kernel_facts(filled, work, chip), alternatives)
+
+
+def _best(roof: Roofline, alternatives: list[Alternative] | None) -> BestChange | None:
+    """The best alternative that does not leave the work unable to fit, in the advice's
+    terms: realistic times per unit of the same work."""
+    top = next((a for a in alternatives or () if a.fits is not False), None)
+    if top is None:
+        return None
+    after = top.roofline.realistic_time / top.work_scale
+    return BestChange(
+        top.change, top.speedup(roof), roof.realistic_time, after, top.work_scale != 1
+    )
 
 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
     """The roofline time of the request's workload on its chip."""
-    return ExpectedTime(**_place(catalogs, request)[0])
+    return ExpectedTime(**_place(catalogs, request).fields)
 
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     """The request's measured time against its roofline: ratio, verdict and advice."""
-    fields, roof, ops = _place(catalogs, request)
+    placed = _place(catalogs, request)
+    roof, ops = placed.roof, placed.ops
     repeats = summarise_times(request.measured_seconds)
-    judgement = judge(roof, repeats.mean)
+    specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
+    judgement = judge(roof, repeats.mean, specific)
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
     return Check(
-        **fields,
+        **placed.fields,
         measured_time_s=judgement.measured_time,
         repeats=RepeatsOut.of(repeats),
         ratio=judgement.ratio,

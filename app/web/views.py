@@ -96,8 +96,9 @@ def compute(
 ) -> Result:
     """Expected time (and the check when a time was measured), memory fit and the batch sweep
     for transformers, the scaling curve for training (over the chip counts and serial
-    fraction), and the charts. The page always shows a step's breakdown by operation."""
-    request = request.model_copy(update={"breakdown": True})
+    fraction), and the charts. The page always shows a step's breakdown by operation and the
+    best changes of the work (what_if)."""
+    request = request.model_copy(update={"breakdown": True, "what_if": True})
     check = expectations.check(catalogs, request) if isinstance(request, CheckRequest) else None
     answer = check if check is not None else expectations.expected_time(catalogs, request)
     memory = batch = None

@@ -162,3 +162,19 @@ def test_a_measured_time_must_be_a_positive_number(measured):
     with pytest.raises(InvalidInput) as info:
         judge(MEMORY_BOUND, measured)
     assert info.value.field == "measured_time_s"
+
+
+def test_advice_specific_to_the_work_replaces_the_common_gaps():
+    # room to improve: the verdict's line, the profiling line, then the work's own lines in
+    # place of the generic common gaps, then the published range's line
+    specific = ["Wave quantisation: ...", "In tf32 ..."]
+    memory = judge(MEMORY_BOUND, 3.0, specific).advice
+    assert memory[:2] == judge(MEMORY_BOUND, 3.0).advice[:2]
+    assert list(memory[2:4]) == specific
+    assert not any("Common gaps" in line for line in memory)
+    assert len(memory) == 5
+    # other verdicts keep all their lines and add the work's after them
+    near = judge(MEMORY_BOUND, 1.2, specific).advice
+    assert near[:4] == judge(MEMORY_BOUND, 1.2).advice[:4] and list(near[4:6]) == specific
+    # faster than the roofline: the measurement is wrong, nothing to tune
+    assert judge(MEMORY_BOUND, 0.8, specific).advice == judge(MEMORY_BOUND, 0.8).advice

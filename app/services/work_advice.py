@@ -1,0 +1,221 @@
+"""Advice specific to the kind of work, in words and formatted numbers for /check's answer,
+from numbers the engine already has (docs/formulas.md#verdict): a GEMM's tiles and dtype, an
+elementwise chain's fused time, a decode step's bytes by what they hold, a training step's
+collectives, bubble and recomputation; and the best change of what-if, when it was estimated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from app import formatting as fmt
+from app.engine.hardware import Chip
+from app.engine.roofline import Bound, Roofline, Work
+from app.engine.tiling import TILE, fill
+from app.engine.training import TrainingStep
+from app.engine.units import Dtype, dtype_bytes
+from app.engine.workload import TransformerEstimate, TransformerSpec
+
+# faster matrix dtypes worth naming for a GEMM in each dtype, fastest last
+_FASTER = {
+    Dtype.FP32: (Dtype.TF32, Dtype.BF16),
+    Dtype.TF32: (Dtype.BF16,),
+    Dtype.BF16: (Dtype.FP8,),
+    Dtype.FP16: (Dtype.FP8,),
+}
+# below this share of its tiles being output, a GEMM's shape is worth changing
+TILE_FILL_WORTH_NAMING = 0.9
+
+
+def _percent(share: float) -> str:
+    return f"{fmt.number(100 * share)}%"
+
+
+def _sequences(batch: int) -> str:
+    return "one sequence" if batch == 1 else f"{batch:,} sequences"
+
+
+def _times(factor: float) -> str:
+    return f"{fmt.number(factor)}x"
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """A single matmul on a chip: its output tiles and the matrix peaks beside its own."""
+
+    work: Work
+    chip: Chip
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """Its shape's tile and wave quantisation, and faster dtypes the chip has."""
+        lines = []
+        tiles, units = self.work.tiles, self.chip.compute_units
+        if tiles and self.work.tile_fill < TILE_FILL_WORTH_NAMING:
+            lines.append(
+                f"Tile quantisation: the output is cut into {tiles:,} tiles of {TILE[0]} x "
+                f"{TILE[1]}, only {_percent(self.work.tile_fill)} of them output, the rest "
+                f"padding: m and n in multiples of {TILE[0]} waste none."
+            )
+        if tiles and units and tiles < units:
+            lines.append(
+                f"Wave quantisation: {tiles:,} tiles keep {tiles:,} of the {units:,} compute "
+                f"units busy ({_percent(fill(tiles, 1.0, units))}): a larger output (batch "
+                "several products into one) or a split-K kernel fills the chip."
+            )
+        own = roof.peak.flops_per_s
+        for dtype in _FASTER.get(self.work.dtype, ()):
+            peak = self.chip.matrix_peaks.get(dtype)
+            if peak is not None and peak > own:
+                how = " (torch.backends.cuda.matmul.allow_tf32)" if dtype is Dtype.TF32 else ""
+                lines.append(
+                    f"In {dtype}{how} the matrix peak is {fmt.rate(peak, 'FLOP/s')}, "
+                    f"{_times(peak / own)} the {fmt.rate(own, 'FLOP/s')} this {roof.peak.dtype} "
+                    "matmul runs at, where accuracy allows."
+                )
+        return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """An elementwise chain of `ops` ops and its ideal time fused into one kernel."""
+
+    ops: int
+    fused: bool
+    fused_time: float
+    dtype: Dtype
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """Fusion when each op is its own kernel, else a narrower dtype."""
+        if not self.fused and self.ops > 1:
+            return [
+                f"Each of the {self.ops} ops is its own kernel, writing its result for the next "
+                f"to read back: fused into one (torch.compile, a hand-written kernel) the chain "
+                f"takes {fmt.seconds(self.fused_time)} ideally instead of "
+                f"{fmt.seconds(roof.expected_time)}."
+            ]
+        if roof.roof is Bound.MEMORY and self.dtype is Dtype.FP32:
+            return [
+                f"The chain is memory-bound on its {self.dtype} tensors: in bf16 it moves half "
+                "the bytes."
+            ]
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class Decode:
+    """A decode step: its batch, its weights' and KV cache's bytes and dtypes."""
+
+    batch: int
+    weight_bytes: float
+    kv_bytes: float
+    weight_dtype: Dtype
+    kv_dtype: Dtype
+    fp8: bool  # the chip has an fp8 matrix peak
+
+    @classmethod
+    def of(cls, result: TransformerEstimate, spec: TransformerSpec, chip: Chip) -> Decode:
+        """A decode step's facts from its estimate: the attention term moves the KV cache,
+        every other term the weights (decode_terms)."""
+        kv = sum(t.bytes for t in result.terms if t.name == "attention")
+        return cls(
+            spec.batch,
+            result.roofline.bytes - kv,
+            kv,
+            spec.precision.weights,
+            spec.precision.kv,
+            Dtype.FP8 in chip.matrix_peaks,
+        )
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """The batch against the ridge, weight quantisation, the KV cache's dtype."""
+        lines = []
+        if roof.roof is Bound.MEMORY:
+            lines.append(
+                f"At batch {self.batch:,} each step reads all the weights for "
+                f"{_sequences(self.batch)}: {fmt.number(roof.arithmetic_intensity)} FLOP/B "
+                "against the chip's "
+                f"ridge of {fmt.number(roof.ridge_intensity)}: a larger batch (see "
+                "/optimal-batch) raises the tokens per second almost for free until the ridge."
+            )
+        total = self.weight_bytes + self.kv_bytes
+        if total and dtype_bytes(self.weight_dtype) > dtype_bytes(Dtype.INT8):
+            lines.append(
+                f"The weights are {_percent(self.weight_bytes / total)} of the bytes a step "
+                f"moves, in {self.weight_dtype}: weight-only quantisation (AWQ, GPTQ) to int8 "
+                "halves them, to int4 quarters them."
+            )
+        if total and self.fp8 and dtype_bytes(self.kv_dtype) > dtype_bytes(Dtype.FP8):
+            lines.append(
+                f"The KV cache is {_percent(self.kv_bytes / total)} of them, in "
+                f"{self.kv_dtype}: an fp8 KV cache halves it."
+            )
+        return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Training:
+    """A training step: its layout, collectives and recomputation."""
+
+    step: TrainingStep
+    overlap: bool
+    recompute: bool
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """Data-parallel overlap, micro-batches against the bubble, recomputation."""
+        comm, lay = self.step.communication, self.step.layout
+        lines = []
+        if comm.data_parallel:
+            what = (
+                "overlap it with the backward pass (overlap=true, bucketed DDP or FSDP)"
+                if not self.overlap
+                else "it outlasts the backward pass: a faster network or fewer bytes (bf16 "
+                "gradients, ZeRO's reduce-scatter) would hide it"
+                if comm.data_parallel_exposed
+                else "it hides behind the backward pass"
+            )
+            lines.append(
+                f"The gradient reduction takes {fmt.seconds(comm.data_parallel)} a step, "
+                f"{fmt.seconds(comm.data_parallel_exposed)} of it exposed: {what}."
+            )
+        if lay.pp > 1:
+            doubled = replace(lay, micro_batches=2 * lay.micro_batches)
+            lines.append(
+                f"At {lay.micro_batches:,} micro-batches over {lay.pp} pipeline stages the "
+                f"pipeline idles {_percent(lay.bubble_fraction)} of the step: "
+                f"{2 * lay.micro_batches:,} micro-batches would cut it to "
+                f"{_percent(doubled.bubble_fraction)}."
+            )
+        if self.recompute:
+            lines.append(
+                "Full activation recomputation runs the forward pass twice, a third more "
+                "FLOPs: turn it off, or recompute selectively, where memory allows."
+            )
+        return lines
+
+
+WorkFacts = Gemm | Chain | Decode | Training
+
+
+@dataclass(frozen=True, slots=True)
+class BestChange:
+    """The what-if change with the best realistic speed-up, and the realistic times per unit
+    of the same work before and after it."""
+
+    change: str
+    speedup: float
+    before: float
+    after: float
+    per_token: bool = False
+
+    def line(self) -> str:
+        """'weights in int8: 1.8x faster (realistic 4.2 ms -> 2.3 ms)'."""
+        same = " for the same tokens" if self.per_token else ""
+        return (
+            f"{self.change}: {_times(self.speedup)} faster (realistic "
+            f"{fmt.seconds(self.before)} -> {fmt.seconds(self.after)}{same})."
+        )
+
+
+def work_lines(roof: Roofline, work: WorkFacts | None, best: BestChange | None) -> list[str]:
+    """The best change (when it is faster) and the advice specific to the work."""
+    lines = [best.line()] if best is not None and best.speedup > 1 else []
+    return lines + ([] if work is None else work.lines(roof))
