@@ -34,6 +34,11 @@ def _sequences(batch: int) -> str:
     return "one sequence" if batch == 1 else f"{batch:,} sequences"
 
 
+def _fraction(narrow: Dtype, wide: Dtype) -> str:
+    """'1/2', '1/4': the bytes of `narrow` over those of `wide` (a power-of-two ratio)."""
+    return f"1/{fmt.number(dtype_bytes(wide) / dtype_bytes(narrow))}"
+
+
 def _times(factor: float) -> str:
     return f"{fmt.number(factor)}x"
 
@@ -141,12 +146,14 @@ class Decode:
             lines.append(
                 f"The weights are {_percent(self.weight_bytes / total)} of the bytes a step "
                 f"moves, in {self.weight_dtype}: weight-only quantisation (AWQ, GPTQ) to int8 "
-                "halves them, to int4 quarters them."
+                f"cuts them to {_fraction(Dtype.INT8, self.weight_dtype)}, to int4 to "
+                f"{_fraction(Dtype.INT4, self.weight_dtype)}."
             )
         if total and self.fp8 and dtype_bytes(self.kv_dtype) > dtype_bytes(Dtype.FP8):
             lines.append(
                 f"The KV cache is {_percent(self.kv_bytes / total)} of them, in "
-                f"{self.kv_dtype}: an fp8 KV cache halves it."
+                f"{self.kv_dtype}: an fp8 KV cache cuts it to "
+                f"{_fraction(Dtype.FP8, self.kv_dtype)}."
             )
         return lines
 

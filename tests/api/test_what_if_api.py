@@ -357,7 +357,7 @@ def test_a_slow_decode_step_is_told_its_batch_weights_and_cache(client):
         "chip's ridge of 295"
     )
     assert advice[3].startswith("The weights are 98.2% of the bytes a step moves, in bf16")
-    assert advice[4] == "The KV cache is 1.76% of them, in bf16: an fp8 KV cache halves it."
+    assert advice[4] == "The KV cache is 1.76% of them, in bf16: an fp8 KV cache cuts it to 1/2."
     # no fp8 on an A100: no fp8 cache advised
     assert not any("fp8" in line for line in _advice(client, "a100", workload, 30))
 
@@ -448,3 +448,16 @@ def test_where_the_work_fits_a_change_that_would_not_is_left_out(client):
     assert answer["fits"] is True
     assert "recompute_off" not in _keys(answer)
     assert all(item["fits"] for item in answer["what_if"])
+
+
+def test_quantisation_advice_says_how_far_the_bytes_shrink_from_the_weights_dtype(client):
+    # fp32 weights (4 B) to int8 (1 B) is a quarter, to int4 (0.5 B) an eighth; bf16 halves
+    workload = {"kind": "transformer", "model": "llama-3.1-8b", "seq_len": 2048, "dtype": "fp32"}
+    advice = _advice(client, "h100", workload, 300)
+    assert any(
+        "in fp32: weight-only quantisation (AWQ, GPTQ) to int8 cuts them to 1/4, to int4 "
+        "to 1/8." in line
+        for line in advice
+    )
+    bf16 = _advice(client, "h100", {**workload, "dtype": "bf16"}, 30)
+    assert any("to int8 cuts them to 1/2, to int4 to 1/4." in line for line in bf16)
