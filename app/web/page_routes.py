@@ -32,7 +32,7 @@ _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"
 _UNITS = {Unit.MATRIX: "tensor cores", Unit.VECTOR: "vector ALUs"}
 KIND_NAMES = {
-    "transformer": "Transformer model",
+    "transformer": "Transformer",
     "matmul": "Matmul",
     "elementwise": "Elementwise chain",
     "saxpy": "SAXPY (y = a x + y)",
