@@ -2,11 +2,15 @@
 back to the form field that caused them.
 
 The form's names for a transformer are the query parameters of GET /expected-time, plus
-`measured_ms`; kernels add `kind` and their sizes.
+`measured_ms`, the latency bounds of GET /optimal-batch and a pasted `config`; kernels add
+`kind` and their sizes. Each field applies to some kinds and phases (`applies`): the page
+shows only those, and the server reads only those, so that a field of another kind or phase
+never changes the answer.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,46 +18,89 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from app.catalog.names import UnknownName
-from app.engine import EngineError, InvalidInput
+from app.engine import EngineError, InvalidInput, Phase
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.queries import ScalingQuery
 from app.schemas.requests import (
+    AttentionWorkload,
     CalculationRequest,
     CheckRequest,
     CustomWorkload,
     ElementwiseWorkload,
+    LatencyBounds,
+    MatmulWorkload,
     ScalingRequest,
     TransformerFields,
 )
 from app.services.catalogs import Catalogs
 
-KINDS = ("transformer", "matmul", "elementwise", "custom")
+KINDS = (
+    *("transformer", "matmul", "elementwise", "saxpy"),
+    *("softmax", "layernorm", "rmsnorm", "attention", "custom"),
+)
 # phase=training only; the form shows the ones engineers change most
 TRAINING_FIELDS = (
     *("optimizer", "zero", "dp", "pp", "ep", "cp", "micro_batch"),
     *("lora_rank", "qlora", "recompute", "mfu", "train_tokens"),
 )
 SCALING_FIELDS = ("chip_counts", "serial_fraction")
-# schema field -> form field, per workload kind
+# the optimal batch's latency bound (GET /optimal-batch), each for the phase it bounds
+LATENCY_FIELDS = {"max_tpot_ms": Phase.DECODE, "max_ttft_ms": Phase.PREFILL}
+_ROWWISE = {"rows": "rows", "cols": "cols", "dtype": "dtype"}
+# schema field -> form field, per workload kind (a form name is one field wherever it is used:
+# elementwise and saxpy share `elements`; an attention's batch is not a model's)
 FIELDS: dict[str, dict[str, str]] = {
     "transformer": {
         name: name
         for name in (
-            *("model", "phase", "batch", "seq_len", "gen_len"),
+            *("model", "config", "phase", "batch", "seq_len", "gen_len"),
             *("dtype", "weight_dtype", "kv_dtype", "tp"),
             *TRAINING_FIELDS,
         )
     },
-    "matmul": {"m": "m", "n": "n", "k": "k", "dtype": "dtype"},
+    "matmul": {"m": "m", "n": "n", "k": "k", "dtype": "dtype", "allow_tf32": "allow_tf32"},
     "elementwise": {
         "n": "elements",
         "ops": "ops",
         "inputs": "inputs",
         "fused": "fused",
+        "flops_per_element": "flops_per_element",
         "dtype": "dtype",
+    },
+    "saxpy": {"n": "elements", "dtype": "dtype"},
+    "softmax": _ROWWISE,
+    "layernorm": _ROWWISE,
+    "rmsnorm": _ROWWISE,
+    "attention": {
+        "batch": "attn_batch",
+        **{name: name for name in ("heads", "kv_heads", "q_len", "kv_len", "head_dim")},
+        **{name: name for name in ("causal", "implementation", "dtype")},
     },
     "custom": {"flops": "flops", "bytes": "bytes", "unit": "unit", "dtype": "dtype"},
 }
+_SERVING = (Phase.DECODE, Phase.PREFILL, Phase.GENERATE)
+# form field -> the transformer phases it applies to (absent: every phase). Training keeps
+# its weights in the compute dtype and holds no KV cache; the new tokens are generate's.
+PHASES_OF: dict[str, tuple[str, ...]] = {
+    "gen_len": (Phase.GENERATE,),
+    **dict.fromkeys(("weight_dtype", "kv_dtype"), _SERVING),
+    **dict.fromkeys((*TRAINING_FIELDS, *SCALING_FIELDS), (Phase.TRAINING,)),
+    **{name: (phase,) for name, phase in LATENCY_FIELDS.items()},
+}
+# What one measured time covers: a transformer's phase, else one call of a kernel
+COVERS = {
+    Phase.DECODE: "one decode step (one token for each sequence)",
+    Phase.GENERATE: "the whole generation (prompt + new tokens)",
+    Phase.PREFILL: "one prefill of the prompt",
+    Phase.TRAINING: "one optimizer step",
+    "elementwise": "one run of the chain (one kernel call when fused)",
+    "ops": "one run of the operators (a kernel each, or each fused group)",
+    "kernel": "one kernel call",
+}
+# Real config.json files of language models are 1 to 5 kB. Percent-encoded in the form's
+# body (up to 3 bytes a character) with the other fields, 16,000 characters stay under the
+# default 64 KiB body cap (ROOFCHECK_MAX_BODY_BYTES, docs/api.md#errors).
+MAX_CONFIG_CHARS = 16_000
 STORE_FIELDS = ("label", "branch", "git_commit", "notes")
 
 
@@ -80,9 +127,10 @@ DEFAULTS: dict[str, str] = {
     "kind": "transformer",
     "chip": "a100",
     "model": "llama-3.1-8b",
+    "config": "",
     **_declared(
         TransformerFields,
-        [name for name in FIELDS["transformer"] if name not in ("model", "dtype")],
+        [name for name in FIELDS["transformer"] if name not in ("model", "config", "dtype")],
     ),
     "dtype": "",  # each kind's own default: bf16 for models and attention, fp32 for kernels
     **_declared(CalculationRequest, ("stack", "ceilings")),
@@ -92,10 +140,53 @@ DEFAULTS: dict[str, str] = {
     **_declared(ElementwiseWorkload, ("ops", "inputs", "fused")),
     **{"flops": "1e12", "bytes": "1e9"},
     **_declared(CustomWorkload, ("unit",)),
+    **_declared(MatmulWorkload, ("allow_tf32",)),
+    "flops_per_element": "",
+    **{"rows": "4096", "cols": "4096"},
+    "attn_batch": _text(AttentionWorkload.model_fields["batch"].default),
+    **{"heads": "32", "kv_heads": "", "q_len": "4096", "kv_len": "", "head_dim": "128"},
+    **_declared(AttentionWorkload, ("causal", "implementation")),
+    **dict.fromkeys(LATENCY_FIELDS, ""),
     "measured_ms": "",
     **dict.fromkeys(STORE_FIELDS, ""),
 }
 GENERAL = "form"  # errors that belong to no single field
+
+
+def _kinds_using(name: str) -> tuple[str, ...]:
+    return tuple(kind for kind in KINDS if name in FIELDS[kind].values())
+
+
+# form field -> the workload kinds it applies to (absent: every kind)
+KINDS_OF: dict[str, tuple[str, ...]] = {
+    **{name: kinds for name in DEFAULTS if 0 < len(kinds := _kinds_using(name)) < len(KINDS)},
+    **dict.fromkeys((*LATENCY_FIELDS, *SCALING_FIELDS), ("transformer",)),
+}
+
+
+def applies(name: str, kind: str, phase: str) -> bool:
+    """Whether the form field `name` is read for a workload of `kind` (and `phase`, for a
+    transformer): the page shows the same fields (templates/_fields.html, static/form.js)."""
+    if kind not in KINDS_OF.get(name, (kind,)):
+        return False
+    return kind != "transformer" or phase in PHASES_OF.get(name, (phase,))
+
+
+def applicable(values: Mapping[str, str]) -> dict[str, str]:
+    """The non-empty values that apply to the chosen kind and phase, in the form's order."""
+    kind, phase = values.get("kind", ""), values.get("phase", "")
+    return {
+        name: values[name]
+        for name in DEFAULTS
+        if values.get(name) and name not in STORE_FIELDS and applies(name, kind, phase)
+    }
+
+
+def covers(kind: str, phase: str) -> str:
+    """What one measured time of this workload covers, in words."""
+    if kind == "transformer":
+        return COVERS.get(phase, COVERS[Phase.DECODE])
+    return COVERS.get(kind, COVERS["kernel"])
 
 
 def form_values(given: Mapping[str, str], catalogs: Catalogs | None = None) -> dict[str, str]:
@@ -142,15 +233,58 @@ def _ops(text: str) -> int | list[str] | str:
     return names or text
 
 
+_JSON_TYPES: dict[type, str] = {
+    **{list: "an array", str: "a string", bool: "a boolean"},
+    **{int: "a number", float: "a number", type(None): "null"},
+}
+
+
+def _config(text: str) -> dict[str, Any]:
+    """A pasted config.json, parsed; InvalidInput says where it does not parse."""
+    if len(text) > MAX_CONFIG_CHARS:
+        raise InvalidInput("config", f"at most {MAX_CONFIG_CHARS:,} characters, got {len(text):,}")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            "config", f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except RecursionError:  # nested deeper than the parser goes
+        raise InvalidInput("config", "not valid JSON: nested too deeply") from None
+    if not isinstance(config, dict):
+        got = _JSON_TYPES.get(type(config), "another value")
+        raise InvalidInput("config", f"must be a JSON object {{...}}, got {got}")
+    return config
+
+
+def _value(schema_name: str, text: str) -> Any:
+    if schema_name == "ops":
+        return _ops(text)
+    if schema_name == "config":
+        return _config(text)
+    return _number(text)
+
+
 def _workload(values: Mapping[str, str]) -> dict[str, Any]:
+    """The workload of the chosen kind from the fields that apply to it; a pasted config
+    stands in for the catalog model."""
     kind = values.get("kind", "transformer")
-    fields = FIELDS.get(kind, {})
+    given = applicable(values)
     workload: dict[str, Any] = {"kind": kind}
-    for schema_name, form_name in fields.items():
-        text = values.get(form_name, "")
-        if text:
-            workload[schema_name] = _ops(text) if schema_name == "ops" else _number(text)
+    for schema_name, form_name in FIELDS.get(kind, {}).items():
+        if form_name in given:
+            workload[schema_name] = _value(schema_name, given[form_name])
+    if "config" in workload:
+        workload.pop("model", None)
     return workload
+
+
+def latency_bounds(values: Mapping[str, str]) -> LatencyBounds:
+    """The optimal batch's latency bound of the chosen phase (none for other workloads).
+
+    Raises ValidationError naming the field."""
+    given = applicable(values)
+    return LatencyBounds.model_validate({n: given[n] for n in LATENCY_FIELDS if n in given})
 
 
 def scaling_of(values: Mapping[str, str]) -> tuple[list[int], float]:
@@ -211,7 +345,9 @@ def _form_name(kind: str, schema_name: str) -> str:
     fields = FIELDS.get(kind, {})
     if schema_name in fields:
         return fields[schema_name]
-    return schema_name if schema_name == "chip" or schema_name in SCALING_FIELDS else GENERAL
+    if schema_name == "chip" or schema_name in (*SCALING_FIELDS, *LATENCY_FIELDS):
+        return schema_name
+    return GENERAL
 
 
 def _validation_errors(exc: ValidationError, kind: str) -> dict[str, str]:
@@ -220,7 +356,9 @@ def _validation_errors(exc: ValidationError, kind: str) -> dict[str, str]:
         loc = [str(part) for part in error["loc"]]
         message = str(error["msg"]).removeprefix("Value error, ")
         if loc[:1] == ["workload"]:
-            name = _form_name(kind, loc[2]) if len(loc) > 2 else "model"
+            # the workload as a whole: a transformer's model (neither model nor config given)
+            whole = "model" if kind == "transformer" else GENERAL
+            name = _form_name(kind, loc[2]) if len(loc) > 2 else whole
         elif loc and loc[0] in DEFAULTS:
             name = loc[0]
         elif "measured" in message:
@@ -242,5 +380,8 @@ def errors_of(exc: Exception, kind: str) -> dict[str, str]:
             field = "kind"
         return {field: f"unknown {exc.kind} {exc.name!r}{hint}"}
     if isinstance(exc, EngineError):
-        return {_form_name(kind, getattr(exc, "field", "")): str(getattr(exc, "message", exc))}
+        # a pasted config's own fields (config.hidden_size) are named beside the config
+        field, _, inner = str(getattr(exc, "field", "")).partition(".")
+        message = str(getattr(exc, "message", exc))
+        return {_form_name(kind, field): f"{inner}: {message}" if inner else message}
     raise exc

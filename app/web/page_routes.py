@@ -4,6 +4,7 @@ button, the filtered history and the catalog page."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app.catalog.names import UnknownName
 from app.db.models import MAX_ID
-from app.engine import Dtype, EngineError, Phase, Software, Unit
+from app.engine import AttentionKernel, Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.training import Optimizer
 from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
@@ -30,9 +31,20 @@ router.include_router(trace_page.router)  # /trace: upload a profiler trace
 _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"
 _UNITS = {Unit.MATRIX: "tensor cores", Unit.VECTOR: "vector ALUs"}
+KIND_NAMES = {
+    "transformer": "Transformer",
+    "matmul": "Matmul",
+    "elementwise": "Elementwise chain",
+    "saxpy": "SAXPY (y = a x + y)",
+    "softmax": "Softmax (rows)",
+    "layernorm": "LayerNorm (rows)",
+    "rmsnorm": "RMSNorm (rows)",
+    "attention": "Attention layer",
+    "custom": "Custom FLOPs + bytes",
+}
 
 
-def _choices(catalogs: CatalogsDep) -> dict[str, object]:
+def _choices(catalogs: CatalogsDep, values: dict[str, str]) -> dict[str, object]:
     chips = catalogs.chips()
     return {
         "chips": [r.entry for r in chips.chips.values()],
@@ -42,7 +54,13 @@ def _choices(catalogs: CatalogsDep) -> dict[str, object]:
         "unit_options": [(str(u), f"{u} ({_UNITS[u]})") for u in Unit],
         "optimizer_options": [(str(o), str(o)) for o in Optimizer],
         "stack_options": [(str(s), str(s)) for s in Software],
-        "kinds": forms.KINDS,
+        "kernel_options": [(str(k), str(k)) for k in AttentionKernel],
+        "kinds": [(kind, KIND_NAMES[kind]) for kind in forms.KINDS],
+        "kinds_of": forms.KINDS_OF,
+        "phases_of": forms.PHASES_OF,
+        "covers": forms.COVERS,
+        "covers_now": forms.covers(values["kind"], values["phase"]),
+        "max_config_chars": forms.MAX_CONFIG_CHARS,
     }
 
 
@@ -55,8 +73,19 @@ def _form_page(
     *,
     status: int | None = None,
 ) -> HTMLResponse:
-    context = {"values": values, "errors": errors, "result": result, **_choices(catalogs)}
+    context = {"values": values, "errors": errors, "result": result, **_choices(catalogs, values)}
     return render(request, "index.html", context, status or (422 if errors else 200))
+
+
+def _answer_page(request: Request, catalogs: CatalogsDep, values: dict[str, str]) -> HTMLResponse:
+    """The form and its result, or the form with each error beside its field (422)."""
+    try:
+        calculation = forms.calculation(values)
+        result = compute(catalogs, calculation, values, forms.latency_bounds(values))
+    except _ERRORS as exc:
+        return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
+    # a scaling field the curve could not use is reported beside it; the answer stands: 200
+    return _form_page(request, catalogs, values, result.scaling_errors, result, status=200)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -65,12 +94,21 @@ def index(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     values = forms.form_values(request.query_params, catalogs)
     if "chip" not in request.query_params:
         return _form_page(request, catalogs, values, {})
-    try:
-        result = compute(catalogs, forms.calculation(values), values)
-    except _ERRORS as exc:
-        return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
-    # a scaling field the curve could not use is reported beside it; the answer stands: 200
-    return _form_page(request, catalogs, values, result.scaling_errors, result, status=200)
+    return _answer_page(request, catalogs, values)
+
+
+@router.post("/", response_model=None)
+async def index_post(request: Request, catalogs: CatalogsDep) -> Response:
+    """The form as sent (POST, so that a pasted config.json fits): a catalog model's answer
+    is a shareable GET URL of the fields that apply (303 there); a pasted config's is
+    answered here."""
+    async with request.form() as form:  # closes what a multipart body spooled
+        given = {k: v for k, v in form.items() if isinstance(v, str)}
+    values = forms.form_values(given, catalogs)
+    applicable = forms.applicable(values)
+    if "config" not in applicable:
+        return RedirectResponse(f"/?{urlencode(applicable)}", status_code=303)
+    return await run_in_threadpool(_answer_page, request, catalogs, values)
 
 
 def _svg_error(errors: dict[str, str]) -> Response:
@@ -119,7 +157,7 @@ def scaling_chart(request: Request, catalogs: CatalogsDep) -> Response:
 def _result_or_none(catalogs: CatalogsDep, values: dict[str, str]) -> Result | None:
     """The result of the form's values, or None when they do not make one."""
     try:
-        return compute(catalogs, forms.calculation(values))
+        return compute(catalogs, forms.calculation(values), values, forms.latency_bounds(values))
     except _ERRORS:
         return None
 

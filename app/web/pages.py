@@ -26,6 +26,7 @@ from app.services import history
 from app.services.catalogs import Catalogs
 from app.services.profiles import profile_view
 from app.web.charts import data_of, roofline_svg
+from app.web.forms import covers
 from app.web.templating import render
 from app.web.trends import history_svg
 from app.web.views import chip_of, workload_params
@@ -102,13 +103,16 @@ def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) 
 def measurement_page(
     request: Request, catalogs: Catalogs, sessions: sessionmaker[Session], measurement_id: int
 ) -> HTMLResponse:
-    """One stored measurement: its verdict, comparison, metadata and roofline chart."""
+    """One stored measurement: its verdict (saying what the time covers), comparison, metadata
+    and roofline chart."""
     try:
         stored = history.read(sessions, measurement_id)
     except UnknownName:
         return not_found(request, f"There is no measurement {measurement_id}.")
+    workload = stored.workload
     context = {
         "m": stored,
+        "covers": covers(str(workload.get("kind", "")), str(workload.get("phase", ""))),
         "chart": _chart(catalogs, stored.expectation, stored.measured_time_s),
         "again": workload_params(stored.workload, stored.chip.id)
         | {"measured_ms": f"{ms_from_seconds(stored.measured_time_s):.6g}"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,13 +20,15 @@ from app.schemas.answers import (
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
+    LatencyBounds,
+    OptimalBatchRequest,
     ScalingRequest,
     TransformerWorkload,
 )
 from app.services import expectations, planning
 from app.services.catalogs import Catalogs
 from app.web.charts import data_of, roofline_svg
-from app.web.forms import FIELDS, SCALING_FIELDS, errors_of, scaling_of
+from app.web.forms import FIELDS, SCALING_FIELDS, covers, errors_of, scaling_of
 from app.web.trends import scaling_svg, sweep_svg
 
 
@@ -42,6 +45,7 @@ class Result:
     scaling: ScalingAnswer | None = None
     scaling_chart: str | None = None
     scaling_errors: dict[str, str] = field(default_factory=dict)  # form field -> message
+    covers: str = ""  # what one measured time covers, in words
 
 
 def chip_of(catalogs: Catalogs, answer: ExpectedTime) -> Chip:
@@ -89,23 +93,33 @@ def _scaling_errors(errors: dict[str, str]) -> dict[str, str]:
     return notes
 
 
+def _batch_request(request: CalculationRequest, bounds: LatencyBounds) -> OptimalBatchRequest:
+    """The optimal batch's request: the calculation's fields and the latency bound."""
+    fields = {name: getattr(request, name) for name in CalculationRequest.model_fields}
+    return OptimalBatchRequest.model_validate(fields | bounds.model_dump(exclude_none=True))
+
+
 def compute(
     catalogs: Catalogs,
     request: CalculationRequest,
     scaling: Mapping[str, str] | None = None,
+    bounds: LatencyBounds | None = None,
 ) -> Result:
     """Expected time (and the check when a time was measured), memory fit and the batch sweep
-    for transformers, the scaling curve for training (over the chip counts and serial
-    fraction), and the charts. The page always shows a step's breakdown by operation and the
-    best changes of the work (what_if)."""
+    for transformers (within the latency bound, if one is given), the scaling curve for
+    training (over the chip counts and serial fraction), and the charts. The page always
+    shows a step's breakdown by operation and the best changes of the work (what_if)."""
     request = request.model_copy(update={"breakdown": True, "what_if": True})
     check = expectations.check(catalogs, request) if isinstance(request, CheckRequest) else None
     answer = check if check is not None else expectations.expected_time(catalogs, request)
     memory = batch = None
-    if isinstance(request.workload, TransformerWorkload):
+    workload = request.workload
+    if isinstance(workload, TransformerWorkload):
         memory = planning.memory(catalogs, request)
         try:
-            batch = planning.best_batch(catalogs, request)
+            batch = planning.best_batch(
+                catalogs, _batch_request(request, bounds or LatencyBounds())
+            )
         except EngineError:  # the sweep is extra; the answer stands without it
             batch = None
     curve, scaling_errors = None, {}
@@ -125,6 +139,7 @@ def compute(
         scaling=curve,
         scaling_chart=scaling_svg(curve) if curve is not None else None,
         scaling_errors=scaling_errors,
+        covers=covers(workload.kind, str(getattr(workload, "phase", ""))),
     )
 
 
@@ -134,7 +149,9 @@ def workload_params(workload: dict[str, Any], chip_id: str) -> dict[str, str]:
     params = {"chip": chip_id, "kind": kind}
     for schema_name, form_name in FIELDS.get(kind, {}).items():
         value = workload.get(schema_name)
-        if isinstance(value, bool):
+        if isinstance(value, dict):  # a pasted config
+            params[form_name] = json.dumps(value)
+        elif isinstance(value, bool):
             params[form_name] = str(value).lower()
         elif isinstance(value, list):
             params[form_name] = ",".join(str(v) for v in value)

@@ -1,8 +1,11 @@
 """The front end in real headless Chromium: fill the form, submit, see the verdict and the
 chart, save, find it in history; a bad value shows its message; phone layout; no JavaScript."""
 
+import json
 import re
 import uuid
+from urllib.parse import parse_qs, urlsplit
+from urllib.request import urlopen
 
 from playwright.sync_api import Page, expect
 
@@ -74,7 +77,7 @@ def test_a_bad_value_shows_its_message_and_keeps_the_form(page, url, shot):
 
 def test_a_custom_kernel_shows_only_its_fields(page, url, shot):
     page.goto(f"{url}/")
-    page.get_by_label("Matmul").check()
+    page.get_by_label("Workload").select_option("matmul")
     expect(page.get_by_label("Model (type to search)")).to_be_hidden()
     for name in ("m", "n", "k"):
         page.get_by_label(name, exact=True).fill("8192")
@@ -94,8 +97,20 @@ def test_readable_on_a_phone(phone, url, shot):
 
 
 def test_works_without_javascript(no_js, url, shot):
-    fill_decode(no_js, url, measured="9")
+    no_js.goto(f"{url}/")
+    # every field stays visible: the other kinds' and phases' too
+    for name in ("gen_len", "dp", "m", "heads", "rows", "flops", "max_ttft_ms"):
+        expect(no_js.locator(f"#f-{name}")).to_be_visible()
+    no_js.locator("#f-dp").fill("64")  # a training field: a decode step does not read it
+    no_js.locator("#f-batch").fill("8")
+    no_js.locator("#f-measured_ms").fill("9")
+    no_js.get_by_role("button", name="Check").click()
     expect(no_js.locator("#verdict")).to_contain_text("Near the roofline")
+    # the answer's shareable URL holds only what applies to a decode step
+    sent = parse_qs(urlsplit(no_js.url).query)
+    assert sent["batch"] == ["8"] and sent["phase"] == ["decode"], sent
+    assert not {"dp", "m", "heads", "gen_len", "max_ttft_ms"} & set(sent), sent
+    expect(no_js.locator("main")).not_to_contain_text("Ignored")
     shot(no_js, "08-no-javascript")
 
 
@@ -139,3 +154,183 @@ def test_the_interactive_schema_works_without_the_internet(page, url, shot):
     expect(page.locator(".swagger-ui")).to_contain_text("/check")
     assert outside == []
     shot(page, "09-docs")
+
+
+def visible(page: Page, *names: str) -> None:
+    for name in names:
+        expect(page.locator(f"#f-{name}")).to_be_visible()
+
+
+def hidden(page: Page, *names: str) -> None:
+    for name in names:
+        expect(page.locator(f"#f-{name}")).to_be_hidden()
+        expect(page.locator(f"#f-{name}")).to_be_disabled()  # and not sent
+
+
+def covers(page: Page, words: str) -> None:
+    expect(page.locator("#f-measured_ms-covers")).to_have_text(f"It covers {words}.")
+
+
+def test_the_form_shows_the_fields_of_the_chosen_kind_and_phase(page, url, shot):
+    page.goto(f"{url}/")
+    # the measured time sits right after the chip and the workload, before the model
+    top = page.locator("#f-measured_ms").bounding_box()
+    model = page.locator("#f-model").bounding_box()
+    assert top and model and top["y"] < model["y"]
+    phase = page.get_by_label("Phase")
+    visible(page, "model", "batch", "seq_len", "kv_dtype", "max_tpot_ms")
+    hidden(page, "gen_len", "max_ttft_ms", "dp", "chip_counts", "m", "heads", "rows")
+    expect(page.locator("#training-fields")).to_be_hidden()
+    covers(page, "one decode step (one token for each sequence)")
+
+    phase.select_option("generate")
+    visible(page, "gen_len", "kv_dtype")
+    hidden(page, "max_tpot_ms", "max_ttft_ms", "dp")
+    covers(page, "the whole generation (prompt + new tokens)")
+
+    phase.select_option("prefill")
+    visible(page, "max_ttft_ms")
+    hidden(page, "gen_len", "max_tpot_ms")
+    covers(page, "one prefill of the prompt")
+
+    phase.select_option("training")
+    visible(page, "dp", "zero", "chip_counts", "serial_fraction", "batch")
+    hidden(page, "weight_dtype", "kv_dtype", "gen_len", "max_tpot_ms", "max_ttft_ms")
+    covers(page, "one optimizer step")
+    shot(page, "12-form-training")
+
+    kind = page.get_by_label("Workload")
+    for name, shown, gone in (
+        ("attention", ("attn_batch", "heads", "kv_heads", "causal", "implementation"), ("rows",)),
+        ("saxpy", ("elements",), ("ops", "fused", "heads")),
+        ("elementwise", ("elements", "ops", "fused", "flops_per_element"), ()),
+        ("softmax", ("rows", "cols"), ("elements",)),
+        ("rmsnorm", ("rows", "cols"), ()),
+        ("matmul", ("m", "n", "k", "allow_tf32"), ("rows",)),
+        ("custom", ("flops", "bytes", "unit"), ("m",)),
+    ):
+        kind.select_option(name)
+        visible(page, *shown, "chip", "measured_ms", "dtype", "stack")
+        hidden(page, *gone, "model", "config", "phase", "batch", "dp", "max_tpot_ms")
+        expect(page.locator("#training-fields")).to_be_hidden()
+        covers(
+            page,
+            "one run of the chain (one kernel call when fused)"
+            if name == "elementwise"
+            else "one kernel call",
+        )
+    shot(page, "13-form-custom")
+
+    # a field left behind by another phase is not sent: dp typed for training, then decode
+    kind.select_option("transformer")
+    phase.select_option("training")
+    covers(page, "one optimizer step")
+    page.locator("#f-dp").fill("64")
+    phase.select_option("decode")
+    page.locator("#f-measured_ms").fill("30")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#verdict")).to_contain_text(
+        "for one decode step (one token for each sequence) against"
+    )
+    expect(page.locator("#answer-covers")).to_have_text(
+        "Times are for one decode step (one token for each sequence)."
+    )
+    assert "dp" not in parse_qs(urlsplit(page.url).query)
+    expect(page.locator("main")).not_to_contain_text("Ignored")
+    hidden(page, "dp")  # the answer's form shows the same fields again
+
+
+def test_on_a_phone_the_answer_comes_first(browser, url, shot):
+    context = browser.new_context(viewport={"width": 375, "height": 812}, is_mobile=True)
+    context.set_default_timeout(15_000)
+    phone = context.new_page()
+    try:
+        phone.goto(f"{url}/")
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 375
+        shot(phone, "14-phone-form")
+        phone.locator("#f-model").fill("llama-3.1-70b")
+        phone.locator("#f-batch").fill("8")
+        phone.locator("#f-tp").fill("4")
+        phone.locator("#f-measured_ms").fill("30")
+        phone.get_by_role("button", name="Check").click()
+        expect(phone.locator("#verdict")).to_be_visible()
+        # the answer starts on the first screen, without scrolling past the form
+        answer = phone.locator("#answer").bounding_box()
+        assert answer and answer["y"] < 812 / 2, answer
+        verdict = phone.locator("#verdict").bounding_box()
+        assert verdict and verdict["y"] < 812, verdict
+        # the page never scrolls sideways: the wide tables scroll inside their own box
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 375
+        breakdown = phone.locator("#breakdown")
+        assert breakdown.evaluate("e => e.scrollWidth") > 375  # wider than the screen...
+        box = breakdown.evaluate("e => e.parentElement.getBoundingClientRect().right")
+        assert box <= 375  # ...within a box that is not
+        shot(phone, "15-phone-answer", full_page=False)
+        shot(phone, "16-phone-answer-whole")
+        # the form follows, one tap away
+        phone.get_by_role("link", name="Change the inputs ↓").click()
+        expect(phone.locator("#f-batch")).to_be_in_viewport()
+    finally:
+        context.close()
+
+
+def test_a_pasted_config_json_round_trip(page, url, shot):
+    # Llama 3.1 8B's own config.json, pasted: the same answer as the catalog model's
+    with urlopen(f"{url}/models/llama-3.1-8b") as response:
+        config = json.load(response)["config"]
+    page.goto(f"{url}/?chip=a100&model=llama-3.1-8b&batch=8")
+    catalog_time = page.locator("#expected-time").inner_text()
+
+    page.get_by_text("…or paste a Hugging Face config.json").click()
+    page.get_by_label("config.json (a model not in the catalog)").fill(json.dumps(config, indent=2))
+    expect(page.locator("#f-model")).to_be_disabled()  # the config stands in for the model
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#answer h2")).to_contain_text("NVIDIA A100")
+    expect(page.locator("#expected-time")).to_have_text(catalog_time)
+    assert urlsplit(page.url).query == ""  # a config is too long for a URL: answered as posted
+    assert json.loads(page.locator("#f-config").input_value()) == config  # kept in the form
+    expect(page.locator("#f-batch")).to_have_value("8")
+    shot(page, "17-config")
+
+    # a config that is not JSON, and one that lacks a size, are named beside the textarea
+    page.locator("#f-config").fill('{"model_type": "llama",}')
+    page.get_by_role("button", name="Check").click()
+    error = page.locator("#f-config-error")
+    expect(error).to_contain_text("not valid JSON")
+    expect(error).to_contain_text("line 1")
+    expect(page.locator("#f-config")).to_have_value('{"model_type": "llama",}')
+    broken = {k: v for k, v in config.items() if k != "num_hidden_layers"}
+    page.locator("#f-config").fill(json.dumps(broken))
+    page.get_by_role("button", name="Check").click()
+    expect(error).to_have_text("num_hidden_layers: is required")
+    expect(page.locator("#answer")).to_have_count(0)
+    shot(page, "18-config-error")
+
+    # emptied, the catalog model is back and the answer has a shareable URL again
+    page.locator("#f-config").fill("")
+    expect(page.locator("#f-model")).to_be_enabled()
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#expected-time")).to_have_text(catalog_time)
+    assert parse_qs(urlsplit(page.url).query)["model"] == ["llama-3.1-8b"]
+
+
+def test_the_latency_bound_gives_the_largest_batch_within_it(page, url, shot):
+    page.goto(f"{url}/")
+    page.locator("#f-max_tpot_ms").fill("20")
+    page.get_by_role("button", name="Check").click()
+    with urlopen(f"{url}/optimal-batch?chip=a100&model=llama-3.1-8b&max_tpot_ms=20") as response:
+        latency_batch = json.load(response)["latency_batch"]
+    expect(page.locator("#latency-batch")).to_have_text(str(latency_batch))
+    expect(page.locator("main")).to_contain_text("Largest batch within 20 ms per output token")
+    shot(page, "19-latency-bound", full_page=False)
+
+
+def test_desktop_screenshot_of_an_answer(page, url, shot):
+    page.goto(f"{url}/?chip=h100&model=llama-2-70b&phase=training&batch=8")
+    expect(page.locator("#does-not-fit")).to_be_visible()
+    headline = page.locator("#does-not-fit").bounding_box()
+    first_time = page.locator("#expected-time").bounding_box()
+    assert headline and first_time and headline["y"] < first_time["y"]
+    marked = page.locator("#expected-time").evaluate("e => getComputedStyle(e, '::after').content")
+    assert marked == '" (cannot run)"', marked
+    shot(page, "20-does-not-fit", full_page=False)

@@ -1,14 +1,21 @@
 """The HTML pages through the ASGI client: status, key content, validation messages next to
 their field, the form keeping what was typed, storing, history and content negotiation."""
 
+import html
+import json
 import re
+import typing
 import uuid
 from html.parser import HTMLParser
+from urllib.parse import parse_qs, urlsplit
 from xml.etree import ElementTree
 
 import pytest
 
+from app.formatting import seconds
 from app.http.negotiation import wants_html
+from app.schemas.requests import Workload
+from app.web.forms import DEFAULTS, MAX_CONFIG_CHARS
 
 HTML = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 DECODE = {"chip": "a100", "kind": "transformer", "model": "llama-3.1-8b", "batch": "8"}
@@ -48,14 +55,16 @@ def test_form_has_a_label_on_every_input_and_sensible_defaults(client):
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     parsed = controls(page.text)
-    radios = [c for c in parsed.controls if c.get("type") == "radio"]
-    assert {c["value"] for c in radios} == {"transformer", "matmul", "elementwise", "custom"}
     for control in parsed.controls:
-        if control.get("type") != "radio":  # radios sit inside their label
-            assert control.get("id") in parsed.labelled, control
+        assert control.get("id") in parsed.labelled, control
     assert value_of(page.text, "f-batch") == "1" and value_of(page.text, "f-seq_len") == "2048"
     assert 'id="chip-list"' in page.text and 'id="model-list"' in page.text  # searchable
-    assert "<script" not in page.text and "http://" not in page.text.split("</footer>")[0][:200]
+    assert "http://" not in page.text.split("</footer>")[0][:200]
+    # one script, the app's own file (the CSP allows no inline script)
+    assert re.findall(r"<script[^>]*>", page.text) == [
+        '<script src="http://testserver/static/form.js" defer>'
+    ]
+    assert client.get("/static/form.js").headers["content-type"].startswith("text/javascript")
 
 
 def test_stylesheet_is_served_by_the_app(client):
@@ -371,3 +380,292 @@ def test_a_configuration_that_cannot_run_leads_with_that(client):
     assert '<dl class="figures unrunnable">' in html
     fitting = client.get("/", params={"chip": "h100", "model": "llama-3.2-1b"}).text
     assert 'id="does-not-fit"' not in fitting and "unrunnable" not in fitting
+
+
+def _kinds_of_the_api() -> set[str]:
+    """Every workload kind POST /check takes (the discriminator of its workload union)."""
+    union = typing.get_args(typing.get_args(Workload)[0])
+    return {
+        literal
+        for model in union
+        for literal in typing.get_args(model.model_fields["kind"].annotation)
+    }
+
+
+def test_the_form_offers_every_kind_of_the_api_but_a_sequence_of_operators(client):
+    page = client.get("/").text
+    select = page.split('<select id="f-kind"')[1].split("</select>")[0]
+    offered = set(re.findall(r'<option value="([^"]+)"', select))
+    assert offered == _kinds_of_the_api() - {"ops"}
+    assert "<code>ops</code>" in page and 'href="/trace"' in page  # and where ops go instead
+
+
+def expected_time_of(page: str) -> str:
+    match = re.search(r'id="expected-time" class="t">([^<]+)<', page)
+    assert match, page[:3000]
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    ("params", "workload"),
+    [
+        ({"kind": "saxpy", "elements": "1e8"}, {"kind": "saxpy", "n": 100_000_000}),
+        (
+            {"kind": "softmax", "rows": "8192", "cols": "4096"},
+            {"kind": "softmax", "rows": 8192, "cols": 4096},
+        ),
+        (
+            {"kind": "layernorm", "rows": "8192", "cols": "4096", "dtype": "bf16"},
+            {"kind": "layernorm", "rows": 8192, "cols": 4096, "dtype": "bf16"},
+        ),
+        (
+            {"kind": "rmsnorm", "rows": "1e6", "cols": "8192"},
+            {"kind": "rmsnorm", "rows": 1_000_000, "cols": 8192},
+        ),
+        (
+            {"kind": "attention", "attn_batch": "4", "heads": "32", "kv_heads": "8"}
+            | {"q_len": "4096", "head_dim": "128", "causal": "true"},
+            {"kind": "attention", "batch": 4, "heads": 32, "kv_heads": 8, "q_len": 4096}
+            | {"head_dim": 128, "causal": True},
+        ),
+        (
+            {"kind": "attention", "heads": "16", "q_len": "1", "kv_len": "8192"}
+            | {"head_dim": "64", "implementation": "naive"},
+            {"kind": "attention", "heads": 16, "q_len": 1, "kv_len": 8192, "head_dim": 64}
+            | {"implementation": "naive"},
+        ),
+        (
+            {"kind": "matmul", "m": "4096", "n": "4096", "k": "4096", "allow_tf32": "true"},
+            {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "allow_tf32": True},
+        ),
+        (
+            {"kind": "elementwise", "elements": "1e8", "ops": "2", "flops_per_element": "10"},
+            {"kind": "elementwise", "n": 100_000_000, "ops": 2, "flops_per_element": 10},
+        ),
+    ],
+)
+def test_every_kernel_kind_of_the_api_is_answered_by_the_form(client, params, workload):
+    # the page's time is the API's: the form's fields are the workload's
+    page = client.get("/", params={"chip": "a100", **params})
+    assert page.status_code == 200, page.text[:2000]
+    answer = client.post("/expected-time", json={"chip": "a100", "workload": workload}).json()
+    assert expected_time_of(page.text) == seconds(answer["expected_time_s"])
+    assert 'id="answer-covers">Times are for one ' in page.text
+
+
+def test_a_saxpy_from_the_form_worked_by_hand(client):
+    # y = a x + y over 1e8 fp32 elements on the A100 SXM4 80GB: x and y read, y written,
+    # 3 x 4 B x 1e8 = 1.2 GB over 2.039 TB/s = 588.5 µs; 2 FLOPs an element, 2e8 FLOPs
+    # at the 19.5 TFLOP/s fp32 vector peak take 10.3 µs: memory-bound, 589 µs
+    page = client.get("/", params={"chip": "a100", "kind": "saxpy", "elements": "1e8"})
+    assert page.status_code == 200
+    assert expected_time_of(page.text) == "589 µs"
+    assert 'id="bound">memory-bound<' in page.text and "1.2 GB" in page.text
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({"kind": "saxpy", "elements": "many"}, "elements", "valid integer"),
+        ({"kind": "softmax", "rows": "0", "cols": "8"}, "rows", "greater than or equal to 1"),
+        ({"kind": "rmsnorm", "rows": "8", "cols": "2e9"}, "cols", "less than or equal to"),
+        (
+            {"kind": "attention", "attn_batch": "0", "heads": "8", "q_len": "8", "head_dim": "8"},
+            "attn_batch",
+            "greater than or equal to 1",
+        ),
+        (
+            {"kind": "attention", "heads": "32", "kv_heads": "7", "q_len": "8", "head_dim": "8"},
+            "kv_heads",
+            "must divide heads (32), got 7",
+        ),
+        (
+            {"kind": "attention", "heads": "", "q_len": "8", "head_dim": "8"},
+            "heads",
+            "Field required",
+        ),
+        (
+            {"kind": "attention", "heads": "8", "q_len": "8", "head_dim": "8"}
+            | {"implementation": "slow"},
+            "implementation",
+            "'fused', 'flash-attention-2' or 'naive'",
+        ),
+        (
+            {"kind": "matmul", "m": "8", "n": "8", "k": "8", "allow_tf32": "maybe"},
+            "allow_tf32",
+            "boolean",
+        ),
+        (
+            {"kind": "elementwise", "elements": "8", "flops_per_element": "-1"},
+            "flops_per_element",
+            "greater than or equal to 0",
+        ),
+        (DECODE | {"max_tpot_ms": "0"}, "max_tpot_ms", "greater than or equal to 0.000001"),
+        (
+            DECODE | {"phase": "prefill", "max_ttft_ms": "soon"},
+            "max_ttft_ms",
+            "valid number",
+        ),
+    ],
+)
+def test_bad_kernel_values_show_their_message_next_to_the_field(client, params, field, message):
+    page = client.get("/", params={"chip": "a100", **params})
+    assert page.status_code == 422
+    error = re.search(rf'<p class="error" id="f-{field}-error" role="alert">([^<]*)</p>', page.text)
+    assert error, page.text[:3000]
+    assert message in html.unescape(error.group(1))
+    assert 'id="answer"' not in page.text
+
+
+def test_fields_of_other_kinds_and_phases_are_not_read(client):
+    # a decode step with a training field, generate's new tokens, the prefill's bound and a
+    # matmul's size left in the form: the same answer as without them, and no warning
+    plain = client.get("/", params=DECODE).text
+    stale = {"dp": "64", "gen_len": "7", "max_ttft_ms": "1", "m": "0", "heads": "x"}
+    page = client.get("/", params=DECODE | stale)
+    assert page.status_code == 200
+    assert expected_time_of(page.text) == expected_time_of(plain)
+    assert "Ignored" not in page.text and 'id="latency-batch"' not in page.text
+    # a kernel reads no model: an unknown one does not stop a matmul
+    kernel = client.get("/", params=MATMUL | {"model": "no-such-model", "phase": "nonsense"})
+    assert kernel.status_code == 200
+
+
+def test_the_form_posts_and_a_catalog_model_answer_gets_a_shareable_url(client):
+    # the form as a browser without JavaScript sends it: every field, applicable or not
+    form = {**DEFAULTS, "chip": "a100", "batch": "8", "dp": "64", "m": "1", "measured_ms": "30"}
+    sent = client.post("/", data=form, follow_redirects=False)
+    assert sent.status_code == 303
+    location = urlsplit(sent.headers["location"])
+    assert location.path == "/"
+    query = parse_qs(location.query)
+    assert set(query) == {
+        *("kind", "chip", "model", "phase", "batch", "seq_len", "tp"),
+        *("stack", "ceilings", "measured_ms"),
+    }
+    page = client.get(sent.headers["location"])
+    assert page.status_code == 200 and "room to improve" in page.text
+    assert value_of(page.text, "f-batch") == "8"
+
+
+def _config(client) -> dict[str, object]:
+    config: dict[str, object] = client.get("/models/llama-3.1-8b").json()["config"]
+    return config
+
+
+def test_a_pasted_config_is_answered_like_its_catalog_model(client):
+    config = json.dumps(_config(client), indent=2)
+    catalog = client.get("/", params=DECODE | {"measured_ms": "30"}).text
+    posted = client.post("/", data=DECODE | {"config": config, "measured_ms": "30"})
+    assert posted.status_code == 200
+    assert expected_time_of(posted.text) == expected_time_of(catalog)
+    assert "custom architecture" in posted.text and "room to improve" in posted.text
+    # the textarea keeps the config; the chart links do not carry it
+    kept = re.search(r'<textarea id="f-config"[^>]*>([^<]*)</textarea>', posted.text)
+    assert kept and html.unescape(kept.group(1)) == config
+    assert "roofline.svg?" not in posted.text
+    assert 'id="f-model" name="model" type="text" value="llama-3.1-8b"' in posted.text
+    # the link to check a stored measurement again carries a config as JSON
+    stored = client.post(
+        "/save",
+        data=DECODE | {"config": config, "measured_ms": "30", "label": "pasted"},
+        headers=SAME_SITE,
+        follow_redirects=False,
+    )
+    assert stored.status_code == 303
+    again = re.search(
+        r'<a href="/\?([^"]+)">Check it again',
+        client.get(stored.headers["location"], headers=HTML).text,
+    )
+    assert again
+    query = parse_qs(html.unescape(again.group(1)))
+    assert json.loads(query["config"][0]) == _config(client)
+    assert expected_time_of(client.get("/", params=query).text) == expected_time_of(catalog)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            '{"model_type": "llama",}',
+            "not valid JSON: Expecting property name enclosed in double quotes (line 1, column 24)",
+        ),
+        ("[4096, 32]", "must be a JSON object {...}, got an array"),
+        ("[" * 5000, "not valid JSON: nested too deeply"),
+        ("{}", "hidden_size: is required"),
+        ('{"model_type": "llama", "hidden_size": 4096}', "num_hidden_layers: is required"),
+        (
+            '{"hidden_size": 4096, "num_hidden_layers": 1e9}',
+            "num_hidden_layers: must be an integer",
+        ),
+        ("x" * (MAX_CONFIG_CHARS + 1), f"at most {MAX_CONFIG_CHARS:,} characters"),
+    ],
+)
+def test_a_bad_config_is_named_beside_the_textarea(client, config, message):
+    page = client.post("/", data=DECODE | {"config": config})
+    assert page.status_code == 422
+    error = re.search(r'<p class="error" id="f-config-error" role="alert">([^<]*)</p>', page.text)
+    assert error, page.text[:3000]
+    assert message in html.unescape(error.group(1))
+    assert 'aria-describedby="f-config-error"' in page.text and 'id="answer"' not in page.text
+    assert '<details class="config" open>' in page.text  # the error is not folded away
+
+
+@pytest.mark.parametrize(
+    ("phase", "bound", "ms", "words"),
+    [
+        ("decode", "max_tpot_ms", "40", "per output token"),
+        ("prefill", "max_ttft_ms", "1000", "to first token"),
+    ],
+)
+def test_the_latency_bound_gives_the_largest_batch_within_it(client, phase, bound, ms, words):
+    # the page's latency-limited batch is GET /optimal-batch's with the same bound
+    params = DECODE | {"phase": phase, bound: ms}
+    page = client.get("/", params=params)
+    assert page.status_code == 200
+    api = client.get(
+        "/optimal-batch",
+        params={"chip": "a100", "model": "llama-3.1-8b", "phase": phase, bound: ms},
+    ).json()
+    assert api["latency_batch"] > 1 and api["max_step_time_s"] == float(ms) / 1000
+    shown = re.search(
+        r'Largest batch within ([\d.]+ m?s) ([a-z ]+)</dt>\s*<dd id="latency-batch">(\d+)<',
+        page.text,
+    )
+    assert shown, page.text[:3000]
+    assert shown.groups() == (seconds(float(ms) / 1000), words, str(api["latency_batch"]))
+    # a bound so tight that not even batch 1 meets it says so
+    tight = client.get("/", params=params | {bound: "0.001"}).text
+    assert 'id="latency-batch">none: batch 1 takes longer<' in tight
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        (DECODE, "one decode step (one token for each sequence)"),
+        (DECODE | {"phase": "generate"}, "the whole generation (prompt + new tokens)"),
+        (DECODE | {"phase": "prefill"}, "one prefill of the prompt"),
+        (TRAINING, "one optimizer step"),
+        (MATMUL, "one kernel call"),
+        (
+            {"chip": "a100", "kind": "elementwise"},
+            "one run of the chain (one kernel call when fused)",
+        ),
+    ],
+)
+def test_the_answer_says_what_the_measured_time_covers(client, params, words):
+    page = client.get("/", params=params | {"measured_ms": "30"}).text
+    assert f"It covers <strong>{words}</strong>." in page  # beside the field
+    assert f'id="answer-covers">Times are for {words}.<' in page
+    assert re.search(rf"Measured <strong>30 ms</strong> for {re.escape(words)} against", page)
+
+
+def test_a_stored_measurement_says_what_its_time_covers(client):
+    stored = client.post(
+        "/save",
+        data=DECODE | {"phase": "prefill", "measured_ms": "300", "label": "covers"},
+        headers=SAME_SITE,
+        follow_redirects=False,
+    )
+    page = client.get(stored.headers["location"], headers=HTML).text
+    assert "for one prefill of the prompt against" in page
