@@ -23,6 +23,7 @@ from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
 from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
 from app.services import history
+from app.services.catalog_views import chip_summaries
 from app.services.catalogs import Catalogs
 from app.services.profiles import profile_view
 from app.web.charts import data_of, roofline_svg
@@ -163,7 +164,12 @@ def catalog_page(
         for chip_id, row in (rows or {}).items()
         if chip_id in version.chips
     }
-    context = {"catalog": version.catalog, "version": version, "measured": measured}
+    context = {
+        "catalog": version.catalog,
+        "version": version,
+        "measured": measured,
+        "summaries": chip_summaries(version),
+    }
     return render(request, "catalog.html", context)
 
 

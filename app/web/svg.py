@@ -200,4 +200,6 @@ STYLE = (
     ".marker-label{font-size:11px;fill:#6a4c93}.limit-label{font-size:11px;fill:#b5651d}"
     ".you{stroke:#111;stroke-width:2}.you-label{font-size:11px;fill:#111;font-weight:600}"
     ".note{font-size:12px;fill:#555}"
+    ".bar-fits{fill:#1f5fbf}.bar-unfit{fill:#bbb}"
+    ".bar-value{font-size:11px;fill:#fff;font-weight:600}"
 )

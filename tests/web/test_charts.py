@@ -8,11 +8,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from app.engine import Chip, Dtype
 from app.schemas.answers import ExpectedTime, OptimalBatchAnswer, SweepRow
 from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
 from app.web import charts, svg
-from app.web.charts import BOX, Roof, RooflineData, roofline_svg, roofs_of
+from app.web.charts import BOX, Roof, RooflineData, roofline_svg
 from app.web.trends import history_svg, sweep_svg
 from tests.engine.chips import A100
 
@@ -20,7 +19,7 @@ NS = {"s": "http://www.w3.org/2000/svg"}
 A100ISH = RooflineData(
     chip_name="Test <chip> & co",
     bandwidth=2e12,
-    roofs=(Roof("bf16 matrix", 300e12, used=True), Roof("fp32 vector", 20e12)),
+    roof=Roof("bf16 matrix", 300e12),
     flops=1e12,
     bytes=1e11,  # intensity 10 FLOP/B, memory-bound under a ridge of 150
     expected_time_s=0.05,
@@ -63,8 +62,9 @@ def test_decades_and_ticks():
 def test_roofline_is_valid_svg_with_escaped_text():
     document = roofline_svg(A100ISH)
     root = parse(document)  # well-formed XML despite the chip's name
-    assert root.get("viewBox") == f"0 0 {svg.WIDTH} {svg.HEIGHT}"
-    assert root.get("width") == str(svg.WIDTH)
+    # the plot's 400 px, then the legend's rows under it
+    assert root.get("viewBox") == f"0 0 {svg.WIDTH} {root.get('height')}"
+    assert root.get("width") == str(svg.WIDTH) and int(root.get("height", 0)) > svg.HEIGHT
     assert "Test &lt;chip&gt; &amp; co" in document
     assert "<chip>" not in document
 
@@ -101,39 +101,34 @@ def test_workload_and_measured_points_use_flops_over_time():
     assert "(50% of roofline)" in roofline_svg(A100ISH)
 
 
-def test_every_roof_is_drawn_and_the_used_one_marked():
+def test_only_the_roof_of_the_works_dtype_and_unit_is_drawn():
     document = roofline_svg(A100ISH)
     assert document.count('class="roof-used"') == 1
-    assert document.count('class="roof"') == 1
-    assert "bf16 matrix 300 TFLOP/s" in document and "fp32 vector 20 TFLOP/s" in document
+    assert 'class="roof"' not in document
+    assert "bf16 matrix peak 300 TFLOP/s" in document and "fp32" not in document
     assert "memory 2 TB/s" in document
 
 
 def test_no_measured_point_without_a_time_and_none_at_zero_flops():
     plain = roofline_svg(
-        RooflineData("c", 1e12, (Roof("bf16 matrix", 1e14, True),), 1e9, 1e9, 1e-3)
+        RooflineData("c", 1e12, Roof("bf16 matrix", 1e14), 1e9, 1e9, 1e-3)
     )
     assert "measured" not in circles(plain) and "expected" in circles(plain)
-    empty = roofline_svg(RooflineData("c", 1e12, (Roof("bf16 matrix", 1e14, True),), 0, 1e9, 1e-3))
+    empty = roofline_svg(RooflineData("c", 1e12, Roof("bf16 matrix", 1e14), 0, 1e9, 1e-3))
     assert "expected" not in circles(empty) and "no FLOPs" in empty
 
 
-def test_roofs_share_a_line_per_peak_and_add_the_used_fallback():
-    chip = Chip(
-        id="x",
-        name="X",
-        memory_bytes=1e10,
-        memory_bandwidth=1e12,
-        matrix_peaks={Dtype.BF16: 1e14, Dtype.FP16: 1e14, Dtype.FP8: 2e14},
-        vector_peaks={Dtype.FP32: 1e13},
-        sustained_matrix=0.8,
-        sustained_memory=0.9,
+def test_the_answers_dtype_and_unit_make_the_one_roof(client):
+    # fp8 on an H100: the fp8 matrix peak (1979 TFLOP/s dense) is the only roof, not bf16's
+    # 989 nor any vector peak
+    answer = ExpectedTime.model_validate(
+        client.get("/expected-time?chip=h100&model=llama-8b&dtype=fp8").json()
     )
-    roofs = roofs_of(chip, "fp16", "matrix", 1e14)
-    assert [r.label for r in roofs] == ["bf16/fp16 matrix", "fp8 matrix", "fp32 vector"]
-    assert [r.used for r in roofs] == [True, False, False]
-    fallback = roofs_of(chip, "int8", "vector", 1e13)  # narrow vector dtypes run at fp32's peak
-    assert fallback[-1] == Roof("int8 vector", 1e13, True)
+    data = charts.data_of(answer, A100, None)
+    assert data.roof == Roof("fp8 matrix", answer.peak.flops_per_s)
+    document = roofline_svg(data)
+    assert "fp8 matrix peak" in document and "bf16" not in document
+    assert "vector" not in document
 
 
 def _row(batch: int, fits: bool) -> SweepRow:
