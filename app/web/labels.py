@@ -163,10 +163,13 @@ def legend(svg: Svg, keys: Sequence[Key], left: float, top: float, right: float)
                 f'<rect x="{num(x)}" y="{num(mid - 5)}" width="13" height="10" '
                 f'class="key {key.cls}"/>'
             )
-        elif key.swatch == "dot":
-            svg.add(f'<circle cx="{num(x + 6)}" cy="{num(mid)}" r="4.5" class="key {key.cls}"/>')
+        elif key.swatch == "dot":  # a round rect: the chart's circles stay its points alone
+            svg.add(
+                f'<rect x="{num(x + 1.5)}" y="{num(mid - 4.5)}" width="9" height="9" rx="4.5" '
+                f'class="key {key.cls}"/>'
+            )
         else:
             svg.line(x, mid, x + 13, mid, f"key {key.cls}")
-        svg.text(x + _SWATCH, row, key.text, "label")
+        svg.text(x + _SWATCH, row, key.text, "key-label")
         x += width
     return row + LABEL_SIZE * DESCENT_EM
