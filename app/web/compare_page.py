@@ -28,24 +28,24 @@ EXAMPLE = {"chips": "a100,h100,mi300x", "model": "llama-8b", "batch": "8"}
 GENERAL = "form"  # errors no field of the form shows
 
 
-def _field_errors(exc: Exception) -> dict[str, str]:
-    """Form field -> message for a validation, name or engine error."""
-    if isinstance(exc, ValidationError):
-        errors: dict[str, str] = {}
-        for error in exc.errors():
-            name = str(error["loc"][0]) if error["loc"] else GENERAL
-            if name not in FIELDS:
-                name, error["msg"] = GENERAL, f"{name}: {error['msg']}"
-            errors.setdefault(name, error["msg"])
-        return errors
+def _field_errors(exc: ValidationError | UnknownName | EngineError) -> dict[str, str]:
+    """Form field -> message (the first for each field); what no field of the form shows is
+    named under GENERAL."""
     if isinstance(exc, UnknownName):
         hint = f"; did you mean {', '.join(exc.suggestions)}?" if exc.suggestions else ""
         field = {"chip": "chips", "model": "model"}.get(exc.kind, GENERAL)
         return {field: f"unknown {exc.kind} {exc.name!r}{hint}"}
-    assert isinstance(exc, EngineError)
-    field = str(getattr(exc, "field", GENERAL))
-    message = str(getattr(exc, "message", exc))
-    return {field if field in FIELDS else GENERAL: message}
+    if isinstance(exc, ValidationError):
+        found = [(str(e["loc"][0]) if e["loc"] else GENERAL, e["msg"]) for e in exc.errors()]
+    else:
+        found = [(str(getattr(exc, "field", GENERAL)), str(getattr(exc, "message", exc)))]
+    errors: dict[str, str] = {}
+    for name, message in found:
+        if name in FIELDS:
+            errors.setdefault(name, message)
+        else:
+            errors.setdefault(GENERAL, f"{name}: {message}")
+    return errors
 
 
 def _page(

@@ -236,7 +236,8 @@ def _stored_measurement(url: str) -> dict[str, object]:
     }
     response = httpx.post(f"{url}/measurements", json=body, timeout=30)
     assert response.status_code == 201, response.text
-    return response.json()
+    stored: dict[str, object] = response.json()
+    return stored
 
 
 def test_pages_fit_a_375_px_phone_and_their_charts_scale(phone375, url, shot):
