@@ -125,6 +125,13 @@ def _after(query: _Q, filters: Filters, position: Position | None) -> _Q:
     )
 
 
+def workloads(session: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The stored workloads of the measurements `ids` by id (what a page of the list leaves
+    out: one lookup by primary key for its rows alone)."""
+    query = select(MeasurementRow.id, MeasurementRow.workload).where(MeasurementRow.id.in_(ids))
+    return {row.id: row.workload for row in session.execute(query)}
+
+
 def page(
     session: Session, filters: Filters, *, limit: int, offset: int, after: Position | None
 ) -> tuple[Sequence[MeasurementRow], Position | None]:

@@ -1,8 +1,10 @@
 """The catalogs as the API shows them: chips with every figure's source expanded, models with
-their derived counts, and the chip-catalog versions the service has loaded."""
+their derived counts, and the chip-catalog versions the service has loaded; and the chips
+side by side, as the catalog page's comparison table shows them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -27,6 +29,50 @@ from app.services.profiles import profile_view
 
 # the dtype of the KV bytes per token a model lists (the serving default, as in the answers)
 KV_DTYPE = Dtype.BF16
+
+
+@dataclass(frozen=True, slots=True)
+class ChipSummary:
+    """One row of the chips side by side; SI units (bytes, bytes/s, FLOP/s, watts). A figure
+    the chip does not publish is None."""
+
+    id: str
+    name: str
+    vendor: str
+    aliases: tuple[str, ...]
+    memory_bytes: float
+    bandwidth: float
+    dtype16: Dtype  # bf16, or fp16 on a chip without a bf16 matrix peak (T4, V100)
+    peak16: float | None
+    ridge16: float | None  # FLOP/B where the 16-bit matrix roof meets the memory roof
+    peak_fp8: float | None
+    board_power_w: float | None
+
+
+def chip_summaries(catalog: ChipCatalogVersion) -> list[ChipSummary]:
+    """Every chip of the catalog version in one row each, in the catalog's order (the catalog
+    records no release dates: by vendor, and within a vendor roughly by generation)."""
+    rows = []
+    for record in catalog.chips.values():
+        entry, chip = record.entry, record.chip
+        dtype16 = chip.default_compute_dtype(Dtype.BF16)
+        peak16 = chip.matrix_peaks.get(dtype16)
+        rows.append(
+            ChipSummary(
+                id=entry.id,
+                name=entry.name,
+                vendor=entry.vendor,
+                aliases=tuple(entry.aliases),
+                memory_bytes=chip.memory_bytes,
+                bandwidth=chip.memory_bandwidth,
+                dtype16=dtype16,
+                peak16=peak16,
+                ridge16=None if peak16 is None else chip.ridge_intensity(dtype16, Unit.MATRIX),
+                peak_fp8=chip.matrix_peaks.get(Dtype.FP8),
+                board_power_w=entry.board_power_w.value if entry.board_power_w else None,
+            )
+        )
+    return rows
 
 
 def _with_sources(node: Any, catalog: ChipCatalogVersion) -> Any:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
@@ -193,6 +194,12 @@ def listing(
             next=None if last is None else encode_cursor(last),
             items=[_summary(r) for r in rows],
         )
+
+
+def workloads(sessions: sessionmaker[Session], ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The workloads of the listed measurements `ids` (the list page shows their sizes)."""
+    with transaction(sessions) as session:
+        return store.workloads(session, ids)
 
 
 def _point(run: store.Run) -> HistoryPoint:

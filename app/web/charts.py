@@ -1,5 +1,6 @@
-"""The roofline chart as server-side SVG: log-log axes, compute roofs per dtype, the bandwidth
-slope, the ridge point, the workload's expected point and the measured one.
+"""The roofline chart as server-side SVG: log-log axes, the compute roof of the work's dtype and
+unit, the bandwidth slope, the ridge point, the workload's expected point and the measured one,
+with labels kept apart and a legend.
 
 A time t puts a point at achieved FLOP/s = FLOPs / t, at the workload's arithmetic intensity.
 """
@@ -7,11 +8,12 @@ A time t puts a point at achieved FLOP/s = FLOPs / t, at the workload's arithmet
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app import formatting as fmt
-from app.engine import Chip, Unit, ridge_intensity
+from app.engine import Chip, ridge_intensity
 from app.schemas.answers import ExpectedTime
+from app.web.labels import Key, Label, draw_labels, legend, place_labels
 from app.web.svg import (
     HEIGHT,
     WIDTH,
@@ -25,16 +27,14 @@ from app.web.svg import (
 )
 
 BOX = Box(left=64, top=16, right=WIDTH - 16, bottom=HEIGHT - 48)
-_LABEL_GAP = 13  # pixels between two roof labels
 
 
 @dataclass(frozen=True, slots=True)
 class Roof:
-    """A compute roof: its label (dtypes and unit) and peak FLOP/s."""
+    """The compute roof the work runs under: its label (dtype and unit) and peak FLOP/s."""
 
     label: str
     flops_per_s: float
-    used: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class RooflineData:
 
     chip_name: str
     bandwidth: float
-    roofs: tuple[Roof, ...]
+    roof: Roof
     flops: float
     bytes: float
     expected_time_s: float
@@ -56,34 +56,14 @@ class RooflineData:
         """FLOPs per byte of the workload."""
         return self.flops / self.bytes
 
-    @property
-    def used(self) -> Roof:
-        """The roof the workload runs under."""
-        return next((r for r in self.roofs if r.used), max(self.roofs, key=lambda r: r.flops_per_s))
-
-
-def roofs_of(chip: Chip, used_dtype: str, used_unit: str, used_peak: float) -> tuple[Roof, ...]:
-    """The chip's roofs, one per distinct peak of each unit (dtypes sharing a peak share a roof);
-    the roof the workload uses is marked, and added if the chip does not list it."""
-    roofs: list[Roof] = []
-    for unit, peaks in ((Unit.MATRIX, chip.matrix_peaks), (Unit.VECTOR, chip.vector_peaks)):
-        by_peak: dict[float, list[str]] = {}
-        for dtype, peak in peaks.items():
-            by_peak.setdefault(peak, []).append(str(dtype))
-        for peak, dtypes in by_peak.items():
-            used = unit == used_unit and used_dtype in dtypes and peak == used_peak
-            roofs.append(Roof(f"{'/'.join(dtypes)} {unit}", peak, used))
-    if not any(r.used for r in roofs):
-        roofs.append(Roof(f"{used_dtype} {used_unit}", used_peak, True))
-    return tuple(roofs)
-
 
 def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> RooflineData:
-    """The chart data of an /expected-time (or /check) answer on `chip`."""
+    """The chart data of an /expected-time (or /check) answer on `chip`: only the roof of the
+    dtype and unit the work runs on (the chip's other peaks do not bound it)."""
     return RooflineData(
         chip_name=chip.name,
         bandwidth=answer.memory_bandwidth,
-        roofs=roofs_of(chip, answer.peak.dtype, answer.peak.unit, answer.peak.flops_per_s),
+        roof=Roof(f"{answer.peak.dtype} {answer.peak.unit}", answer.peak.flops_per_s),
         flops=answer.flops,
         bytes=answer.bytes,
         expected_time_s=answer.expected_time_s,
@@ -99,10 +79,10 @@ def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> 
 
 
 def _scales(data: RooflineData) -> tuple[Scale, Scale]:
-    ridges = [ridge_intensity(r.flops_per_s, data.bandwidth) for r in data.roofs]
-    xs = ridges + ([data.intensity] if data.flops > 0 else [])
+    ridge = ridge_intensity(data.roof.flops_per_s, data.bandwidth)
+    xs = [ridge] + ([data.intensity] if data.flops > 0 else [])
     x_lo, x_hi = decades(min(xs) / 10, max(xs) * 10)
-    ys = [data.bandwidth * x_lo, *(r.flops_per_s for r in data.roofs)]
+    ys = [data.bandwidth * x_lo, data.roof.flops_per_s]
     if data.flops > 0:
         ys.append(data.flops / data.expected_time_s)
         if data.measured_time_s:
@@ -115,50 +95,37 @@ def _scales(data: RooflineData) -> tuple[Scale, Scale]:
     return x, y
 
 
-def _roofs(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
-    top = max(data.roofs, key=lambda r: r.flops_per_s)
-    svg.polyline(
-        [
-            (x(x.lo), y(data.bandwidth * x.lo)),
-            (x(top.flops_per_s / data.bandwidth), y(top.flops_per_s)),
-        ],
-        "slope",
-    )
-    svg.text(
-        x(x.lo) + 8,
-        y(data.bandwidth * x.lo) - 8,
-        f"memory {fmt.rate(data.bandwidth, 'B/s')}",
-        "label-used",
-    )
-    last_label = -1e9
-    for roof in sorted(data.roofs, key=lambda r: -r.flops_per_s):
-        ridge = ridge_intensity(roof.flops_per_s, data.bandwidth)
-        py = y(roof.flops_per_s)
-        svg.line(x(ridge), py, x(x.hi), py, "roof-used" if roof.used else "roof")
-        label_y = max(py - 4, last_label + _LABEL_GAP)
-        last_label = label_y
-        svg.text(
-            BOX.right - 4,
-            label_y,
-            f"{roof.label} {fmt.rate(roof.flops_per_s, 'FLOP/s')}",
-            "label-used" if roof.used else "label",
-            "end",
-        )
+def _roof(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> list[Label]:
+    """The bandwidth slope up to the ridge and the roof from it, with their labels."""
+    peak = data.roof.flops_per_s
+    ridge = ridge_intensity(peak, data.bandwidth)
+    svg.polyline([(x(x.lo), y(data.bandwidth * x.lo)), (x(ridge), y(peak))], "slope")
+    svg.line(x(ridge), y(peak), x(x.hi), y(peak), "roof-used")
+    memory = f"memory {fmt.rate(data.bandwidth, 'B/s')}"
+    roof = f"{data.roof.label} peak {fmt.rate(peak, 'FLOP/s')}"
+    return [
+        Label(BOX.right - 4, y(peak) - 5, roof, "label-used", "end"),
+        Label(x(x.lo) + 8, y(data.bandwidth * x.lo) - 8, memory, "label-used"),
+    ]
 
 
-def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
-    used = data.used
-    ridge = ridge_intensity(used.flops_per_s, data.bandwidth)
-    svg.point(x(ridge), y(used.flops_per_s), "ridge", f"ridge {ridge:.3g} FLOP/B")
-    svg.text(x(ridge) - 10, y(used.flops_per_s) - 8, f"ridge {ridge:.3g} FLOP/B", "label", "end")
+def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label], list[Key]]:
+    """The ridge, expected, realistic (with the published range) and measured points, their
+    labels and their legend entries."""
+    peak = data.roof.flops_per_s
+    ridge = ridge_intensity(peak, data.bandwidth)
+    svg.point(x(ridge), y(peak), "ridge", f"ridge {ridge:.3g} FLOP/B")
+    labels = [Label(x(ridge) - 10, y(peak) - 8, f"ridge {ridge:.3g} FLOP/B", "label", "end")]
+    keys = [Key("ridge point", "ridge", "dot")]
     if data.flops <= 0:
         svg.text(BOX.left + 10, BOX.bottom - 10, "no FLOPs: nothing to place on a log axis", "note")
-        return
+        return labels, keys
     ai = data.intensity
     expected = data.flops / data.expected_time_s
     svg.line(x(ai), y(y.lo), x(ai), y(expected), "grid")
     svg.point(x(ai), y(expected), "expected", f"expected {fmt.rate(expected, 'FLOP/s')}")
-    svg.text(x(ai) + 9, y(expected) + 4, "expected", "label")
+    labels.append(Label(x(ai) + 9, y(expected) + 4, "expected"))
+    keys.append(Key("expected (roofline time)", "expected", "dot"))
     if data.realistic_range_s and data.realistic_time_s:
         low, high = data.realistic_range_s
         realistic = data.flops / data.realistic_time_s
@@ -166,25 +133,34 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
         label = f"published runs {fmt.rate(data.flops / high, 'FLOP/s')} to "
         label += fmt.rate(data.flops / low, "FLOP/s")
         svg.point(x(ai), y(realistic), "realistic", label, r=4)
-        svg.text(x(ai) - 9, y(realistic) + 4, "realistic", "label", "end")
+        labels.append(Label(x(ai) - 9, y(realistic) + 4, "realistic", "label", "end"))
+        keys += [Key("realistic", "realistic", "dot"), Key("published runs", "published")]
     if data.measured_time_s:
         achieved = data.flops / data.measured_time_s
         share = data.expected_time_s / data.measured_time_s
+        text = f"measured {fmt.rate(achieved, 'FLOP/s')} ({share:.0%} of roofline)"
         svg.point(x(ai), y(achieved), "measured", f"measured {fmt.rate(achieved, 'FLOP/s')}")
-        svg.text(
-            x(ai) + 9,
-            y(achieved) + 4,
-            f"measured {fmt.rate(achieved, 'FLOP/s')} ({share:.0%} of roofline)",
-            "label",
-        )
+        labels.insert(0, Label(x(ai) + 9, y(achieved) + 4, text))
+        keys.append(Key("measured", "measured", "dot"))
+    return labels, keys
 
 
 def roofline_svg(data: RooflineData) -> str:
-    """The roofline chart of `data` as an SVG document."""
+    """The roofline chart of `data` as an SVG document, with a legend under the axes."""
     x, y = _scales(data)
     svg = Svg(f"Roofline of {data.chip_name}")
     axes(svg, BOX, x, y, xs=decade_ticks(x.lo, x.hi), ys=decade_ticks(y.lo, y.hi))
     axis_titles(svg, BOX, "arithmetic intensity (FLOP/B)", "FLOP/s")
-    _roofs(svg, data, x, y)
-    _points(svg, data, x, y)
+    roof_labels = _roof(svg, data, x, y)
+    point_labels, point_keys = _points(svg, data, x, y)
+    # the labels stay inside the plot's frame: outside it are the ticks and axis titles
+    inside = [replace(a, x=a.x - BOX.left, y=a.y - BOX.top) for a in point_labels + roof_labels]
+    placed = place_labels(inside, BOX.right - BOX.left, BOX.bottom - BOX.top)
+    draw_labels(svg, [replace(a, x=a.x + BOX.left, y=a.y + BOX.top) for a in placed])
+    keys = [
+        Key("memory bandwidth", "slope"),
+        Key(f"{data.roof.label} peak", "roof-used"),
+        *point_keys,
+    ]
+    svg.height = math.ceil(legend(svg, keys, BOX.left, HEIGHT - 4, svg.width - 8) + 6)
     return svg.render()

@@ -19,7 +19,7 @@ from app.engine.training import Optimizer
 from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
 from app.security import same_origin
 from app.services import planning, recording
-from app.web import forms, pages, trace_page
+from app.web import compare_page, forms, pages, trace_page
 from app.web.svg import Svg
 from app.web.templating import render
 from app.web.trends import scaling_svg, sweep_svg
@@ -27,6 +27,7 @@ from app.web.views import Result, compute, roofline_for, scaling_for
 
 router = APIRouter(include_in_schema=False)
 router.include_router(trace_page.router)  # /trace: upload a profiler trace
+router.include_router(compare_page.router)  # /comparison: one workload on several chips
 
 _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
@@ -23,6 +24,7 @@ from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
 from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
 from app.services import history
+from app.services.catalog_views import chip_summaries
 from app.services.catalogs import Catalogs
 from app.services.profiles import profile_view
 from app.web.charts import data_of, roofline_svg
@@ -53,13 +55,30 @@ def _list_errors(exc: ValidationError) -> dict[str, str]:
     return errors
 
 
+_SIZE_FIELDS = ("batch", "seq_len", "gen_len", "dtype", "tp")
+_SIZE_LENGTH = 80  # characters of a kernel's fields shown in the list
+
+
+def _size(workload: dict[str, Any]) -> str:
+    """What tells two workloads of one model and phase apart in the list: a transformer's
+    batch, sequence length (new tokens when it generates), dtype and tensor-parallel chips;
+    a kernel's own fields, cut short."""
+    if workload.get("kind") == "transformer":
+        names = [n for n in _SIZE_FIELDS if n != "gen_len" or workload.get("phase") == "generate"]
+        return ", ".join(f"{n}={workload[n]}" for n in names if workload.get(n) is not None)
+    text = ", ".join(f"{k}={v}" for k, v in workload.items() if k != "kind" and v is not None)
+    return text if len(text) <= _SIZE_LENGTH else text[: _SIZE_LENGTH - 1] + "…"
+
+
 def _list_context(
     values: dict[str, str],
     errors: dict[str, str],
     page: MeasurementPage | None = None,
     given: dict[str, str] | None = None,
+    sizes: dict[int, str] | None = None,
 ) -> dict[str, object]:
-    """The template's context; `given`: the query, whose filters the paging links keep."""
+    """The template's context; `given`: the query, whose filters the paging links keep;
+    `sizes`: each listed measurement's workload sizes by id."""
     given = given or {}
     newest = {k: v for k, v in given.items() if k not in PAGING}
     return {
@@ -69,6 +88,7 @@ def _list_context(
         "newest": newest if newest != given else None,  # a link back to the first page
         "older": newest | {"cursor": page.next} if page and page.next else None,
         "phase_options": PHASES,
+        "sizes": sizes or {},
     }
 
 
@@ -89,7 +109,9 @@ def measurement_list(
     page = history.listing(
         sessions, filters, limit=query.limit, offset=query.offset, after=query.after
     )
-    return render(request, "measurements.html", _list_context(values, {}, page, given))
+    stored = history.workloads(sessions, [m.id for m in page.items])
+    sizes = {id_: _size(workload) for id_, workload in stored.items()}
+    return render(request, "measurements.html", _list_context(values, {}, page, given, sizes))
 
 
 def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:
@@ -167,7 +189,12 @@ def catalog_page(
         for chip_id, row in (rows or {}).items()
         if chip_id in version.chips
     }
-    context = {"catalog": version.catalog, "version": version, "measured": measured}
+    context = {
+        "catalog": version.catalog,
+        "version": version,
+        "measured": measured,
+        "summaries": chip_summaries(version),
+    }
     return render(request, "catalog.html", context)
 
 

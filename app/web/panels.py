@@ -1,21 +1,32 @@
 """Stacked line-chart panels sharing one x axis: the batch-sweep and history charts.
 
-Each panel has its own linear y axis from 0; the shared x axis may be logarithmic.
+Each panel has its own y axis, linear from 0 or logarithmic; the shared x axis may be
+logarithmic. One legend under the panels names every series and marker.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from app import formatting as fmt
-from app.web.svg import WIDTH, Box, Scale, Svg, axes, axis_titles, linear_ticks, nice_max, num
+from app.web.labels import Key, Label, draw_labels, legend, place_labels
+from app.web.svg import (
+    WIDTH,
+    Box,
+    Scale,
+    Svg,
+    axes,
+    axis_titles,
+    linear_ticks,
+    nice_max,
+)
 
 _PANEL_HEIGHT = 170
 _GAP = 64
-_TOP = 28
+_TOP = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,7 @@ class Panel:
     y_title: str
     series: Sequence[Series]
     markers: Sequence[Marker] = field(default_factory=tuple)
+    log: bool = False  # a log y axis over whole powers of two (values > 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,31 +88,45 @@ def time_ticks(lo: float, hi: float, count: int = 4) -> list[tuple[float, str]]:
     return [(t, datetime.fromtimestamp(t, UTC).strftime(pattern)) for t in spaced]
 
 
-def _panel(svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel) -> None:
+def _y_scale(box: Box, panel: Panel) -> tuple[Scale, list[float]]:
+    """The panel's y scale and ticks: from 0 to a round maximum, or over powers of two."""
     values = [p[1] for s in panel.series for p in s.points]
     values += [m.y for m in panel.markers if m.y is not None]
+    if panel.log:
+        positive = [v for v in values if v > 0] or [1.0]
+        lo = 2.0 ** math.floor(math.log2(min(positive)))
+        hi = max(2.0 ** math.ceil(math.log2(max(positive))), 2 * lo)
+        return Scale(lo, hi, box.bottom, box.top, log=True), [
+            t for t, _ in power_of_two_ticks(lo, hi, most=6)
+        ]
     y = Scale(0, nice_max(max(values, default=1.0)), box.bottom, box.top)
-    axes(svg, box, x, y, xs=[], ys=linear_ticks(y.lo, y.hi, 4))
+    return y, linear_ticks(y.lo, y.hi, 4)
+
+
+def _panel(svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel) -> list[Label]:
+    """Draw one panel; returns its marker labels (placed with the others)."""
+    y, y_ticks = _y_scale(box, panel)
+    axes(svg, box, x, y, xs=[], ys=y_ticks)
     for value, label in axis.ticks:
         svg.line(x(value), box.top, x(value), box.bottom, "grid")
         svg.text(x(value), box.bottom + 16, label, "tick", "middle")
     axis_titles(svg, box, axis.title, panel.y_title)
-    for marker in panel.markers:
-        _marker(svg, box, x, y, marker)
+    labels = [_marker(svg, box, x, y, marker) for marker in panel.markers]
     for series in panel.series:
         _series(svg, x, y, series)
-    _legend(svg, box, panel.series)
+    return [label for label in labels if label is not None]
 
 
-def _marker(svg: Svg, box: Box, x: Scale, y: Scale, marker: Marker) -> None:
+def _marker(svg: Svg, box: Box, x: Scale, y: Scale, marker: Marker) -> Label | None:
     if marker.x is not None and x.lo <= marker.x <= x.hi:
         px = x(marker.x)
         svg.line(px, box.top, px, box.bottom, marker.cls)
-        svg.text(px + 4, box.top + 12, marker.label, f"{marker.cls}-label")
+        return Label(px + 4, box.top + 12, marker.label, f"{marker.cls}-label")
     if marker.y is not None:
         py = y(marker.y)
         svg.line(box.left, py, box.right, py, marker.cls)
-        svg.text(box.right - 4, py - 4, marker.label, f"{marker.cls}-label", "end")
+        return Label(box.right - 4, py - 4, marker.label, f"{marker.cls}-label", "end")
+    return None
 
 
 def _series(svg: Svg, x: Scale, y: Scale, series: Series) -> None:
@@ -113,24 +139,32 @@ def _series(svg: Svg, x: Scale, y: Scale, series: Series) -> None:
         svg.point(px, py, "dot-off" if grey else f"dot-{series.cls}", label, r=3.5)
 
 
-def _legend(svg: Svg, box: Box, series: Sequence[Series]) -> None:
-    left = box.left + 8
-    for item in series:
-        svg.add(
-            f'<rect x="{num(left)}" y="{num(box.top - 16)}" width="12" height="4" '
-            f'class="dot-{item.cls}"/>'
-        )
-        svg.text(left + 16, box.top - 10, item.name, "label")
-        left += 28 + 7 * len(item.name)
+def _keys(panels: Sequence[Panel]) -> list[Key]:
+    """A legend entry for every series and marker (once each), and for grey points."""
+    keys: dict[str, Key] = {}
+    for panel in panels:
+        for series in panel.series:
+            keys.setdefault(series.name, Key(series.name, f"series-{series.cls}"))
+        for marker in panel.markers:
+            keys.setdefault(marker.label, Key(marker.label, marker.cls))
+    if any(any(s.off) for p in panels for s in p.series):
+        keys["off"] = Key("does not fit in memory", "dot-off", "dot")
+    return list(keys.values())
 
 
 def stacked_svg(title: str, axis: XAxis, panels: Sequence[Panel]) -> str:
-    """Panels stacked vertically over the shared x axis, as an SVG document."""
+    """Panels stacked vertically over the shared x axis, with one legend under them, as an
+    SVG document; the marker labels are kept apart and inside their panels."""
     height = _TOP + len(panels) * (_PANEL_HEIGHT + _GAP)
     svg = Svg(title, height=height)
     x = Scale(axis.lo, axis.hi, 64, WIDTH - 16, log=axis.log)
     for index, panel in enumerate(panels):
         top = _TOP + index * (_PANEL_HEIGHT + _GAP)
         box = Box(left=64, top=top, right=WIDTH - 16, bottom=top + _PANEL_HEIGHT)
-        _panel(svg, box, x, axis, panel)
+        labels = _panel(svg, box, x, axis, panel)
+        inside = [replace(a, x=a.x - box.left, y=a.y - box.top) for a in labels]
+        placed = place_labels(inside, box.right - box.left, box.bottom - box.top)
+        draw_labels(svg, [replace(a, x=a.x + box.left, y=a.y + box.top) for a in placed])
+    bottom = legend(svg, _keys(panels), 64, height - _GAP + 44, WIDTH - 8)
+    svg.height = math.ceil(bottom + 6)
     return svg.render()

@@ -185,7 +185,7 @@ STYLE = (
     ".roof{stroke:#888;stroke-width:1.5;stroke-dasharray:5 4;fill:none}"
     ".roof-used{stroke:#1f5fbf;stroke-width:2.5;fill:none}"
     ".slope{stroke:#1f5fbf;stroke-width:2.5;fill:none}"
-    ".label{font-size:11px;fill:#333}.label-used{font-size:11px;fill:#1f5fbf;font-weight:600}"
+    ".label,.key-label{font-size:11px;fill:#333}.label-used{font-size:11px;fill:#1f5fbf;font-weight:600}"
     ".ridge{fill:#fff;stroke:#1f5fbf;stroke-width:2}"
     ".expected{fill:#2a9d4b;stroke:#fff;stroke-width:1.5}"
     ".measured{fill:#d1495b;stroke:#fff;stroke-width:1.5}"
@@ -200,4 +200,6 @@ STYLE = (
     ".marker-label{font-size:11px;fill:#6a4c93}.limit-label{font-size:11px;fill:#b5651d}"
     ".you{stroke:#111;stroke-width:2}.you-label{font-size:11px;fill:#111;font-weight:600}"
     ".note{font-size:12px;fill:#555}"
+    ".bar-fits{fill:#1f5fbf}.bar-unfit{fill:#bbb}"
+    ".bar-value{font-size:11px;fill:#fff;font-weight:600}"
 )

@@ -62,8 +62,9 @@ def sweep_svg(answer: OptimalBatchAnswer) -> str:
 
 
 def scaling_svg(answer: ScalingAnswer) -> str:
-    """Speedup against chips, beside linear and Amdahl's (or Gustafson's) law, and the
-    efficiency; counts that do not fit in memory are grey."""
+    """Speedup against chips on log-log axes, where linear scaling (speedup = chips / the first
+    count) is the straight line of slope one, beside Amdahl's (or Gustafson's) law; and the
+    efficiency. Counts that do not fit in memory are grey."""
     rows = answer.points
     chips = [p.chips for p in rows]
     lo, hi = min(chips), max(*chips, 2 * chips[0])
@@ -72,7 +73,8 @@ def scaling_svg(answer: ScalingAnswer) -> str:
     law = "Amdahl" if answer.mode == "strong" else "Gustafson"
     f = f"{answer.serial_fraction:g}"
     speedup = Series("speedup", [(p.chips, p.speedup) for p in rows], "a", off)
-    linear = Series("linear", [(p.chips, p.chips / first) for p in rows], "c")
+    # ideal: speedup = chips / first, a straight line on log-log axes, drawn end to end
+    linear = Series("linear scaling", [(lo, lo / first), (hi, hi / first)], "c")
     limit = Series(f"{law} (f={f})", [(p.chips, p.law_speedup) for p in rows], "b")
     efficiency = Series("efficiency", [(p.chips, p.efficiency) for p in rows], "a", off)
     axis = XAxis(lo, hi, "chips", power_of_two_ticks(lo, hi), log=True)
@@ -80,7 +82,7 @@ def scaling_svg(answer: ScalingAnswer) -> str:
         f"{answer.mode.capitalize()} scaling: speedup and efficiency",
         axis,
         [
-            Panel("speedup", [speedup, linear, limit]),
+            Panel(f"speedup over {first} chips", [speedup, linear, limit], log=True),
             Panel("efficiency", [efficiency], [Marker("linear", y=1.0, cls="limit")]),
         ],
     )

@@ -4,10 +4,13 @@ chart, save, find it in history; a bad value shows its message; phone layout; no
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 from urllib.request import urlopen
 
-from playwright.sync_api import Page, expect
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
 
 
 def fill_decode(page: Page, url: str, measured: str = "30") -> None:
@@ -334,3 +337,150 @@ def test_desktop_screenshot_of_an_answer(page, url, shot):
     marked = page.locator("#expected-time").evaluate("e => getComputedStyle(e, '::after').content")
     assert marked == '" (cannot run)"', marked
     shot(page, "20-does-not-fit", full_page=False)
+
+
+# --- the comparison page, the catalog's filter, phone widths, labels in the real browser ---
+
+PHONE = 375
+LABELS = ".label, .label-used, .marker-label, .limit-label, .you-label"
+# in the page: the boxes Chromium lays each chart's placed labels out in, and its viewBox
+LABEL_BOXES = """svg => {
+  const view = svg.viewBox.baseVal;
+  const boxes = Array.from(svg.querySelectorAll(arguments_labels)).map(t => {
+    const b = t.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height, t.textContent];
+  });
+  return {width: view.width, height: view.height, boxes: boxes};
+}"""
+
+
+@pytest.fixture
+def phone375(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(
+        viewport={"width": PHONE, "height": 812}, device_scale_factor=2, is_mobile=True
+    )
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()
+
+
+def compare(page: Page, url: str) -> None:
+    page.goto(f"{url}/comparison")
+    page.get_by_label("Chips (comma-separated ids or aliases)").fill("a100, H100, mi300x")
+    page.get_by_label("Model").fill("llama-8b")
+    page.get_by_label("Batch (sequences)").fill("8")
+    page.get_by_label("Price per chip-hour (USD)").fill("2")
+    page.get_by_role("button", name="Compare").click()
+
+
+def test_compare_chips_ranks_them_in_a_table_and_a_chart(page, url, shot):
+    page.goto(f"{url}/")
+    page.get_by_role("navigation").get_by_role("link", name="Compare").click()
+    expect(page.locator("h1")).to_have_text("Compare chips")
+    compare(page, url)
+    rows = page.locator("#ranked tbody tr")
+    expect(rows).to_have_count(3)
+    # decode is memory-bound: the MI300X's 5.3 TB/s, then the H100's 3.35, the A100's 2.04
+    expect(rows.nth(0)).to_contain_text("1 AMD Instinct MI300X")
+    expect(rows.nth(1)).to_contain_text("NVIDIA H100")
+    expect(rows.nth(2)).to_contain_text("NVIDIA A100")
+    expect(page.locator("#compare-chart svg rect.bar-fits:not(.key)")).to_have_count(3)
+    expect(page.get_by_label("Chips (comma-separated ids or aliases)")).to_have_value(
+        "a100, H100, mi300x"
+    )
+    shot(page, "12-compare")
+    page.get_by_label("Chips (comma-separated ids or aliases)").fill("a100,h1000")
+    page.get_by_role("button", name="Compare").click()
+    expect(page.locator("#f-chips-error")).to_contain_text("did you mean h100-sxm5-80gb")
+
+
+def test_the_catalog_filter_hides_rows_as_you_type(page, url, shot):
+    page.goto(f"{url}/catalog")
+    rows = page.locator("#chip-table tbody tr[data-search]")
+    total = rows.count()
+    assert total >= 39
+    page.get_by_label("Filter chips").press_sequentially("mi3")
+    expect(page.locator("#chip-table tbody tr[data-search]:visible")).to_have_count(3)
+    expect(page.locator("#chip-filter-count")).to_have_text(f"3 of {total} chips")
+    page.get_by_label("Filter chips").fill("PCIe H100")  # every word, any order and case
+    expect(page.locator("#chip-table tbody tr[data-search]:visible")).to_have_count(1)
+    page.get_by_label("Filter chips").fill("no such chip")
+    expect(page.locator("#chip-filter-none")).to_be_visible()
+    page.get_by_label("Filter chips").fill("")
+    expect(page.locator("#chip-table tbody tr[data-search]:visible")).to_have_count(total)
+    shot(page, "13-catalog-table", full_page=False)
+    page.locator("#chip-table").get_by_role("link", name="AMD Instinct MI300X").click()
+    expect(page).to_have_url(re.compile(r"#chip-mi300x$"))
+    expect(page.locator("#chip-mi300x")).to_be_in_viewport()
+
+
+def test_the_catalog_is_a_plain_table_without_javascript(no_js, url):
+    no_js.goto(f"{url}/catalog")
+    expect(no_js.locator("#chip-filter-box")).to_be_hidden()
+    rows = no_js.locator("#chip-table tbody tr[data-search]")
+    expect(no_js.locator("#chip-table tbody tr[data-search]:visible")).to_have_count(rows.count())
+
+
+def _stored_measurement(url: str) -> dict[str, object]:
+    body = {
+        "chip": "a100",
+        "workload": {"kind": "transformer", "model": "llama-8b", "batch": 16},
+        "measured_ms": [31.5, 30.1],
+        "label": "phone-width",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        "notes": "a long note without spaces: " + "x" * 120,
+    }
+    response = httpx.post(f"{url}/measurements", json=body, timeout=30)
+    assert response.status_code == 201, response.text
+    stored: dict[str, object] = response.json()
+    return stored
+
+
+def test_pages_fit_a_375_px_phone_and_their_charts_scale(phone375, url, shot):
+    stored = _stored_measurement(url)
+    pages = {
+        "catalog": "/catalog",
+        "compare": "/comparison?chips=a100,h100,mi300x,l40s,t4&model=llama-8b&batch=8"
+        "&price_per_hour=2",
+        "history": "/history",
+        "workload": f"/history/{stored['workload_key']}",
+        "measurement": f"/measurements/{stored['id']}",
+        "check": "/?chip=a100&model=llama-3.1-8b&batch=8&measured_ms=30",
+    }
+    for name, path in pages.items():
+        phone375.goto(url + path)
+        width = phone375.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE, f"{name} scrolls sideways at {PHONE} px: {width}px"
+        for chart in phone375.locator("figure.chart svg").all():
+            box = chart.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE, (name, box)
+        for wide in phone375.locator(".scroll").all():  # tables scroll inside their box
+            box = wide.bounding_box()
+            assert box and box["x"] + box["width"] <= PHONE, (name, box)
+        shot(phone375, f"14-phone-{name}")
+    assert phone375.locator("figure.chart svg").count() == 2  # the check page: roofline, sweep
+
+
+def test_chart_labels_do_not_collide_or_clip_as_drawn(page, url):
+    # the boxes Chromium draws the placed labels in (not estimates): none overlaps another,
+    # none leaves its chart's viewBox; on the roofline, batch sweep and scaling charts
+    page.goto(f"{url}/?chip=a100&model=llama-3.1-8b&batch=200&measured_ms=30")
+    training = "/?chip=h100&model=llama-3.1-8b&phase=training&batch=512&dp=64&zero=1"
+    charts = [page.locator("#roofline svg"), page.locator("#sweep svg")]
+    drawn = [c.evaluate(LABEL_BOXES.replace("arguments_labels", repr(LABELS))) for c in charts]
+    page.goto(f"{url}{training}&chip_counts=8,16,32,64,128,256")
+    scaling = page.locator("#scaling svg")
+    drawn.append(scaling.evaluate(LABEL_BOXES.replace("arguments_labels", repr(LABELS))))
+    for chart in drawn:
+        boxes = chart["boxes"]
+        assert boxes
+        for i, (left, top, right, bottom, text) in enumerate(boxes):
+            assert left >= 0 and top >= 0, text
+            assert right <= chart["width"] and bottom <= chart["height"], text
+            for other in boxes[i + 1 :]:
+                apart = (
+                    right <= other[0] + 0.5
+                    or other[2] <= left + 0.5
+                    or bottom <= other[1] + 0.5
+                    or other[3] <= top + 0.5
+                )
+                assert apart, (text, other[4])

@@ -4,23 +4,39 @@ import math
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from xml.etree import ElementTree
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.engine import Chip, Dtype
-from app.schemas.answers import ExpectedTime, OptimalBatchAnswer, SweepRow
+from app.schemas.answers import ExpectedTime, OptimalBatchAnswer, ScalingAnswer, SweepRow
+from app.schemas.comparison import Comparison as ChipComparison
 from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
 from app.web import charts, svg
-from app.web.charts import BOX, Roof, RooflineData, roofline_svg, roofs_of
-from app.web.trends import history_svg, sweep_svg
+from app.web.bars import comparison_svg
+from app.web.charts import BOX, Roof, RooflineData, roofline_svg
+from app.web.labels import LABEL_GAP, Label, overlap, place_labels
+from app.web.trends import history_svg, scaling_svg, sweep_svg
 from tests.engine.chips import A100
 
 NS = {"s": "http://www.w3.org/2000/svg"}
+DECODE8 = {"chip": "a100", "model": "llama-3.1-8b", "batch": "8"}
+TRAINING = {
+    "chip": "h100",
+    "model": "llama-3.1-8b",
+    "phase": "training",
+    "batch": "512",
+    "dp": "64",
+    "zero": "1",
+    "chip_counts": "8,16,32,64,128,256",
+    "serial_fraction": "0.02",
+}
 A100ISH = RooflineData(
     chip_name="Test <chip> & co",
     bandwidth=2e12,
-    roofs=(Roof("bf16 matrix", 300e12, used=True), Roof("fp32 vector", 20e12)),
+    roof=Roof("bf16 matrix", 300e12),
     flops=1e12,
     bytes=1e11,  # intensity 10 FLOP/B, memory-bound under a ridge of 150
     expected_time_s=0.05,
@@ -63,8 +79,9 @@ def test_decades_and_ticks():
 def test_roofline_is_valid_svg_with_escaped_text():
     document = roofline_svg(A100ISH)
     root = parse(document)  # well-formed XML despite the chip's name
-    assert root.get("viewBox") == f"0 0 {svg.WIDTH} {svg.HEIGHT}"
-    assert root.get("width") == str(svg.WIDTH)
+    # the plot's 400 px, then the legend's rows under it
+    assert root.get("viewBox") == f"0 0 {svg.WIDTH} {root.get('height')}"
+    assert root.get("width") == str(svg.WIDTH) and int(root.get("height", 0)) > svg.HEIGHT
     assert "Test &lt;chip&gt; &amp; co" in document
     assert "<chip>" not in document
 
@@ -101,39 +118,32 @@ def test_workload_and_measured_points_use_flops_over_time():
     assert "(50% of roofline)" in roofline_svg(A100ISH)
 
 
-def test_every_roof_is_drawn_and_the_used_one_marked():
+def test_only_the_roof_of_the_works_dtype_and_unit_is_drawn():
     document = roofline_svg(A100ISH)
     assert document.count('class="roof-used"') == 1
-    assert document.count('class="roof"') == 1
-    assert "bf16 matrix 300 TFLOP/s" in document and "fp32 vector 20 TFLOP/s" in document
+    assert 'class="roof"' not in document
+    assert "bf16 matrix peak 300 TFLOP/s" in document and "fp32" not in document
     assert "memory 2 TB/s" in document
 
 
 def test_no_measured_point_without_a_time_and_none_at_zero_flops():
-    plain = roofline_svg(
-        RooflineData("c", 1e12, (Roof("bf16 matrix", 1e14, True),), 1e9, 1e9, 1e-3)
-    )
+    plain = roofline_svg(RooflineData("c", 1e12, Roof("bf16 matrix", 1e14), 1e9, 1e9, 1e-3))
     assert "measured" not in circles(plain) and "expected" in circles(plain)
-    empty = roofline_svg(RooflineData("c", 1e12, (Roof("bf16 matrix", 1e14, True),), 0, 1e9, 1e-3))
+    empty = roofline_svg(RooflineData("c", 1e12, Roof("bf16 matrix", 1e14), 0, 1e9, 1e-3))
     assert "expected" not in circles(empty) and "no FLOPs" in empty
 
 
-def test_roofs_share_a_line_per_peak_and_add_the_used_fallback():
-    chip = Chip(
-        id="x",
-        name="X",
-        memory_bytes=1e10,
-        memory_bandwidth=1e12,
-        matrix_peaks={Dtype.BF16: 1e14, Dtype.FP16: 1e14, Dtype.FP8: 2e14},
-        vector_peaks={Dtype.FP32: 1e13},
-        sustained_matrix=0.8,
-        sustained_memory=0.9,
+def test_the_answers_dtype_and_unit_make_the_one_roof(client):
+    # fp8 on an H100: the fp8 matrix peak (1979 TFLOP/s dense) is the only roof, not bf16's
+    # 989 nor any vector peak
+    answer = ExpectedTime.model_validate(
+        client.get("/expected-time?chip=h100&model=llama-8b&dtype=fp8").json()
     )
-    roofs = roofs_of(chip, "fp16", "matrix", 1e14)
-    assert [r.label for r in roofs] == ["bf16/fp16 matrix", "fp8 matrix", "fp32 vector"]
-    assert [r.used for r in roofs] == [True, False, False]
-    fallback = roofs_of(chip, "int8", "vector", 1e13)  # narrow vector dtypes run at fp32's peak
-    assert fallback[-1] == Roof("int8 vector", 1e13, True)
+    data = charts.data_of(answer, A100, None)
+    assert data.roof == Roof("fp8 matrix", answer.peak.flops_per_s)
+    document = roofline_svg(data)
+    assert "fp8 matrix peak" in document and "bf16" not in document
+    assert "vector" not in document
 
 
 def _row(batch: int, fits: bool) -> SweepRow:
@@ -274,3 +284,177 @@ def test_an_answer_stored_before_the_realistic_range_still_charts(client):
     assert old.realistic_range_s is None
     document = roofline_svg(charts.data_of(old, A100, 0.01))
     assert "measured" in circles(document) and "realistic" not in circles(document)
+
+
+# --- one roof, placed labels, a legend entry for every mark, the scaling chart's axes ---
+
+LABEL_CLASSES = {"label", "label-used", "marker-label", "limit-label", "you-label", "bar-value"}
+NOT_MARKS = {"grid", "frame"}
+
+
+def placed_boxes(document: str) -> list[svg.Box]:
+    """The estimated boxes of a chart's placed labels (texts with a label class)."""
+    boxes = []
+    for text in parse(document).iter(f"{{{NS['s']}}}text"):
+        if text.get("class") in LABEL_CLASSES and text.get("class") != "bar-value":
+            label = Label(
+                float(text.get("x", 0)),
+                float(text.get("y", 0)),
+                text.text or "",
+                anchor=text.get("text-anchor", "start"),
+            )
+            boxes.append(label.box())
+    return boxes
+
+
+def assert_legend_covers_every_mark(document: str) -> None:
+    """Each point, line, polyline and bar class drawn has a legend swatch (`key <class>`);
+    a series' dots (dot-a) are its line's (series-a)."""
+    keys, marks = set(), set()
+    for element in parse(document).iter():
+        tag = element.tag.split("}")[-1]
+        cls = element.get("class", "")
+        if tag not in ("circle", "line", "polyline", "rect") or cls in NOT_MARKS:
+            continue
+        if cls.startswith("key "):
+            keys.add(cls.removeprefix("key "))
+        else:
+            marks.add(re.sub(r"^dot-(?!off)", "series-", cls))
+    assert marks and marks <= keys, marks - keys
+
+
+def test_the_answers_dtype_and_unit_make_the_one_roof_on_the_vector_unit_too(client):
+    # an elementwise fp32 kernel runs on the vector unit: the fp32 vector peak is its roof
+    body = {"chip": "a100", "workload": {"kind": "elementwise", "n": 10**8, "ops": ["cos"]}}
+    answer = ExpectedTime.model_validate(client.post("/expected-time", json=body).json())
+    data = charts.data_of(answer, A100, None)
+    assert data.roof.label == "fp32 vector"
+    document = roofline_svg(data)
+    assert "fp32 vector peak 19.5 TFLOP/s" in document and "matrix" not in document
+
+
+_labels = st.lists(
+    st.builds(
+        Label,
+        x=st.floats(-50, 700),
+        y=st.floats(-50, 450),
+        text=st.text(alphabet="abc 0123456789.%/", min_size=1, max_size=40),
+        anchor=st.sampled_from(["start", "middle", "end"]),
+        size=st.sampled_from([11.0, 12.0]),
+    ),
+    max_size=24,
+)
+
+
+@given(labels=_labels, width=st.floats(280, 640), height=st.floats(120, 400))
+@settings(max_examples=400)
+def test_placed_labels_never_overlap_nor_leave_the_chart(labels, width, height):
+    placed = place_labels(labels, width, height)
+    boxes = [label.box() for label in placed]
+    for i, a in enumerate(boxes):
+        assert a.left >= -1e-6 and a.right <= width + 1e-6, (a, width)
+        assert a.top >= -1e-6 and a.bottom <= height + 1e-6, (a, height)
+        for b in boxes[i + 1 :]:
+            assert not overlap(a, b), (a, b)
+    # every label is kept when they fit one above another (each also narrower than the chart)
+    if all(a.width <= width for a in labels):
+        stacked = sum(a.box().bottom - a.box().top + LABEL_GAP for a in labels)
+        if stacked <= height:
+            assert len(placed) == len(labels)
+
+
+def test_a_label_already_clear_of_the_others_stays_where_it_is():
+    # two labels far apart: placement moves neither; a third on top of the first moves down
+    # (or up) by one label's height and the gap, and keeps its x
+    first, far = Label(10, 50, "expected"), Label(300, 200, "measured")
+    on_top = Label(12, 52, "realistic")
+    placed = place_labels([first, far, on_top], 640, 400)
+    assert placed[:2] == [first, far]
+    assert placed[2].x == 12 and abs(placed[2].y - 52) >= 11 * 1.05 - 1e-9
+    assert not overlap(placed[0].box(), placed[2].box())
+
+
+@given(
+    bandwidth=st.floats(1e10, 1e13),
+    peak=st.floats(1e11, 5e15),
+    flops=st.floats(1e6, 1e15),
+    intensity=st.floats(0.01, 1e4),
+    slowdown=st.floats(1.0, 1e3),
+    realistic=st.floats(1.0, 5.0),
+)
+@settings(max_examples=150, deadline=None)
+def test_roofline_labels_never_overlap_and_stay_inside(  # noqa: PLR0917
+    bandwidth, peak, flops, intensity, slowdown, realistic
+):
+    expected = max(flops / peak, flops / intensity / bandwidth)
+    data = RooflineData(
+        "chip",
+        bandwidth,
+        Roof("bf16 matrix", peak),
+        flops,
+        flops / intensity,
+        expected,
+        measured_time_s=expected * slowdown,
+        realistic_time_s=expected * realistic,
+        realistic_range_s=(expected * realistic * 0.8, expected * realistic * 1.3),
+    )
+    document = roofline_svg(data)
+    boxes = placed_boxes(document)
+    assert len(boxes) == 6  # roof, memory, ridge, expected, realistic, measured
+    for i, a in enumerate(boxes):
+        assert BOX.left - 1e-6 <= a.left and a.right <= BOX.right + 1e-6
+        assert BOX.top - 1e-6 <= a.top and a.bottom <= BOX.bottom + 1e-6
+        for b in boxes[i + 1 :]:
+            assert not overlap(a, b), (a, b)
+    assert_legend_covers_every_mark(document)
+
+
+def test_every_chart_has_a_legend_entry_for_every_mark(client):
+    data = replace(A100ISH, realistic_time_s=0.08, realistic_range_s=(0.06, 0.12))
+    assert_legend_covers_every_mark(roofline_svg(data))
+    assert_legend_covers_every_mark(client.get("/batch-sweep.svg", params=DECODE8).text)
+    assert_legend_covers_every_mark(client.get("/scaling.svg", params=TRAINING).text)
+    comparison = client.get("/compare?chips=a100,h100,t4&model=llama-8b&batch=64").json()
+    bars = comparison_svg(ChipComparison.model_validate(comparison))
+    assert 'class="bar-unfit"' in bars  # the T4 does not hold the KV cache: a grey bar
+    assert_legend_covers_every_mark(bars)
+
+
+def test_the_marker_labels_of_nearby_markers_are_kept_apart(client):
+    # batch 200 beside the memory limit of 227 (log x: 0.18 decade apart, ~28 px): both
+    # labels want the top of each panel, where 'your batch 200' (~92 px wide) would cover
+    # 'memory limit 227'; placed, one sits under the other
+    document = client.get("/batch-sweep.svg", params={**DECODE8, "batch": "200"}).text
+    assert "your batch 200" in document and "memory limit 227" in document
+    texts = [
+        t for t in parse(document).iter(f"{{{NS['s']}}}text") if t.get("class") in LABEL_CLASSES
+    ]
+    ys = {t.text: float(t.get("y", 0)) for t in texts[:2]}
+    assert len(set(ys.values())) == 2, ys
+    boxes = placed_boxes(document)
+    assert len(boxes) == 4  # two markers in each of the two panels
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not overlap(a, b), (a, b)
+
+
+def test_linear_scaling_is_a_straight_line_on_the_scaling_chart(client):
+    # log-log axes: speedup = chips / 8 puts 8, 16, ..., 256 chips at equal steps in x and y,
+    # so a run that scales linearly draws the ideal's straight line, point for point
+    answer = client.get("/scaling", params=TRAINING).json()
+    for point in answer["points"]:
+        point["speedup"] = point["chips"] / answer["base_chips"]
+    document = scaling_svg(ScalingAnswer.model_validate(answer))
+    root = parse(document)
+    speedup = [
+        (float(c.get("cx", 0)), float(c.get("cy", 0)))
+        for c in root.iter(f"{{{NS['s']}}}circle")
+        if (c.findtext(f"{{{NS['s']}}}title") or "").startswith("speedup:")
+    ]
+    assert len(speedup) == 6
+    steps = {(round(b[0] - a[0], 2), round(b[1] - a[1], 2)) for a, b in pairwise(speedup)}
+    assert len(steps) == 1  # one step: a straight line
+    (ideal,) = [p for p in root.iter(f"{{{NS['s']}}}polyline") if p.get("class") == "series-c"]
+    ends = [tuple(map(float, xy.split(","))) for xy in ideal.get("points", "").split()]
+    assert ends == [pytest.approx(speedup[0], abs=0.01), pytest.approx(speedup[-1], abs=0.01)]
+    assert "linear scaling" in document and "speedup over 8 chips" in document

@@ -669,3 +669,50 @@ def test_a_stored_measurement_says_what_its_time_covers(client):
     )
     page = client.get(stored.headers["location"], headers=HTML).text
     assert "for one prefill of the prompt against" in page
+
+
+def test_history_filters_take_aliases_in_any_case_on_the_page_and_the_api(client):
+    # stored as a100 / llama-3.1-8b; asked for by an alias and the id, in other cases
+    label = f"alias-{uuid.uuid4().hex[:8]}"
+    store(client, label)
+    for chip, model in (("A100", "Llama-3.1-8B"), ("A100-SXM4-80GB", "LLAMA-8B")):
+        query = {"chip": chip, "model": model, "label": label}
+        assert "1 measurement." in client.get("/history", params=query).text, query
+        html = client.get("/measurements", params=query, headers=HTML)
+        assert "1 measurement." in html.text, query
+        assert client.get("/measurements", params=query).json()["total"] == 1, query
+
+
+def test_the_history_list_tells_batch_4_from_batch_16(client):
+    # one model and phase at two batches: two workloads, each row saying its batch
+    label = f"batch-{uuid.uuid4().hex[:8]}"
+    for batch in ("4", "16"):
+        form = {**DECODE, "batch": batch, "measured_ms": "30", "label": label}
+        assert client.post("/save", data=form, headers=SAME_SITE).status_code == 200
+    page = client.get("/history", params={"label": label})
+    cells = re.findall(r'<td><a href="/history/[0-9a-f]{64}">(.*?)</td>', page.text, re.S)
+    text = [" ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in cells]
+    assert text == [
+        "llama-3.1-8b decode batch=16, seq_len=2048, dtype=bf16, tp=1",
+        "llama-3.1-8b decode batch=4, seq_len=2048, dtype=bf16, tp=1",
+    ]
+
+
+def test_the_catalog_compares_every_chip_in_one_table_that_links_to_its_section(client, app):
+    page = client.get("/catalog").text
+    table = page.split('id="chip-table"', 1)[1].split("</table>", 1)[0]
+    catalog = app.state.catalogs.chips()
+    links = re.findall(r'<th scope="row"><a href="#chip-([^"]+)">', table)
+    assert links == list(catalog.chips)  # every chip, in the catalog's order
+    for chip_id in links:
+        assert f'<section class="chip" id="chip-{chip_id}">' in page
+    # the H100 SXM: 3.35 TB/s, 989 TFLOP/s bf16 dense, ridge 989e12 / 3.35e12 = 295 FLOP/B
+    h100 = re.search(r"chip-h100-sxm5-80gb.*?</tr>", table, re.S)
+    assert h100
+    row = " ".join(re.sub(r"<[^>]+>", " ", h100.group(0)).split())
+    assert "3.35 TB/s" in row and "989 TFLOP/s bf16" in row and " 295 " in row
+    # the filter box is hidden until its script shows it: without JavaScript, a plain table
+    assert '<p class="filter-box" id="chip-filter-box" hidden>' in page
+    assert "catalog-filter.js" in page
+    assert client.get("/static/catalog-filter.js").status_code == 200
+    assert "no release dates" in page  # the order says why it is not newest first

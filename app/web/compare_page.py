@@ -1,0 +1,89 @@
+"""The comparison page: one transformer workload on several chips (the answer of GET /compare,
+app/services/chip_comparison.py), as a ranked table and a bar chart of realistic tokens/s.
+
+GET /compare itself answers JSON to everyone: its rendered answers are cached by query string
+alone (app/api/stored_answers.py), so the page has an address of its own, as /history has
+beside /measurements."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from app.catalog.names import UnknownName
+from app.engine import Dtype, EngineError, Phase, Software
+from app.http.deps import CatalogsDep
+from app.schemas.comparison import CompareQuery
+from app.services.chip_comparison import compare
+from app.web.bars import comparison_svg
+from app.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+
+PATH = "/comparison"
+FIELDS = ("chips", "model", "phase", "batch", "seq_len", "dtype", "stack", "price_per_hour")
+DEFAULTS = {"phase": str(Phase.DECODE), "stack": str(Software.TYPICAL)}  # the selects' own
+EXAMPLE = {"chips": "a100,h100,mi300x", "model": "llama-8b", "batch": "8"}
+GENERAL = "form"  # errors no field of the form shows
+
+
+def _field_errors(exc: ValidationError | UnknownName | EngineError) -> dict[str, str]:
+    """Form field -> message (the first for each field); what no field of the form shows is
+    named under GENERAL."""
+    if isinstance(exc, UnknownName):
+        hint = f"; did you mean {', '.join(exc.suggestions)}?" if exc.suggestions else ""
+        field = {"chip": "chips", "model": "model"}.get(exc.kind, GENERAL)
+        return {field: f"unknown {exc.kind} {exc.name!r}{hint}"}
+    if isinstance(exc, ValidationError):
+        found = [(str(e["loc"][0]) if e["loc"] else GENERAL, e["msg"]) for e in exc.errors()]
+    else:
+        found = [(str(getattr(exc, "field", GENERAL)), str(getattr(exc, "message", exc)))]
+    errors: dict[str, str] = {}
+    for name, message in found:
+        if name in FIELDS:
+            errors.setdefault(name, message)
+        else:
+            errors.setdefault(GENERAL, f"{name}: {message}")
+    return errors
+
+
+def _page(
+    request: Request,
+    catalogs: CatalogsDep,
+    values: dict[str, str],
+    errors: dict[str, str],
+    *,
+    status: int = 200,
+    result: object = None,
+    chart: str | None = None,
+) -> HTMLResponse:
+    context = {
+        "values": values,
+        "errors": errors,
+        "result": result,
+        "chart": chart,
+        "chips": [r.entry for r in catalogs.chips().chips.values()],
+        "models": [r.entry for r in catalogs.models.models.values()],
+        "phase_options": [(str(p), str(p)) for p in Phase],
+        "dtype_options": [(str(d), str(d)) for d in Dtype],
+        "stack_options": [(str(s), str(s)) for s in Software],
+    }
+    return render(request, "compare.html", context, status)
+
+
+@router.get(PATH, response_class=HTMLResponse)
+def comparison(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The comparison form; with `chips`, the workload on each chip, ranked, and its chart."""
+    given = {k: request.query_params[k].strip() for k in FIELDS if k in request.query_params}
+    given = {k: v for k, v in given.items() if v}
+    if "chips" not in request.query_params:
+        return _page(request, catalogs, DEFAULTS | EXAMPLE, {})
+    values = {name: given.get(name, "") for name in FIELDS} | DEFAULTS | given
+    try:
+        answer = compare(catalogs, CompareQuery.model_validate(given).to_body())
+    except UnknownName as exc:
+        return _page(request, catalogs, values, _field_errors(exc), status=404)
+    except (ValidationError, EngineError) as exc:
+        return _page(request, catalogs, values, _field_errors(exc), status=422)
+    return _page(request, catalogs, values, {}, result=answer, chart=comparison_svg(answer))
