@@ -47,11 +47,12 @@ class ChipSummary:
     ridge16: float | None  # FLOP/B where the 16-bit matrix roof meets the memory roof
     peak_fp8: float | None
     board_power_w: float | None
+    released: str | None  # YYYY-MM, the vendor's announcement or launch
 
 
 def chip_summaries(catalog: ChipCatalogVersion) -> list[ChipSummary]:
-    """Every chip of the catalog version in one row each, in the catalog's order (the catalog
-    records no release dates: by vendor, and within a vendor roughly by generation)."""
+    """Every chip of the catalog version in one row each, newest first by release month (the
+    catalog's order among chips of one month; chips without a sourced month last)."""
     rows = []
     for record in catalog.chips.values():
         entry, chip = record.entry, record.chip
@@ -70,8 +71,12 @@ def chip_summaries(catalog: ChipCatalogVersion) -> list[ChipSummary]:
                 ridge16=None if peak16 is None else chip.ridge_intensity(dtype16, Unit.MATRIX),
                 peak_fp8=chip.matrix_peaks.get(Dtype.FP8),
                 board_power_w=entry.board_power_w.value if entry.board_power_w else None,
+                released=entry.released.value if entry.released else None,
             )
         )
+    # two stable sorts: by month, newest first, then the undated to the end
+    rows.sort(key=lambda row: row.released or "", reverse=True)
+    rows.sort(key=lambda row: row.released is None)
     return rows
 
 

@@ -189,11 +189,14 @@ def catalog_page(
         for chip_id, row in (rows or {}).items()
         if chip_id in version.chips
     }
+    summaries = chip_summaries(version)
     context = {
         "catalog": version.catalog,
         "version": version,
         "measured": measured,
-        "summaries": chip_summaries(version),
+        "summaries": summaries,
+        # each chip's section in the table's order, newest first
+        "chips": [version.chips[row.id].entry for row in summaries],
     }
     return render(request, "catalog.html", context)
 
