@@ -187,8 +187,10 @@ def gate_against_window(
 # the fewest distinct sizes a fixed overhead is fitted over: two sizes fit any line exactly,
 # so a third is the first that can disagree with it
 MIN_SIZES = 3
-# the largest RMS residual, as a fraction of the mean time, of a fit that is believed
-POOR_FIT = 0.1
+# the largest RMS residual, as a fraction of the mean time, of a fit that is believed: the
+# size of change the regression gate calls meaningful by default (a line that misses the
+# times by more explains nothing)
+POOR_FIT = DEFAULT_THRESHOLD
 
 
 @dataclass(frozen=True, slots=True)

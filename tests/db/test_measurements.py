@@ -170,6 +170,40 @@ def test_overhead_is_fitted_across_sizes_of_one_workload(db_client):
     # n = 1024: expected 110 us, the work 220 us < 5 ms: overhead-bound
     assert overhead["overhead_bound"] is True
     assert "overhead-bound" in overhead["explanation"]
+    # on the line: R^2 = 1, no residual
+    assert overhead["sizes"] == 3 and overhead["good_fit"] is True
+    assert overhead["r_squared"] == pytest.approx(1.0)
+    assert "Fitted over 3 runs at 3 sizes (R² 1.00, RMS residual 0%" in overhead["explanation"]
+
+
+def _at_sizes(db_client, times_ms):
+    """Store a matmul of each n in `times_ms` at its time; the latest's workload history."""
+    for n, ms in times_ms:
+        latest = submit(db_client, {**MATMUL, "n": n}, measured_ms=ms)
+    return db_client.get(f"/workloads/{latest['workload_key']}").json()
+
+
+def test_no_overhead_is_claimed_from_fewer_than_three_sizes(db_client):
+    # 8 runs at 2 sizes, all 10 ms: any line fits two sizes, so nothing is concluded
+    body = _at_sizes(db_client, [(1024, 10), (2048, 10)] * 4)
+    assert body["overhead"] is None
+    # a third size, still 10 ms: 9 runs at 3 sizes, all fixed overhead
+    overhead = _at_sizes(db_client, [(4096, 10)])["overhead"]
+    assert (overhead["points"], overhead["sizes"]) == (9, 3)
+    assert overhead["efficiency"] is None and overhead["good_fit"] is True
+    assert overhead["explanation"].startswith(
+        "Time does not grow with the work across 9 runs at 3 sizes"
+    )
+
+
+def test_a_poor_overhead_fit_concludes_nothing(db_client):
+    # n = 1024, 2048, 4096 (roofline 110, 220, 440 us) in 2, 20 and 4 ms: no line through
+    # them; the residual is most of the mean time
+    overhead = _at_sizes(db_client, [(1024, 2), (2048, 20), (4096, 4)])["overhead"]
+    assert overhead["good_fit"] is False and overhead["overhead_bound"] is False
+    assert overhead["relative_residual"] > 0.5
+    assert "do not follow a fixed overhead plus the roofline time" in overhead["explanation"]
+    assert "too noisy to say how much of them is overhead" in overhead["explanation"]
 
 
 def test_unknown_ids_and_keys_are_404(db_client):
