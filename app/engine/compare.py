@@ -77,6 +77,11 @@ MAX_WINDOW = 100
 # the confidence a slowdown must be significant at (one-sided), unless told otherwise
 DEFAULT_CONFIDENCE = 0.95
 
+# the most repeats of one run the rank test reads (its quantiles beyond): a window of 100
+# runs of 10,000 repeats each would otherwise rank a million values on every post, while a
+# hundred quantiles per run already resolve any change the threshold can see
+TESTED_REPEATS = 100
+
 Test = Literal["mann_whitney_u", "insufficient"]
 Axis = Literal["time", "efficiency"]
 
@@ -87,21 +92,26 @@ class RunSample:
     was judged by (seconds)."""
 
     repeats: tuple[float, ...]
+    time_s: float  # the time judged: the arithmetic mean of the repeats
     expected_time_s: float
 
-    @property
-    def time_s(self) -> float:
-        """The run's time: the arithmetic mean of its repeats."""
-        return statistics.fmean(self.repeats)
+    @classmethod
+    def of(cls, repeats: Sequence[float], expected_time_s: float) -> RunSample:
+        """A run of these repeats (seconds), judged by their mean."""
+        return cls(tuple(repeats), statistics.fmean(repeats), expected_time_s)
 
     @property
     def efficiency(self) -> float:
         """The fraction of the roofline the run reached: expected / measured."""
         return self.expected_time_s / self.time_s
 
-    def repeat_efficiencies(self) -> list[float]:
-        """expected / each repeat: the fraction of the roofline of every repeat."""
-        return [self.expected_time_s / t for t in self.repeats]
+    def tested(self) -> list[float]:
+        """The repeats the rank test reads: all of them, or of a run with more than
+        TESTED_REPEATS, that many evenly spaced order statistics (its quantiles)."""
+        if len(self.repeats) <= TESTED_REPEATS:
+            return list(self.repeats)
+        ordered, last = sorted(self.repeats), len(self.repeats) - 1
+        return [ordered[round(i * last / (TESTED_REPEATS - 1))] for i in range(TESTED_REPEATS)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +119,7 @@ class WindowGate:
     """A run against a window of baseline runs: medians, spread, changes, tests, verdict."""
 
     runs: int  # baseline runs in the window
-    samples: int  # their repeats, pooled for the tests
+    samples: int  # their repeats (at most TESTED_REPEATS each), pooled for the tests
     median_time_s: float
     spread_time_s: float  # median absolute deviation of the runs' times from their median
     median_efficiency: float
@@ -154,17 +164,20 @@ def gate_against_window(
 
     Compared with the window's median time and median efficiency (not one run, which may
     have been a noisy one), and tested one-sided with Mann-Whitney U over the repeats: the
-    run's repeats against the window's, pooled.
+    run's repeats against the window's, pooled (at most TESTED_REPEATS of each run).
     """
     if not window:
         raise InvalidInput("window", "needs at least one baseline run")
     times = [run.time_s for run in window]
     median_time = statistics.median(times)
     median_efficiency = statistics.median(run.efficiency for run in window)
-    pooled = [t for run in window for t in run.repeats]
-    time_test = mann_whitney_greater(new.repeats, pooled)
+    tested = [(run.expected_time_s, run.tested()) for run in [new, *window]]
+    pooled = [t for _, repeats in tested[1:] for t in repeats]
+    time_test = mann_whitney_greater(tested[0][1], pooled)
+    # the fraction of the roofline of each repeat: expected / its time
+    efficiencies = [[expected / t for t in repeats] for expected, repeats in tested]
     efficiency_test = mann_whitney_greater(
-        [e for run in window for e in run.repeat_efficiencies()], new.repeat_efficiencies()
+        [e for run in efficiencies[1:] for e in run], efficiencies[0]
     )
     alpha = 1.0 - confidence
     return WindowGate(

@@ -16,6 +16,7 @@ tie).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,19 +34,19 @@ class RankTest:
     smallest_p: float  # 1 / C(m + n, m): the smallest p any ordering of these sizes has
 
 
-def _ranks(values: Sequence[float]) -> list[float]:
-    """Ranks from 1, ties given their mean rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for i in order[start : end + 1]:
-            ranks[i] = (start + end) / 2 + 1  # the mean of ranks start + 1 .. end + 1
-        start = end + 1
-    return ranks
+# orderings beyond this many make any p-value smaller than a float holds
+_COUNTLESS = 10**310
+
+
+def _one_in_orderings(m: int, n: int) -> float:
+    """1 / C(m + n, m), exactly, without building the binomial of a large sample (a number
+    of thousands of digits): C(n + i, i) for i = 1 .. min(m, n), stopped once past a float."""
+    k, orderings = min(m, n), 1
+    for i in range(1, k + 1):
+        orderings = orderings * (m + n - k + i) // i
+        if orderings > _COUNTLESS:
+            return 0.0
+    return 1 / orderings
 
 
 def normal_upper_tail(z: float) -> float:
@@ -57,17 +58,22 @@ def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> RankTest:
     """Test whether values of `x` tend to be larger than those of `y` (both non-empty).
 
     U = R_x - m (m + 1) / 2, R_x the sum of x's ranks in the pooled sample (ties given their
-    mean rank).
+    mean rank): the same as counting, for each x, the y below it and half those equal to it,
+    which a binary search in the sorted y does in O((m + n) log n).
     """
     m, n = len(x), len(y)
     if m == 0 or n == 0:
         raise InvalidInput("sample", "both samples need at least one value")
-    pooled = [*x, *y]
-    u = sum(_ranks(pooled)[:m]) - m * (m + 1) / 2
+    ordered = sorted(y)
+    # each x beats the y below it and ties (a half each) with those equal to it
+    u = 0.0
+    for value in x:
+        below, up_to = bisect_left(ordered, value), bisect_right(ordered, value)
+        u += below + (up_to - below) / 2
     total = m + n
-    ties = sum(t**3 - t for t in Counter(pooled).values())
+    ties = sum(t**3 - t for t in Counter([*x, *y]).values() if t > 1)
     variance = m * n / 12 * ((total + 1) - ties / (total * (total - 1)))
-    smallest = 1 / math.comb(total, m)
+    smallest = _one_in_orderings(m, n)
     if variance <= 0:
         return RankTest(u, 0.0, 0.5, smallest)
     z = (u - m * n / 2 - 0.5) / math.sqrt(variance)

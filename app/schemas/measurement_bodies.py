@@ -26,6 +26,7 @@ from app.engine.compare import (
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
     MAX_WINDOW,
+    TESTED_REPEATS,
     Axis,
 )
 from app.engine.verdict import gate_choices
@@ -131,7 +132,9 @@ class BaselineWindow(_Finite):
     requested: int = Field(description="The window asked for (1 for baseline_id).")
     runs: int = Field(description="Runs found: fewer than requested early in a history.")
     run_ids: list[int] = Field(description="Newest first.")
-    samples: int = Field(description="Their repeats, pooled for the test.")
+    samples: int = Field(
+        description=f"Their repeats (at most {TESTED_REPEATS} a run), pooled for the test."
+    )
     median_time_s: float
     spread_time_s: float = Field(description="Median absolute deviation of the runs' times.")
     median_efficiency: float = Field(description="Median of expected / measured.")
@@ -146,9 +149,8 @@ class Comparison(_Finite):
     change_vs_baseline: float | None
     threshold: float
     regression: bool = Field(
-        description="Slower than the window's median time, or below its median fraction of "
-        "the roofline, beyond threshold, and significant at `confidence` (by the threshold "
-        "alone when test is insufficient)."
+        description="Slower than the window's median (or below its fraction of the roofline) "
+        "beyond threshold, and significant at `confidence` unless test is insufficient."
     )
     # the regression gate; its defaults: no window (no earlier run)
     window: BaselineWindow | None = None

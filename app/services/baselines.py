@@ -51,8 +51,10 @@ def seconds_of(values: Sequence[float], unit: str) -> list[float]:
     return [v if unit == "s" else seconds_from_ms(v) for v in values]
 
 
-def _sample(values: Sequence[float], unit: str, expected_time_s: float) -> RunSample:
-    return RunSample(tuple(seconds_of(values, unit)), expected_time_s)
+def _sample(run: store.BaselineRun | MeasurementRow) -> RunSample:
+    """A run as the gate reads it, with its mean as stored (the time it was judged by)."""
+    repeats = tuple(seconds_of(run.measured_values, run.measured_unit))
+    return RunSample(repeats, run.measured_time_s, run.expected_time_s)
 
 
 def _window(
@@ -83,11 +85,11 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
     where = {
         "previous": f"the latest {runs} before it",
         "branch": f"the latest {runs} on {against.branch}",
-        "baseline_id": f"run #{against.baseline_id} alone (a window of one)",
+        "baseline_id": f"run #{against.baseline_id} alone, a window of one",
     }[window.source]
     text = (
-        f"Against the median of {where} ({fmt.seconds(window.median_time_s)}, spread "
-        f"{fmt.seconds(window.spread_time_s)}): {_change(gate.change)} in time, "
+        f"Against {where} (median {fmt.seconds(window.median_time_s)}, median absolute "
+        f"deviation {fmt.seconds(window.spread_time_s)}): {_change(gate.change)} in time, "
         f"{_change(gate.efficiency_change)} in fraction of the roofline. "
     )
     level = f"{against.confidence * 100:.3g}% confidence"
@@ -99,11 +101,17 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
             "alone. "
         )
     else:
-        significant = gate.time_test.p_value <= gate.alpha
+        tests = (
+            f"{what} at p = {test.p_value:.3g} "
+            f"({'significant' if test.p_value <= gate.alpha else 'not significant'})"
+            for what, test in (
+                ("slower", gate.time_test),
+                ("less of the roofline", gate.efficiency_test),
+            )
+        )
         text += (
-            f"Mann-Whitney U over {repeats} repeats against {gate.samples}: p = "
-            f"{gate.time_test.p_value:.3g} that it is slower, "
-            f"{'significant' if significant else 'not significant'} at {level}. "
+            f"Mann-Whitney U over {repeats} repeats against {gate.samples}, one-sided at "
+            f"{level}: {', '.join(tests)}. "
         )
     verdict = "A regression" if gate.regression else "No regression"
     return f"{text}{verdict} (threshold {against.threshold:.1%})."
@@ -130,10 +138,10 @@ def comparison(db: Session | Connection, row: MeasurementRow, against: Against) 
             f" on {against.branch}" if against.branch else ""
         )
         return Comparison(**common, regression=False, explanation=explanation + " to compare with.")
-    new = _sample(row.measured_values, row.measured_unit, row.expected_time_s)
+    new = _sample(row)
     gate = gate_against_window(
         new,
-        [_sample(r.measured_values, r.measured_unit, r.expected_time_s) for r in runs],
+        [_sample(r) for r in runs],
         against.threshold,
         against.confidence,
     )

@@ -46,7 +46,11 @@ def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
     assert compared["test"] == "mann_whitney_u" and compared["confidence"] == 0.95
     assert compared["p_value"] == pytest.approx(0.02596, abs=1e-5)
     assert compared["regression"] is True and compared["regressed_on"] == ["time", "efficiency"]
-    assert "Mann-Whitney U over 3 repeats against 10" in compared["explanation"]
+    assert compared["explanation"].startswith(
+        "Against the latest 10 runs on main (median 1.01 ms, median absolute deviation 25 µs): "
+        "+24.4% in time, -19.6% in fraction of the roofline. Mann-Whitney U over 3 repeats "
+        "against 10, one-sided at 95% confidence: slower at p = 0.026 (significant)"
+    )
     assert pr["gate"]["reasons"] == [
         "regression: +24.4% slower, -19.6% of the roofline vs the median of 10 runs "
         "(threshold 10.0%; p = 0.026 at 95% confidence)"
@@ -60,13 +64,16 @@ def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
         params={"fail_on": "regression"},
     )
     assert sure["comparison"]["regression"] is False
-    assert "not significant at 99% confidence" in sure["comparison"]["explanation"]
+    assert (
+        "one-sided at 99% confidence: slower at p = 0.026 (not significant), less of the "
+        "roofline at p = 0.026 (not significant). No regression (threshold 10.0%)."
+    ) in sure["comparison"]["explanation"]
     # the pages say it too: the measurement's (against the latest 10 runs before it) and its
     # workload's (its latest run against the 10 before)
     html = {"accept": "text/html"}
     page = db_client.get(f"/measurements/{pr['id']}", headers=html).text
     assert 'id="regression"><strong class="bad">yes' in page
-    assert "vs the median of 10 runs" in page and 'id="gate">Against the median of' in page
+    assert "vs the median of 10 runs" in page and 'id="gate">Against the latest 10' in page
     history = db_client.get(f"/workloads/{pr['workload_key']}", headers=html).text
     assert "Window median" in history and "Mann-Whitney U over 3 repeats" in history
 

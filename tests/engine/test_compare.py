@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from app.engine import InvalidInput
 from app.engine.compare import (
+    TESTED_REPEATS,
     RunSample,
     change,
     fit_overhead,
@@ -103,14 +104,14 @@ def test_fewer_than_three_sizes_cannot_separate_overhead_from_work():
 
 
 def _runs(*times: float, expected: float = 0.5) -> list[RunSample]:
-    return [RunSample((t,), expected) for t in times]
+    return [RunSample.of((t,), expected) for t in times]
 
 
 def test_a_noisy_slow_baseline_run_does_not_hide_a_regression():
     # main: nine runs at 0.96 .. 1.04 ms and one noisy 1.30 ms, the latest; the PR at 1.24,
     # 1.25, 1.26 ms (mean 1.25). Against the latest run alone: 1.25 < 1.30, passed.
     window = _runs(0.96, 0.97, 0.98, 0.99, 1.00, 1.01, 1.02, 1.03, 1.04, 1.30)
-    new = RunSample((1.24, 1.25, 1.26), 0.5)
+    new = RunSample.of((1.24, 1.25, 1.26), 0.5)
     assert not is_regression(new.time_s, 1.30, 0.1)
     gate = gate_against_window(new, window, 0.1, 0.95)
     # median of ten: (1.00 + 1.01) / 2 = 1.005 ms; deviations .045 .035 .025 .015 .005 .005
@@ -135,7 +136,7 @@ def test_a_slowdown_within_the_noise_is_not_significant():
     # U = 2 + 3.5 + 5 = 10.5 (1.2 ties once); mean 7.5; one tie of two, N = 8: variance
     # 15/12 * (9 - 6/56) = 11.116; z = (10.5 - 7.5 - 0.5) / 3.334 = 0.750, p = 0.2267
     gate = gate_against_window(
-        RunSample((0.9, 1.2, 1.5), 0.5), _runs(0.6, 0.8, 1.0, 1.2, 1.4), 0.1, 0.95
+        RunSample.of((0.9, 1.2, 1.5), 0.5), _runs(0.6, 0.8, 1.0, 1.2, 1.4), 0.1, 0.95
     )
     assert gate.slower and gate.change == pytest.approx(0.2)
     assert gate.time_test.p_value == pytest.approx(0.2267, abs=1e-4)
@@ -147,9 +148,9 @@ def test_a_lower_fraction_of_the_roofline_regresses_when_the_time_does_not():
     # The window's 9 efficiencies all exceed the run's 3: U = 27, mean 13.5, variance
     # 27/12 * 13 = 29.25: z = (27 - 13.5 - 0.5) / 5.408 = 2.404, p = 0.0081
     window = [
-        RunSample(r, 0.5) for r in ((0.99, 1.0, 1.01), (0.98, 1.02, 1.03), (0.97, 1.04, 1.05))
+        RunSample.of(r, 0.5) for r in ((0.99, 1.0, 1.01), (0.98, 1.02, 1.03), (0.97, 1.04, 1.05))
     ]
-    gate = gate_against_window(RunSample((0.995, 1.005, 1.015), 0.25), window, 0.1, 0.95)
+    gate = gate_against_window(RunSample.of((0.995, 1.005, 1.015), 0.25), window, 0.1, 0.95)
     assert not gate.slower
     # median efficiency 0.5 / 1.01 (the runs' means 1.0, 1.01, 1.02); the run's 0.25 / 1.005
     assert gate.efficiency_change == pytest.approx((0.25 / 1.005) / (0.5 / 1.01) - 1)
@@ -159,12 +160,24 @@ def test_a_lower_fraction_of_the_roofline_regresses_when_the_time_does_not():
 
 def test_too_few_samples_fall_back_to_the_threshold_on_the_medians():
     # one repeat against one run: the smallest p of any ordering is 1 / C(2, 1) = 0.5 > 0.05
-    gate = gate_against_window(RunSample((1.2,), 0.5), _runs(1.0), 0.1, 0.95)
+    gate = gate_against_window(RunSample.of((1.2,), 0.5), _runs(1.0), 0.1, 0.95)
     assert gate.test == "insufficient" and gate.time_test.smallest_p == 0.5
     assert gate.regression  # +20% > 10%, by the threshold alone
-    assert not gate_against_window(RunSample((1.05,), 0.5), _runs(1.0), 0.1, 0.95).regression
+    assert not gate_against_window(RunSample.of((1.05,), 0.5), _runs(1.0), 0.1, 0.95).regression
     with pytest.raises(InvalidInput):
-        gate_against_window(RunSample((1.0,), 0.5), [], 0.1, 0.95)
+        gate_against_window(RunSample.of((1.0,), 0.5), [], 0.1, 0.95)
+
+
+def test_a_run_of_many_repeats_is_tested_by_its_quantiles():
+    # 1000 repeats 1 .. 1000 (shuffled): the 100 order statistics at ranks round(i * 999 / 99),
+    # i = 0 .. 99: 1, 11 (round(10.09) = 10, the 11th value), ..., 1000
+    repeats = [float(v) for v in range(1000, 0, -1)]
+    tested = RunSample.of(repeats, 0.5).tested()
+    assert len(tested) == TESTED_REPEATS == 100
+    assert (tested[0], tested[1], tested[-1]) == (1.0, 11.0, 1000.0)
+    assert RunSample.of([3.0, 1.0], 0.5).tested() == [3.0, 1.0]  # few: all, as given
+    gate = gate_against_window(RunSample.of(repeats, 0.5), [RunSample.of(repeats, 0.5)], 0.1, 0.95)
+    assert gate.samples == 100 and not gate.regression
 
 
 def test_the_median_absolute_deviation_ignores_one_outlier():
@@ -182,12 +195,12 @@ _REPEATS = st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=1, max_si
     st.floats(min_value=0.51, max_value=0.999),
 )
 def test_a_run_like_its_window_is_not_a_regression(window, threshold, confidence):
-    runs = [RunSample(r, 1e-3) for r in window]
+    runs = [RunSample.of(r, 1e-3) for r in window]
     # the window's own median run, and a run faster than every repeat of the window
     median_run = sorted(runs, key=lambda r: r.time_s)[(len(runs) - 1) // 2]
     assert not gate_against_window(median_run, runs, threshold, confidence).regression
     fastest = min(t for r in window for t in r)
-    faster = RunSample((fastest / 2,), 1e-3)
+    faster = RunSample.of((fastest / 2,), 1e-3)
     assert not gate_against_window(faster, runs, threshold, confidence).regression
 
 
