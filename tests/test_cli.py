@@ -102,7 +102,7 @@ def test_submit_prints_the_window_test_and_confidence(url, capsys):
     # the mean 0.61 ms against 0.50: +22.0% in time, 0.50 / 0.61 - 1 = -18.0% of the roofline
     assert "+22.0% vs the median of 1 run (previous; threshold 10.0%, " in out
     assert "Mann-Whitney p = 0.0404 at 90% confidence)" in out
-    assert "regression: +22.0% slower, -18.0% of the roofline vs the median of 1 run" in out
+    assert "regression: +22.0% slower, p = 0.0404; -18.0% of the roofline, p = 0.0404" in out
     assert run([*common, *slower, "--window", "0"]) == ERROR
     assert "baseline_window" in capsys.readouterr().err
 

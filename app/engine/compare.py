@@ -77,9 +77,9 @@ MAX_WINDOW = 100
 # the confidence a slowdown must be significant at (one-sided), unless told otherwise
 DEFAULT_CONFIDENCE = 0.95
 
-# the most repeats of one run the rank test reads (its quantiles beyond): a window of 100
-# runs of 10,000 repeats each would otherwise rank a million values on every post, while a
-# hundred quantiles per run already resolve any change the threshold can see
+# the most repeats of one run the rank test reads (beyond, that many of its quantiles, which
+# keep the shape of its distribution): a window of 100 runs of 10,000 repeats would otherwise
+# rank a million values on every post
 TESTED_REPEATS = 100
 
 Test = Literal["mann_whitney_u", "insufficient"]

@@ -34,8 +34,9 @@ class RankTest:
     smallest_p: float  # 1 / C(m + n, m): the smallest p any ordering of these sizes has
 
 
-# orderings beyond this many make any p-value smaller than a float holds
-_COUNTLESS = 10**310
+# past this many orderings, one in their number is below the smallest normal float
+# (2.2e-308): taken as 0, far below any 1 - confidence
+_COUNTLESS = 10**308
 
 
 def _one_in_orderings(m: int, n: int) -> float:

@@ -194,23 +194,21 @@ def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut
 def _regression(compared: Comparison) -> str:
     """Why `compared` is a regression, in a few words: what, against what, how sure."""
     runs = 0 if compared.window is None else compared.window.runs
-    changes = {
+    untested = compared.test == "insufficient"
+    said = {
         "time": (compared.change_vs_median, "slower", compared.p_value),
         "efficiency": (compared.efficiency_change, "of the roofline", compared.efficiency_p_value),
     }
     parts = []
     for axis in compared.regressed_on:
-        change, what, _ = changes[axis]
-        parts.append(f"{'beyond a float' if change is None else format(change, '+.1%')} {what}")
-    p_value = changes[compared.regressed_on[0]][2] if compared.regressed_on else None
-    sureness = (
-        "too few repeats to test"
-        if compared.test == "insufficient" or p_value is None
-        else f"p = {p_value:.3g} at {compared.confidence * 100:.3g}% confidence"
-    )
+        change, what, p_value = said[axis]
+        size = "beyond a float" if change is None else f"{change:+.1%}"
+        sure = "" if untested or p_value is None else f", p = {p_value:.3g}"
+        parts.append(f"{size} {what}{sure}")
+    level = f"{compared.confidence * 100:.3g}% confidence"
     return (
-        f"{', '.join(parts)} vs the median of {runs} run{'' if runs == 1 else 's'} "
-        f"(threshold {compared.threshold:.1%}; {sureness})"
+        f"{'; '.join(parts)} vs the median of {runs} run{'' if runs == 1 else 's'} "
+        f"(threshold {compared.threshold:.1%}; {'too few repeats to test' if untested else level})"
     )
 
 

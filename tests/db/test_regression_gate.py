@@ -52,8 +52,8 @@ def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
         "against 10, one-sided at 95% confidence: slower at p = 0.026 (significant)"
     )
     assert pr["gate"]["reasons"] == [
-        "regression: +24.4% slower, -19.6% of the roofline vs the median of 10 runs "
-        "(threshold 10.0%; p = 0.026 at 95% confidence)"
+        "regression: +24.4% slower, p = 0.026; -19.6% of the roofline, p = 0.026 vs the "
+        "median of 10 runs (threshold 10.0%; 95% confidence)"
     ]
     # at 99% confidence p = 0.026 is not enough: stored, not gated
     sure = post(
