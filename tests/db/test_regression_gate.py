@@ -157,6 +157,9 @@ def test_each_key_is_said_once_and_the_database_keeps_the_whole_expectation(db_a
     assert stored["verdict"] == posted["verdict"] and stored["ratio"] == posted["ratio"]
     assert stored["chip"] == posted["chip"] and stored["repeats"] == posted["repeats"]
     assert set(stored) == set(posted["expectation"]) | (top & set(stored))
+    # the page still draws the roofline from the whole expectation
+    page = db_client.get(f"/measurements/{posted['id']}", headers={"accept": "text/html"})
+    assert 'id="roofline"' in page.text and "No earlier run of this workload" in page.text
 
 
 @pytest.mark.parametrize("branch", [None, "main"])
