@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app import formatting as fmt
-from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from app.engine.units import MIB
 from app.engine.verdict import gate_choices
 from app.measure import command as measure_command
@@ -115,10 +115,20 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--hostname", default=socket.gethostname())
     submit.add_argument("--software", action="append", default=[], metavar="NAME=VERSION")
     submit.add_argument("--notes")
-    submit.add_argument("--baseline-branch", help="compare with the latest run on this branch")
-    submit.add_argument("--baseline-id", type=int)
+    submit.add_argument("--baseline-branch", help="compare with the latest runs on this branch")
+    submit.add_argument("--baseline-id", type=int, help="compare with this one stored run")
+    submit.add_argument(
+        "--window",
+        type=int,
+        help=f"how many latest runs to compare with (default {DEFAULT_WINDOW})",
+    )
     submit.add_argument(
         "--threshold", type=float, help=f"regression threshold (default {DEFAULT_THRESHOLD:g})"
+    )
+    submit.add_argument(
+        "--confidence",
+        type=float,
+        help=f"confidence a slowdown must reach (default {DEFAULT_CONFIDENCE:g})",
     )
     submit.add_argument(
         "--idempotency-key", help="a retried submit with the same key is stored once"
@@ -171,7 +181,9 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
             "notes": args.notes,
             "baseline_branch": args.baseline_branch,
             "baseline_id": args.baseline_id,
+            "baseline_window": args.window,
             "regression_threshold": args.threshold,
+            "confidence": args.confidence,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
         body["software"] = software
@@ -206,7 +218,7 @@ def _summary(answer: dict[str, Any], failed: list[str]) -> str:
         f"roofcheck: {status} {answer['verdict']}: measured "
         f"{fmt.seconds(answer['measured_time_s'])} vs roofline "
         f"{fmt.seconds(answer['expected_time_s'])} ({answer['ratio']:.2f}x, "
-        f"{judged.get('bound', '?')}-bound) on {judged['chip']['id']}"
+        f"{judged.get('bound', '?')}-bound) on {answer['chip']['id']}"
     )
     if judged.get("realistic_range_s") and judged.get("against_published"):
         low, high = judged["realistic_range_s"]
@@ -215,16 +227,29 @@ def _summary(answer: dict[str, Any], failed: list[str]) -> str:
             f"{judged['against_published'].replace('_', ' ')}"
         )
     if "id" in answer:
-        line += f" [stored #{answer['id']}"
-        comparison = answer.get("comparison") or {}
-        if comparison.get("change_vs_baseline") is not None:
-            line += f", {comparison['change_vs_baseline']:+.1%} vs #{comparison['baseline_id']}"
-        elif comparison.get("change_vs_previous") is not None:
-            line += f", {comparison['change_vs_previous']:+.1%} vs #{comparison['previous_id']}"
-        line += "]"
+        line += f" [stored #{answer['id']}{_against(answer.get('comparison') or {})}]"
     if failed:
         line += ": " + "; ".join(failed)
     return line
+
+
+def _against(comparison: dict[str, Any]) -> str:
+    """The regression gate's reading: the change vs the window's median, the window, the
+    threshold, the test and the confidence."""
+    window = comparison.get("window")
+    if not window:
+        return ", no earlier run to compare with"
+    runs = window["runs"]
+    change = comparison.get("change_vs_median")
+    text = (
+        f", {'?' if change is None else format(change, '+.1%')} vs the median of {runs} "
+        f"run{'' if runs == 1 else 's'} ({window['source'].replace('_', ' ')}; threshold "
+        f"{comparison['threshold']:.1%}, "
+    )
+    confidence = f"{comparison['confidence'] * 100:.3g}% confidence"
+    if comparison.get("test") == "insufficient":
+        return text + f"too few repeats for a test at {confidence}: threshold alone)"
+    return text + f"Mann-Whitney p = {comparison['p_value']:.3g} at {confidence})"
 
 
 def _error(status: int, body: dict[str, Any]) -> str:

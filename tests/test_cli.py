@@ -69,15 +69,42 @@ def test_submit_stores_and_flags_a_regression(url, capsys):
     ]
     assert run([*common, "--measured-ms", "0.5"]) == PASS
     first = capsys.readouterr().out
-    assert "[stored #" in first
-    # 0.6 / 0.5 - 1 = +20% > 10%: a regression fails the job
+    assert "[stored #" in first and "no earlier run to compare with" in first
+    # 0.6 / 0.5 - 1 = +20% > 10%: a regression fails the job; one repeat against one cannot
+    # be tested (the smallest p of 1 vs 1 is 1/C(2,1) = 0.5), which the line says
     assert run([*common, "--measured-ms", "0.6"]) == FAIL
     second = capsys.readouterr().out
-    assert "+20.0% vs #" in second and "regression: +20.0% slower" in second
+    assert (
+        "+20.0% vs the median of 1 run (previous; threshold 10.0%, too few repeats for a test "
+        "at 95% confidence: threshold alone)" in second
+    )
+    assert "regression: +20.0% slower" in second
     # a lenient threshold passes
     assert run([*common, "--measured-ms", "0.66", "--threshold", "0.5"]) == PASS
     # only verdicts gate when asked
     assert run([*common, "--measured-ms", "0.9", "--fail-on", "order_of_magnitude_slower"]) == PASS
+
+
+def test_submit_prints_the_window_test_and_confidence(url, capsys):
+    square = json.dumps({"kind": "matmul", "m": 2048, "n": 2048, "k": 2048, "dtype": "bf16"})
+    common = ["submit", "--url", url, "--chip", "a100", "--workload", square, "--fail-on"]
+    common.append("regression")
+    repeats = ["--measured-ms", "0.50", "--measured-ms", "0.51", "--measured-ms", "0.49"]
+    assert run([*common, *repeats]) == PASS
+    capsys.readouterr()
+    # (a workload of its own: the others' runs stay out of its window)
+    # 3 repeats of 0.60-0.62 ms against 3 of 0.49-0.51: every pair slower, U = 9; the
+    # normal approximation: z = (9 - 4.5 - 0.5) / sqrt(3 * 3 * 7 / 12) = 1.746, p = 0.0404,
+    # below 0.1 at 90% confidence (the smallest p of 3 vs 3 is 1/C(6,3) = 0.05)
+    slower = ["--measured-ms", "0.60", "--measured-ms", "0.61", "--measured-ms", "0.62"]
+    assert run([*common, *slower, "--window", "5", "--confidence", "0.9"]) == FAIL
+    out = capsys.readouterr().out
+    # the mean 0.61 ms against 0.50: +22.0% in time, 0.50 / 0.61 - 1 = -18.0% of the roofline
+    assert "+22.0% vs the median of 1 run (previous; threshold 10.0%, " in out
+    assert "Mann-Whitney p = 0.0404 at 90% confidence)" in out
+    assert "regression: +22.0% slower, p = 0.0404; -18.0% of the roofline, p = 0.0404" in out
+    assert run([*common, *slower, "--window", "0"]) == ERROR
+    assert "baseline_window" in capsys.readouterr().err
 
 
 def test_errors_exit_2_with_the_service_message(url, capsys):

@@ -207,21 +207,47 @@ def previous(db: Session | Connection, row: MeasurementRow) -> Row[int, float] |
     return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
 
 
-def latest_on_branch(
-    session: Session, workload_key: str, branch: str, before_id: int
-) -> MeasurementRow | None:
-    """The newest measurement of a workload on `branch` stored before `before_id`."""
-    return session.scalars(
-        select(MeasurementRow)
-        .options(*_WIDE)
-        .where(
-            MeasurementRow.workload_key == workload_key,
-            MeasurementRow.branch == branch,
-            MeasurementRow.id < before_id,
-        )
-        .order_by(MeasurementRow.id.desc())
-        .limit(1)
-    ).first()
+@dataclass(frozen=True, slots=True)
+class BaselineRun:
+    """A run a new one is compared with: what the regression gate reads (the columns of the
+    same names, read in this order)."""
+
+    id: int
+    workload_key: str
+    measured_time_s: float
+    expected_time_s: float
+    measured_values: list[float]
+    measured_unit: str
+
+
+_BASELINE_COLUMNS = tuple(_TABLE.c[f.name] for f in fields(BaselineRun))
+# the latest runs of a workload before a run, newest first: one range of the index on
+# (workload_key, id), or on (workload_key, branch, id) for a branch's, read LIMIT rows deep
+_WINDOW = (
+    select(*_BASELINE_COLUMNS)
+    .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
+    .order_by(_TABLE.c.id.desc())
+    .limit(bindparam("size"))
+)
+_WINDOW_ON_BRANCH = _WINDOW.where(_TABLE.c.branch == bindparam("branch"))
+_BASELINE = select(*_BASELINE_COLUMNS).where(_TABLE.c.id == bindparam("id"))
+
+
+def window(
+    db: Session | Connection, workload_key: str, *, before_id: int, size: int, branch: str | None
+) -> list[BaselineRun]:
+    """The latest `size` runs of a workload stored before `before_id` (on `branch`, when
+    given), newest first, in one indexed query."""
+    statement, params = _WINDOW, {"workload_key": workload_key, "before": before_id, "size": size}
+    if branch is not None:
+        statement, params = _WINDOW_ON_BRANCH, params | {"branch": branch}
+    return [BaselineRun(*row) for row in db.execute(statement, params)]
+
+
+def baseline(db: Session | Connection, measurement_id: int) -> BaselineRun | None:
+    """One run by id, as the regression gate reads it."""
+    row = db.execute(_BASELINE, {"id": measurement_id}).first()
+    return None if row is None else BaselineRun(*row)
 
 
 def family(session: Session, family_key: str, *, limit: int) -> list[tuple[float, float]]:

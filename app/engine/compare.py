@@ -1,4 +1,5 @@
-"""Comparing measurements: the right means, changes, regressions, and the fixed overhead.
+"""Comparing measurements: the right means, changes, regressions against a window of
+baseline runs, and the fixed overhead.
 
 Averages follow Fleming and Wallace, "How not to lie with statistics: the correct way to
 summarize benchmark results" (CACM 1986) and Smith (CACM 1988): arithmetic mean of times,
@@ -11,8 +12,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from app.engine.errors import InvalidInput
+from app.engine.rank_test import RankTest, mann_whitney_greater
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ def mean_ratio(ratios: Sequence[float]) -> float:
 def change(new_time: float, old_time: float) -> float | None:
     """Relative change of a time: +0.10 means 10% slower than before; None where it is
     beyond a float's range (times stored before they were bounded, e.g. 1e9 s after 1e-300 s)."""
-    relative = new_time / old_time - 1.0
+    relative = new_time / old_time - 1.0 if old_time > 0 else math.inf
     return relative if math.isfinite(relative) else None
 
 
@@ -63,13 +66,161 @@ def is_regression(new_time: float, old_time: float, threshold: float) -> bool:
     return new_time > old_time * (1.0 + threshold)
 
 
+def lost_efficiency(new: float, old: float, threshold: float) -> bool:
+    """A fraction of the roofline `new` below `old` by more than `threshold` of it."""
+    return new < old * (1.0 - threshold)
+
+
+# the baseline window: the latest runs a new run is compared with, unless told otherwise
+DEFAULT_WINDOW = 10
+MAX_WINDOW = 100
+# the confidence a slowdown must be significant at (one-sided), unless told otherwise
+DEFAULT_CONFIDENCE = 0.95
+
+# the most repeats of one run the rank test reads (beyond, that many of its quantiles, which
+# keep the shape of its distribution): a window of 100 runs of 10,000 repeats would otherwise
+# rank a million values on every post
+TESTED_REPEATS = 100
+
+Test = Literal["mann_whitney_u", "insufficient"]
+Axis = Literal["time", "efficiency"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSample:
+    """One run as the regression gate sees it: its repeated times and the roofline time it
+    was judged by (seconds)."""
+
+    repeats: tuple[float, ...]
+    time_s: float  # the time judged: the arithmetic mean of the repeats
+    expected_time_s: float
+
+    @classmethod
+    def of(cls, repeats: Sequence[float], expected_time_s: float) -> RunSample:
+        """A run of these repeats (seconds), judged by their mean."""
+        return cls(tuple(repeats), statistics.fmean(repeats), expected_time_s)
+
+    @property
+    def efficiency(self) -> float:
+        """The fraction of the roofline the run reached: expected / measured."""
+        return self.expected_time_s / self.time_s
+
+    def tested(self) -> list[float]:
+        """The repeats the rank test reads: all of them, or of a run with more than
+        TESTED_REPEATS, that many evenly spaced order statistics (its quantiles)."""
+        if len(self.repeats) <= TESTED_REPEATS:
+            return list(self.repeats)
+        ordered, last = sorted(self.repeats), len(self.repeats) - 1
+        return [ordered[round(i * last / (TESTED_REPEATS - 1))] for i in range(TESTED_REPEATS)]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowGate:
+    """A run against a window of baseline runs: medians, spread, changes, tests, verdict."""
+
+    runs: int  # baseline runs in the window
+    samples: int  # their repeats (at most TESTED_REPEATS each), pooled for the tests
+    median_time_s: float
+    spread_time_s: float  # median absolute deviation of the runs' times from their median
+    median_efficiency: float
+    change: float | None  # +0.1: 10% slower than the median time; None beyond a float
+    efficiency_change: float | None  # -0.1: 10% less of the roofline than the median
+    test: Test  # insufficient: no ordering of samples this few reaches the confidence
+    alpha: float  # 1 - confidence: the largest p-value called significant
+    time_test: RankTest  # "the run's repeats are slower than the window's"
+    efficiency_test: RankTest  # "the window's repeats reached more of the roofline"
+    slower: bool  # the time beyond the threshold of the median
+    less_efficient: bool  # the efficiency beyond the threshold below the median
+
+    @property
+    def regressed_on(self) -> tuple[Axis, ...]:
+        """What regressed: the time (slower) and/or the efficiency (less of the roofline),
+        each beyond the threshold and significantly so; with too few samples for the test,
+        beyond the threshold alone."""
+        untested = self.test == "insufficient"
+        axes: list[Axis] = []
+        if self.slower and (untested or self.time_test.p_value <= self.alpha):
+            axes.append("time")
+        if self.less_efficient and (untested or self.efficiency_test.p_value <= self.alpha):
+            axes.append("efficiency")
+        return tuple(axes)
+
+    @property
+    def regression(self) -> bool:
+        """Whether anything regressed."""
+        return bool(self.regressed_on)
+
+
+def median_absolute_deviation(values: Sequence[float]) -> float:
+    """median(|v - median(v)|): a spread that one outlying run does not move."""
+    middle = statistics.median(values)
+    return statistics.median(abs(v - middle) for v in values)
+
+
+def gate_against_window(
+    new: RunSample, window: Sequence[RunSample], threshold: float, confidence: float
+) -> WindowGate:
+    """Judge `new` against the baseline runs `window` (at least one).
+
+    Compared with the window's median time and median efficiency (not one run, which may
+    have been a noisy one), and tested one-sided with Mann-Whitney U over the repeats: the
+    run's repeats against the window's, pooled (at most TESTED_REPEATS of each run).
+    """
+    if not window:
+        raise InvalidInput("window", "needs at least one baseline run")
+    times = [run.time_s for run in window]
+    median_time = statistics.median(times)
+    median_efficiency = statistics.median(run.efficiency for run in window)
+    tested = [(run.expected_time_s, run.tested()) for run in [new, *window]]
+    pooled = [t for _, repeats in tested[1:] for t in repeats]
+    time_test = mann_whitney_greater(tested[0][1], pooled)
+    # the fraction of the roofline of each repeat: expected / its time
+    efficiencies = [[expected / t for t in repeats] for expected, repeats in tested]
+    efficiency_test = mann_whitney_greater(
+        [e for run in efficiencies[1:] for e in run], efficiencies[0]
+    )
+    alpha = 1.0 - confidence
+    return WindowGate(
+        runs=len(window),
+        samples=len(pooled),
+        median_time_s=median_time,
+        spread_time_s=median_absolute_deviation(times),
+        median_efficiency=median_efficiency,
+        change=change(new.time_s, median_time),
+        efficiency_change=change(new.efficiency, median_efficiency),
+        test="insufficient" if time_test.smallest_p > alpha else "mann_whitney_u",
+        alpha=alpha,
+        time_test=time_test,
+        efficiency_test=efficiency_test,
+        slower=is_regression(new.time_s, median_time, threshold),
+        less_efficient=lost_efficiency(new.efficiency, median_efficiency, threshold),
+    )
+
+
+# the fewest distinct sizes a fixed overhead is fitted over: two sizes fit any line exactly,
+# so a third is the first that can disagree with it
+MIN_SIZES = 3
+# the largest RMS residual, as a fraction of the mean time, of a fit that is believed: the
+# size of change the regression gate calls meaningful by default (a line that misses the
+# times by more explains nothing)
+POOR_FIT = DEFAULT_THRESHOLD
+
+
 @dataclass(frozen=True, slots=True)
 class OverheadFit:
     """measured = overhead + roofline_time / efficiency, fitted by least squares."""
 
     overhead_s: float
     efficiency: float | None  # fraction of the roofline the work reaches; None: no growth
-    points: int
+    runs: int
+    sizes: int  # distinct roofline times among the runs
+    r_squared: float  # share of the times' variance the line explains (1 when none to explain)
+    relative_residual: float  # RMS residual / mean time
+
+    @property
+    def good(self) -> bool:
+        """Whether the line follows the times closely enough (POOR_FIT) to conclude from."""
+        return self.relative_residual <= POOR_FIT
 
     def overhead_bound(self, expected_time: float) -> bool:
         """Whether the fixed overhead exceeds the work's own time at this size."""
@@ -84,17 +235,33 @@ def fit_overhead(points: Sequence[tuple[float, float]]) -> OverheadFit | None:
     Ordinary least squares of measured = a + b expected; overhead = a (floored at 0: a
     negative intercept means no detectable fixed cost), efficiency = 1/b. When the time does
     not grow with the work (b <= 0) it is all overhead: the mean time, with no efficiency.
-    None with fewer than two distinct sizes.
+    Its quality: R^2 = 1 - SS_res / SS_tot and the RMS residual over the mean time, of the
+    model reported (the constant in the flat case). None with fewer than MIN_SIZES sizes.
     """
     xs = [x for x, _ in points]
-    if len(set(xs)) < 2:
+    ys = [y for _, y in points]
+    sizes = len(set(xs))
+    if sizes < MIN_SIZES:
         return None
     mean_x = statistics.fmean(xs)
-    mean_y = statistics.fmean(y for _, y in points)
+    mean_y = statistics.fmean(ys)
     sxx = sum((x - mean_x) ** 2 for x in xs)
     sxy = sum((x - mean_x) * (y - mean_y) for x, y in points)
     slope = sxy / sxx
     if slope <= 0:
-        return OverheadFit(mean_y, None, len(points))
-    intercept = mean_y - slope * mean_x
-    return OverheadFit(max(intercept, 0.0), 1.0 / slope, len(points))
+        overhead, efficiency = mean_y, None
+        predicted = [mean_y] * len(ys)
+    else:
+        intercept = mean_y - slope * mean_x
+        overhead, efficiency = max(intercept, 0.0), 1.0 / slope
+        predicted = [overhead + slope * x for x in xs]
+    residual = sum((y - p) ** 2 for y, p in zip(ys, predicted, strict=True))
+    total = sum((y - mean_y) ** 2 for y in ys)
+    return OverheadFit(
+        overhead_s=overhead,
+        efficiency=efficiency,
+        runs=len(points),
+        sizes=sizes,
+        r_squared=1.0 - residual / total if total > 0 else 1.0,
+        relative_residual=math.sqrt(residual / len(ys)) / mean_y,
+    )

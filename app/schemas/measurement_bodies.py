@@ -5,15 +5,30 @@ from __future__ import annotations
 import base64
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.db.measurement_store import COUNT_CAP, Position, TotalKind
 from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH, MAX_ID
 from app.engine import Phase, Verdict
-from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.compare import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WINDOW,
+    MAX_WINDOW,
+    TESTED_REPEATS,
+    Axis,
+)
 from app.engine.verdict import gate_choices
 from app.schemas.answers import Check, ChipRef, RepeatsOut
 from app.schemas.requests import CheckRequest
@@ -78,14 +93,51 @@ class MeasurementIn(CheckRequest):
         description="Compare with this stored measurement (same workload).",
     )
     baseline_branch: _Label | None = Field(
-        None, description="Compare with the latest earlier measurement on this branch."
+        None, description="Compare with the latest earlier measurements on this branch."
+    )
+    baseline_window: int = Field(
+        DEFAULT_WINDOW,
+        ge=1,
+        le=MAX_WINDOW,
+        description="How many of the latest earlier runs (on baseline_branch, if given) the "
+        "regression gate compares with: their median, spread and repeats.",
     )
     regression_threshold: float = Field(
         DEFAULT_THRESHOLD,
         gt=0,
         le=100,
-        description="Slower by more than this fraction flags a regression.",
+        description="Slower than the window's median (or further below its fraction of the "
+        "roofline) by more than this fraction flags a regression, if significant.",
     )
+    confidence: float = Field(
+        DEFAULT_CONFIDENCE,
+        gt=0.5,
+        lt=1,
+        description="The one-sided confidence a slowdown must reach in the Mann-Whitney test "
+        "over the repeats: p <= 1 - confidence.",
+    )
+
+
+WindowSource = Literal["previous", "branch", "baseline_id"]
+TestUsed = Literal["mann_whitney_u", "insufficient", "none"]
+
+
+class BaselineWindow(_Finite):
+    """The baseline runs a measurement is compared with, summarised."""
+
+    source: WindowSource = Field(
+        description="previous: the latest earlier runs; branch: those on baseline_branch; "
+        "baseline_id: that one run (a window of one)."
+    )
+    requested: int = Field(description="The window asked for (1 for baseline_id).")
+    runs: int = Field(description="Runs found: fewer than requested early in a history.")
+    run_ids: list[int] = Field(description="Newest first.")
+    samples: int = Field(
+        description=f"Their repeats (at most {TESTED_REPEATS} a run), pooled for the test."
+    )
+    median_time_s: float
+    spread_time_s: float = Field(description="Median absolute deviation of the runs' times.")
+    median_efficiency: float = Field(description="Median of expected / measured.")
 
 
 class Comparison(_Finite):
@@ -93,12 +145,34 @@ class Comparison(_Finite):
 
     previous_id: int | None
     change_vs_previous: float | None = Field(description="+0.1 = 10% slower than the previous.")
-    baseline_id: int | None
+    baseline_id: int | None = Field(description="baseline_id, or the newest on baseline_branch.")
     change_vs_baseline: float | None
     threshold: float
     regression: bool = Field(
-        description="Slower than the baseline (or, without one, the previous) beyond threshold."
+        description="Slower than the window's median (or below its fraction of the roofline) "
+        "beyond threshold, and significant at `confidence` unless test is insufficient."
     )
+    # the regression gate; its defaults: no window (no earlier run)
+    window: BaselineWindow | None = None
+    change_vs_median: float | None = Field(None, description="+0.1 = 10% slower than it.")
+    efficiency_change: float | None = Field(
+        None, description="-0.1: a fraction of the roofline 10% below the window's median."
+    )
+    confidence: float = DEFAULT_CONFIDENCE
+    test: TestUsed = Field(
+        "none",
+        description="mann_whitney_u: one-sided, over the repeats; insufficient: too few "
+        "samples for any outcome to reach `confidence`, so the threshold alone decides; "
+        "none: no window.",
+    )
+    p_value: float | None = Field(None, description="Of 'the run is slower than the window'.")
+    efficiency_p_value: float | None = Field(
+        None, description="Of 'the run reached less of the roofline than the window'."
+    )
+    regressed_on: list[Axis] = Field(
+        default_factory=list, description="What regressed (efficiency: e.g. a new catalog)."
+    )
+    explanation: str = ""
 
 
 GATE_CHOICES = gate_choices()
@@ -139,9 +213,19 @@ class MeasurementOut(_Finite):
     hostname: str | None
     software: dict[str, str]
     notes: str | None
-    expectation: dict[str, Any] = Field(description="The full /check answer it was judged by.")
+    expectation: dict[str, Any] = Field(
+        description="The /check answer it was judged by, without the keys above (chip, "
+        "catalog_version, workload, measured_time_s, expected_time_s, ratio, efficiency, "
+        "verdict, advice, repeats): each is said once. Stored whole."
+    )
     comparison: Comparison
     gate: Gate | None = None
+
+    @field_serializer("expectation")
+    def _once(self, expectation: dict[str, Any]) -> dict[str, Any]:
+        """The expectation without what the measurement itself already says (kept whole in
+        the object, for the pages that read it)."""
+        return {k: v for k, v in expectation.items() if k not in type(self).model_fields}
 
 
 class MeasurementSummary(_Finite):
@@ -278,7 +362,14 @@ class Overhead(_Finite):
 
     overhead_s: float
     efficiency: float | None
-    points: int
+    points: int = Field(description="Runs fitted.")
+    sizes: int = Field(description="Distinct sizes (roofline times) among them; at least 3.")
+    r_squared: float = Field(description="1 - residual / total sum of squares of the times.")
+    relative_residual: float = Field(description="RMS residual over the mean time.")
+    good_fit: bool = Field(
+        description="relative_residual within the bar (docs/formulas.md); otherwise nothing "
+        "is concluded and overhead_bound is false."
+    )
     overhead_bound: bool
     explanation: str
 

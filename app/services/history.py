@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import formatting as fmt
@@ -14,17 +13,13 @@ from app.catalog.names import UnknownName
 from app.db import measurement_store as store
 from app.db.models import MeasurementRow
 from app.db.session import transaction
-from app.engine import InvalidInput, efficiency
+from app.engine import efficiency
 from app.engine.compare import (
-    DEFAULT_THRESHOLD,
-    change,
     fit_overhead,
-    is_regression,
     mean_rate,
     mean_ratio,
     summarise_times,
 )
-from app.engine.units import seconds_from_ms
 from app.schemas.answers import ChipRef, RepeatsOut
 from app.schemas.measurement_bodies import (
     Comparison,
@@ -38,56 +33,14 @@ from app.schemas.measurement_bodies import (
     WorkloadComparison,
     encode_cursor,
 )
+from app.services.baselines import Against, comparison, seconds_of
 from app.services.catalogs import Catalogs
 
 HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
 
 
-def comparison(
-    session: Session | Connection,
-    row: MeasurementRow,
-    baseline: MeasurementRow | None,
-    threshold: float,
-) -> Comparison:
-    previous = store.previous(session, row)
-    against = baseline or previous
-    return Comparison(
-        previous_id=previous.id if previous else None,
-        change_vs_previous=change(row.measured_time_s, previous.measured_time_s)
-        if previous
-        else None,
-        baseline_id=baseline.id if baseline else None,
-        change_vs_baseline=change(row.measured_time_s, baseline.measured_time_s)
-        if baseline
-        else None,
-        threshold=threshold,
-        regression=bool(
-            against and is_regression(row.measured_time_s, against.measured_time_s, threshold)
-        ),
-    )
-
-
-def baseline_of(
-    session: Session, row: MeasurementRow, baseline_id: int | None, branch: str | None
-) -> MeasurementRow | None:
-    if baseline_id is not None:
-        baseline = store.get(session, baseline_id)
-        if baseline is None:
-            raise UnknownName("measurement", str(baseline_id), [])
-        if baseline.workload_key != row.workload_key:
-            raise InvalidInput(
-                "baseline_id", f"measurement {baseline_id} is of another workload or chip"
-            )
-        return baseline
-    if branch is not None:
-        return store.latest_on_branch(session, row.workload_key, branch, row.id)
-    return None
-
-
 def stored_out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
-    repeats = summarise_times(
-        [v if row.measured_unit == "s" else seconds_from_ms(v) for v in row.measured_values]
-    )
+    repeats = summarise_times(seconds_of(row.measured_values, row.measured_unit))
     return MeasurementOut(
         id=row.id,
         created_at=row.created_at,
@@ -124,7 +77,7 @@ def read(sessions: sessionmaker[Session], measurement_id: int) -> MeasurementOut
         row = store.get(session, measurement_id)
         if row is None:
             raise UnknownName("measurement", str(measurement_id), [])
-        return stored_out(row, comparison(session, row, None, DEFAULT_THRESHOLD))
+        return stored_out(row, comparison(session, row, Against()))
 
 
 def _summary(row: MeasurementRow) -> MeasurementSummary:
@@ -225,16 +178,23 @@ def _overhead(times: list[tuple[float, float]], latest: MeasurementRow) -> Overh
     fit = fit_overhead(times)
     if fit is None:
         return None
-    bound = fit.overhead_bound(latest.expected_time_s)
-    if fit.efficiency is None:
+    bound = fit.good and fit.overhead_bound(latest.expected_time_s)
+    sizes = f"{fit.runs} run{'' if fit.runs == 1 else 's'} at {fit.sizes} sizes"
+    quality = f"R² {fit.r_squared:.2f}, RMS residual {fit.relative_residual:.0%} of the mean time"
+    if not fit.good:
         text = (
-            f"Time does not grow with the work across {fit.points} sizes: it is all fixed "
+            f"The times of {sizes} do not follow a fixed overhead plus the roofline time "
+            f"({quality}): too noisy to say how much of them is overhead."
+        )
+    elif fit.efficiency is None:
+        text = (
+            f"Time does not grow with the work across {sizes} ({quality}): it is all fixed "
             f"overhead (about {fmt.seconds(fit.overhead_s)}): use CUDA graphs, compilation "
             "or bigger batches."
         )
     else:
         text = (
-            f"Fitted over {fit.points} runs at different sizes: a fixed overhead of "
+            f"Fitted over {sizes} ({quality}): a fixed overhead of "
             f"{fmt.seconds(fit.overhead_s)} plus the roofline time at {fit.efficiency:.0%} "
             "efficiency. "
             + (
@@ -248,7 +208,11 @@ def _overhead(times: list[tuple[float, float]], latest: MeasurementRow) -> Overh
     return Overhead(
         overhead_s=fit.overhead_s,
         efficiency=fit.efficiency,
-        points=fit.points,
+        points=fit.runs,
+        sizes=fit.sizes,
+        r_squared=fit.r_squared,
+        relative_residual=fit.relative_residual,
+        good_fit=fit.good,
         overhead_bound=bound,
         explanation=text,
     )
@@ -262,13 +226,14 @@ def compare(
     baseline_branch: str | None,
     threshold: float,
 ) -> WorkloadComparison:
-    """Every run of one workload: history, best, latest, means, change, regression, overhead."""
+    """Every run of one workload: history, best, latest, means, regression (the latest run
+    against its baseline window, of the default size and confidence), overhead."""
+    against = Against(baseline_id=baseline_id, branch=baseline_branch, threshold=threshold)
     with transaction(sessions) as session:
         runs = store.history(session, workload_key, limit=HISTORY_LIMIT)
         latest = store.get(session, runs[-1].id) if runs else None
         if latest is None:
             raise UnknownName("workload", workload_key, [])
-        baseline = baseline_of(session, latest, baseline_id, baseline_branch)
         points = [_point(run) for run in runs]
         rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
         return WorkloadComparison(
@@ -285,7 +250,7 @@ def compare(
                 efficiency=mean_ratio([p.efficiency for p in points]),
                 ratio=mean_ratio([r.ratio for r in runs]),
             ),
-            comparison=comparison(session, latest, baseline, threshold),
+            comparison=comparison(session, latest, against),
             overhead=_overhead(
                 store.family(session, latest.family_key, limit=HISTORY_LIMIT), latest
             ),

@@ -19,6 +19,7 @@ from app.db.session import transaction, writing
 from app.engine import InvalidInput
 from app.schemas.answers import Check
 from app.schemas.measurement_bodies import (
+    Comparison,
     Gate,
     MeasurementIn,
     MeasurementOut,
@@ -31,9 +32,10 @@ from app.schemas.requests import (
     TransformerWorkload,
     without_ignored_training,
 )
+from app.services.baselines import Against, comparison
 from app.services.catalogs import Catalogs
 from app.services.expectations import check
-from app.services.history import baseline_of, comparison, stored_out
+from app.services.history import stored_out
 
 IDEMPOTENCY_KEY = "Idempotency-Key"  # the header naming a post, so that retries store it once
 
@@ -135,13 +137,16 @@ def record(
 
 
 def _answer(connection: Connection, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
-    """The answer to `body`, stored as `row`: compared, in the transaction on `connection`, with
-    the run before it and the baseline it names (whole rows: an ORM session there, if any)."""
-    baseline = None
-    if body.baseline_id is not None or body.baseline_branch is not None:
-        with Session(connection) as session:
-            baseline = baseline_of(session, row, body.baseline_id, body.baseline_branch)
-    return stored_out(row, comparison(connection, row, baseline, body.regression_threshold))
+    """The answer to `body`, stored as `row`: gated, in the transaction on `connection`,
+    against the baseline window it names (one indexed query, columns only)."""
+    against = Against(
+        baseline_id=body.baseline_id,
+        branch=body.baseline_branch,
+        window=body.baseline_window,
+        threshold=body.regression_threshold,
+        confidence=body.confidence,
+    )
+    return stored_out(row, comparison(connection, row, against))
 
 
 # the columns that store a post as it was sent (a retry under its idempotency key sends the
@@ -179,13 +184,32 @@ def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut
     reasons = []
     if measurement.verdict in fail_on:
         reasons.append(f"verdict {measurement.verdict}")
-    if "regression" in fail_on and measurement.comparison.regression:
-        against = measurement.comparison.change_vs_baseline
-        if against is None:
-            against = measurement.comparison.change_vs_previous
-        reasons.append(f"regression: {against:+.1%} slower")
+    compared = measurement.comparison
+    if "regression" in fail_on and compared.regression:
+        reasons.append(f"regression: {_regression(compared)}")
     verdict = Gate(fail_on=sorted(fail_on), failed=bool(reasons), reasons=reasons)
     return measurement.model_copy(update={"gate": verdict})
+
+
+def _regression(compared: Comparison) -> str:
+    """Why `compared` is a regression, in a few words: what, against what, how sure."""
+    runs = 0 if compared.window is None else compared.window.runs
+    untested = compared.test == "insufficient"
+    said = {
+        "time": (compared.change_vs_median, "slower", compared.p_value),
+        "efficiency": (compared.efficiency_change, "of the roofline", compared.efficiency_p_value),
+    }
+    parts = []
+    for axis in compared.regressed_on:
+        change, what, p_value = said[axis]
+        size = "beyond a float" if change is None else f"{change:+.1%}"
+        sure = "" if untested or p_value is None else f", p = {p_value:.3g}"
+        parts.append(f"{size} {what}{sure}")
+    level = f"{compared.confidence * 100:.3g}% confidence"
+    return (
+        f"{'; '.join(parts)} vs the median of {runs} run{'' if runs == 1 else 's'} "
+        f"(threshold {compared.threshold:.1%}; {'too few repeats to test' if untested else level})"
+    )
 
 
 def rejudge(

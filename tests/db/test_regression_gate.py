@@ -1,0 +1,190 @@
+"""The regression gate of POST /measurements on SQLite and PostgreSQL: a window of baseline
+runs, its median and spread, the Mann-Whitney test, the efficiency, and each key said once."""
+
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import MeasurementRow
+
+MATMUL = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}
+MAIN = (0.96, 0.97, 0.98, 0.99, 1.00, 1.01, 1.02, 1.03, 1.04)  # ms, and a noisy 1.30 last
+
+
+def post(client, status=201, params=None, **fields):
+    body = {"chip": "a100", "workload": MATMUL, **fields}
+    response = client.post("/measurements", json=body, params=params)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
+    for ms in (*MAIN, 1.30):
+        post(db_client, measured_ms=[ms], branch="main")
+    # the PR: 1.24, 1.25, 1.26 ms, 25% slower than main, 3.8% faster than its last run
+    pr = post(
+        db_client,
+        status=412,
+        params={"fail_on": "regression"},
+        measured_ms=[1.24, 1.25, 1.26],
+        branch="dev",
+        baseline_branch="main",
+    )
+    compared = pr["comparison"]
+    assert compared["change_vs_baseline"] == pytest.approx(1.25 / 1.30 - 1)  # the latest
+    window = compared["window"]
+    assert (window["source"], window["requested"], window["runs"], window["samples"]) == (
+        "branch",
+        10,
+        10,
+        10,
+    )
+    # median of the ten: (1.00 + 1.01) / 2 = 1.005 ms; MAD 0.025 ms (tests/engine)
+    assert window["median_time_s"] == pytest.approx(1.005e-3)
+    assert window["spread_time_s"] == pytest.approx(0.025e-3)
+    assert compared["change_vs_median"] == pytest.approx(1.25 / 1.005 - 1)
+    # U = 27 of 30 pairs: z = (27 - 15 - 0.5) / sqrt(35) = 1.944, p = 0.0260 < 0.05
+    assert compared["test"] == "mann_whitney_u" and compared["confidence"] == 0.95
+    assert compared["p_value"] == pytest.approx(0.02596, abs=1e-5)
+    assert compared["regression"] is True and compared["regressed_on"] == ["time", "efficiency"]
+    assert compared["explanation"].startswith(
+        "Against the latest 10 runs on main (median 1.01 ms, median absolute deviation 25 µs): "
+        "+24.4% in time, -19.6% in fraction of the roofline. Mann-Whitney U over 3 repeats "
+        "against 10, one-sided at 95% confidence: slower at p = 0.026 (significant)"
+    )
+    assert pr["gate"]["reasons"] == [
+        "regression: +24.4% slower, p = 0.026; -19.6% of the roofline, p = 0.026 vs the "
+        "median of 10 runs (threshold 10.0%; 95% confidence)"
+    ]
+    # at 99% confidence p = 0.026 is not enough: stored, not gated
+    sure = post(
+        db_client,
+        measured_ms=[1.24, 1.25, 1.26],
+        baseline_branch="main",
+        confidence=0.99,
+        params={"fail_on": "regression"},
+    )
+    assert sure["comparison"]["regression"] is False
+    assert (
+        "one-sided at 99% confidence: slower at p = 0.026 (not significant), less of the "
+        "roofline at p = 0.026 (not significant). No regression (threshold 10.0%)."
+    ) in sure["comparison"]["explanation"]
+    # the pages say it too: the measurement's (against the latest 10 runs before it) and its
+    # workload's (its latest run against the 10 before)
+    html = {"accept": "text/html"}
+    page = db_client.get(f"/measurements/{pr['id']}", headers=html).text
+    assert 'id="regression"><strong class="bad">yes' in page
+    assert "vs the median of 10 runs" in page and 'id="gate">Against the latest 10' in page
+    history = db_client.get(f"/workloads/{pr['workload_key']}", headers=html).text
+    assert "Window median" in history and "Mann-Whitney U over 3 repeats" in history
+
+
+def test_the_window_is_the_latest_runs_before_this_one(db_client):
+    ids = [post(db_client, measured_ms=[ms])["id"] for ms in (1.0, 2.0, 3.0, 4.0)]
+    new = post(db_client, measured_ms=[2.5], baseline_window=3)
+    window = new["comparison"]["window"]
+    # the three before it, newest first: 4, 3, 2 ms; median 3 ms, MAD 1 ms
+    assert window["run_ids"] == ids[:0:-1] and window["source"] == "previous"
+    assert window["median_time_s"] == pytest.approx(3e-3)
+    assert window["spread_time_s"] == pytest.approx(1e-3)
+    assert new["comparison"]["previous_id"] == ids[-1]
+    # read back later it is compared with the default window, as of when it was stored
+    read = db_client.get(f"/measurements/{new['id']}").json()["comparison"]
+    assert read["window"]["run_ids"] == ids[::-1]
+
+
+def test_too_few_samples_say_so_and_fall_back_to_the_threshold(db_client):
+    first = post(db_client, measured_ms=[1.0])
+    assert first["comparison"]["window"] is None and first["comparison"]["test"] == "none"
+    assert first["comparison"]["explanation"] == "No earlier run of this workload to compare with."
+    named = post(db_client, measured_ms=[1.2], baseline_id=first["id"])
+    compared = named["comparison"]
+    assert compared["window"]["source"] == "baseline_id" and compared["window"]["requested"] == 1
+    # one repeat against one: the smallest p is 1/C(2,1) = 0.5 > 0.05; +20% > 10% decides
+    assert compared["test"] == "insufficient" and compared["regression"] is True
+    assert "a window of one" in compared["explanation"]
+    assert "Too few repeats for a test (1 against 1" in compared["explanation"]
+    assert "judged by the threshold on the medians alone" in compared["explanation"]
+
+
+def test_a_fall_in_the_fraction_of_the_roofline_regresses(db_app, db_client):
+    # three runs, then their expectation doubled by hand (as if judged by a catalog whose
+    # roofline was twice as slow): the same time now reaches half the fraction of it
+    repeats = ([0.99, 1.0, 1.01], [0.98, 1.02, 1.03], [0.97, 1.04, 1.05])  # means 1, 1.01, 1.02
+    runs = [post(db_client, measured_ms=ms) for ms in repeats]
+    with db_app.state.database.sessions()() as session, session.begin():
+        session.execute(
+            sa.update(MeasurementRow)
+            .where(MeasurementRow.id.in_([r["id"] for r in runs]))
+            .values(expected_time_s=MeasurementRow.expected_time_s * 2)
+        )
+    new = post(db_client, measured_ms=[0.995, 1.005, 1.015])["comparison"]
+    # time: median of 1.0, 1.01, 1.02 ms; the run's 1.005 ms: -0.5%, not slower
+    assert new["change_vs_median"] == pytest.approx(1.005 / 1.01 - 1)
+    # efficiency: e / 1.005 against 2e / 1.01: 1.01 / (2 * 1.005) - 1 = -49.8%; the window's
+    # nine repeat efficiencies all above the run's three: U = 27, p = 0.0081
+    assert new["efficiency_change"] == pytest.approx(1.01 / (2 * 1.005) - 1)
+    assert new["efficiency_p_value"] == pytest.approx(0.00812, abs=1e-5)
+    assert new["regressed_on"] == ["efficiency"] and new["regression"] is True
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("baseline_window", 0), ("baseline_window", 101), ("confidence", 0.5), ("confidence", 1)],
+)
+def test_the_window_and_confidence_are_validated(db_client, field, value):
+    response = db_client.post(
+        "/measurements",
+        json={"chip": "a100", "workload": MATMUL, "measured_ms": [1.0], field: value},
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][-1] == field
+    assert db_client.get("/measurements").json()["total"] == 0
+
+
+def test_each_key_is_said_once_and_the_database_keeps_the_whole_expectation(db_app, db_client):
+    posted = post(db_client, measured_ms=[0.5, 0.52])
+    read = db_client.get(f"/measurements/{posted['id']}").json()
+    assert read.keys() == posted.keys() and read["expectation"] == posted["expectation"]
+    top = set(posted) - {"expectation"}
+    assert not top & set(posted["expectation"])
+    # what CI reads stays at the top; what only the judgement says stays in expectation
+    assert {"verdict", "ratio", "efficiency", "chip", "measured_time_s", "advice"} <= top
+    assert {"bound", "flops", "achieved_flops_per_s", "stack"} <= set(posted["expectation"])
+    with db_app.state.database.engine.connect() as connection:
+        stored = connection.execute(
+            sa.select(MeasurementRow.expectation).where(MeasurementRow.id == posted["id"])
+        ).scalar_one()
+    assert stored["verdict"] == posted["verdict"] and stored["ratio"] == posted["ratio"]
+    assert stored["chip"] == posted["chip"] and stored["repeats"] == posted["repeats"]
+    assert set(stored) == set(posted["expectation"]) | (top & set(stored))
+    # the page still draws the roofline from the whole expectation
+    page = db_client.get(f"/measurements/{posted['id']}", headers={"accept": "text/html"})
+    assert 'id="roofline"' in page.text and "No earlier run of this workload" in page.text
+
+
+@pytest.mark.parametrize("branch", [None, "main"])
+def test_the_window_is_one_indexed_query_with_a_limit(db_app, db_client, branch):
+    for ms in (1.0, 1.1):
+        post(db_client, measured_ms=[ms], branch="main")
+    engine = db_app.state.database.engine
+    seen: list[tuple[str, object]] = []
+
+    def record(_conn, _cursor, statement, parameters, _context, _many):
+        if statement.lstrip().upper().startswith("SELECT"):
+            seen.append((statement, parameters))
+
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        post(db_client, measured_ms=[1.2], baseline_branch=branch, baseline_window=5)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    windows = [(s, p) for s, p in seen if "measured_values" in s]
+    assert len(windows) == 1 and "LIMIT" in windows[0][0].upper()
+    if engine.dialect.name == "sqlite":
+        statement, parameters = windows[0]
+        with engine.connect() as connection:
+            plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            details = " ".join(str(row[-1]) for row in plan)
+        index = "workload_key_branch_id" if branch else "workload_key_id"
+        assert f"USING INDEX ix_measurements_{index}" in details, details
+        assert "TEMP B-TREE" not in details, details  # read in index order: no sort
