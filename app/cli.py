@@ -241,10 +241,14 @@ def _against(comparison: dict[str, Any]) -> str:
         return ", no earlier run to compare with"
     runs = window["runs"]
     change = comparison.get("change_vs_median")
+    where = {
+        "previous": f"of the {runs} run{'' if runs == 1 else 's'} before it",
+        "branch": f"of {runs} run{'' if runs == 1 else 's'} on the baseline branch",
+        "baseline_id": "of the baseline run alone",
+    }.get(window["source"], f"of {runs} runs")
     text = (
-        f", {'?' if change is None else format(change, '+.1%')} vs the median of {runs} "
-        f"run{'' if runs == 1 else 's'} ({window['source'].replace('_', ' ')}; threshold "
-        f"{comparison['threshold']:.1%}, "
+        f", {'?' if change is None else format(change, '+.1%')} vs the median {where} "
+        f"(threshold {comparison['threshold']:.1%}, "
     )
     confidence = f"{comparison['confidence'] * 100:.3g}% confidence"
     if comparison.get("test") == "insufficient":

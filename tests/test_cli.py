@@ -75,10 +75,10 @@ def test_submit_stores_and_flags_a_regression(url, capsys):
     assert run([*common, "--measured-ms", "0.6"]) == FAIL
     second = capsys.readouterr().out
     assert (
-        "+20.0% vs the median of 1 run (previous; threshold 10.0%, too few repeats for a test "
+        "+20.0% vs the median of the 1 run before it (threshold 10.0%, too few repeats for a test "
         "at 95% confidence: threshold alone)" in second
     )
-    assert "regression: +20.0% slower" in second
+    assert "regression: time +20.0%" in second
     # a lenient threshold passes
     assert run([*common, "--measured-ms", "0.66", "--threshold", "0.5"]) == PASS
     # only verdicts gate when asked
@@ -100,9 +100,9 @@ def test_submit_prints_the_window_test_and_confidence(url, capsys):
     assert run([*common, *slower, "--window", "5", "--confidence", "0.9"]) == FAIL
     out = capsys.readouterr().out
     # the mean 0.61 ms against 0.50: +22.0% in time, 0.50 / 0.61 - 1 = -18.0% of the roofline
-    assert "+22.0% vs the median of 1 run (previous; threshold 10.0%, " in out
+    assert "+22.0% vs the median of the 1 run before it (threshold 10.0%, " in out
     assert "Mann-Whitney p = 0.0404 at 90% confidence)" in out
-    assert "regression: +22.0% slower, p = 0.0404; -18.0% of the roofline, p = 0.0404" in out
+    assert "regression: time +22.0%, p = 0.0404; fraction of the roofline -18.0%, p = 0.0404" in out
     assert run([*common, *slower, "--window", "0"]) == ERROR
     assert "baseline_window" in capsys.readouterr().err
 

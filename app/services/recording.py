@@ -196,15 +196,19 @@ def _regression(compared: Comparison) -> str:
     runs = 0 if compared.window is None else compared.window.runs
     untested = compared.test == "insufficient"
     said = {
-        "time": (compared.change_vs_median, "slower", compared.p_value),
-        "efficiency": (compared.efficiency_change, "of the roofline", compared.efficiency_p_value),
+        "time": (compared.change_vs_median, "time", compared.p_value),
+        "efficiency": (
+            compared.efficiency_change,
+            "fraction of the roofline",
+            compared.efficiency_p_value,
+        ),
     }
     parts = []
     for axis in compared.regressed_on:
         change, what, p_value = said[axis]
         size = "beyond a float" if change is None else f"{change:+.1%}"
         sure = "" if untested or p_value is None else f", p = {p_value:.3g}"
-        parts.append(f"{size} {what}{sure}")
+        parts.append(f"{what} {size}{sure}")
     level = f"{compared.confidence * 100:.3g}% confidence"
     return (
         f"{'; '.join(parts)} vs the median of {runs} run{'' if runs == 1 else 's'} "

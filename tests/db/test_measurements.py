@@ -287,7 +287,7 @@ def test_a_ci_gate_fails_with_412_and_still_stores(db_client):
     # 9 / 0.5 - 1 = +1700% in time, 0.5 / 9 - 1 = -94.4% of the roofline; one repeat each
     assert gate["reasons"] == [
         "verdict order_of_magnitude_slower",
-        "regression: +1700.0% slower; -94.4% of the roofline vs the median of 1 run "
+        "regression: time +1700.0%; fraction of the roofline -94.4% vs the median of 1 run "
         "(threshold 10.0%; too few repeats to test)",
     ]
     assert db_client.get(f"/measurements/{slow.json()['id']}").status_code == 200

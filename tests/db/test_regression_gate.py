@@ -52,7 +52,7 @@ def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
         "against 10, one-sided at 95% confidence: slower at p = 0.026 (significant)"
     )
     assert pr["gate"]["reasons"] == [
-        "regression: +24.4% slower, p = 0.026; -19.6% of the roofline, p = 0.026 vs the "
+        "regression: time +24.4%, p = 0.026; fraction of the roofline -19.6%, p = 0.026 vs the "
         "median of 10 runs (threshold 10.0%; 95% confidence)"
     ]
     # at 99% confidence p = 0.026 is not enough: stored, not gated
