@@ -11,9 +11,17 @@ from fastapi import APIRouter, Header, Query, Response
 from app.db.availability import UNAVAILABLE
 from app.db.models import KEY_LENGTH
 from app.engine import InvalidInput
-from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep
-from app.http.params import BaselineId, MeasurementId, Text, Threshold, WorkloadKey
+from app.http.params import (
+    BaselineId,
+    BaselineWindow,
+    Confidence,
+    MeasurementId,
+    Text,
+    Threshold,
+    WorkloadKey,
+)
 from app.schemas.measurement_bodies import (
     GATE_CHOICES,
     MeasurementIn,
@@ -158,6 +166,8 @@ def compare(
     baseline_id: BaselineId = None,
     baseline_branch: Text = None,
     threshold: Threshold = DEFAULT_THRESHOLD,
+    baseline_window: BaselineWindow = DEFAULT_WINDOW,
+    confidence: Confidence = DEFAULT_CONFIDENCE,
 ) -> WorkloadComparison:
     """Every run of one workload on one chip: history, best, latest, means, regression, and
     the fixed overhead fitted across the workload's sizes.
@@ -169,4 +179,6 @@ def compare(
         baseline_id=baseline_id,
         baseline_branch=baseline_branch,
         threshold=threshold,
+        window=baseline_window,
+        confidence=confidence,
     )

@@ -15,6 +15,8 @@ from app.db.models import MeasurementRow
 from app.db.session import transaction
 from app.engine import efficiency
 from app.engine.compare import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_WINDOW,
     fit_overhead,
     mean_rate,
     mean_ratio,
@@ -225,10 +227,18 @@ def compare(
     baseline_id: int | None,
     baseline_branch: str | None,
     threshold: float,
+    window: int = DEFAULT_WINDOW,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> WorkloadComparison:
     """Every run of one workload: history, best, latest, means, regression (the latest run
-    against its baseline window, of the default size and confidence), overhead."""
-    against = Against(baseline_id=baseline_id, branch=baseline_branch, threshold=threshold)
+    against its baseline window), overhead."""
+    against = Against(
+        baseline_id=baseline_id,
+        branch=baseline_branch,
+        window=window,
+        threshold=threshold,
+        confidence=confidence,
+    )
     with transaction(sessions) as session:
         runs = store.history(session, workload_key, limit=HISTORY_LIMIT)
         latest = store.get(session, runs[-1].id) if runs else None

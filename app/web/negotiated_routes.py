@@ -14,10 +14,18 @@ from starlette.datastructures import Headers
 from starlette.routing import Match
 from starlette.types import Scope
 
-from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from app.http.deps import CatalogsDep, SessionsDep
 from app.http.negotiation import wants_html
-from app.http.params import BaselineId, MeasurementId, Text, Threshold, WorkloadKey
+from app.http.params import (
+    BaselineId,
+    BaselineWindow,
+    Confidence,
+    MeasurementId,
+    Text,
+    Threshold,
+    WorkloadKey,
+)
 from app.schemas.measurement_bodies import MeasurementQuery
 from app.web import pages
 
@@ -63,6 +71,8 @@ def workload(
     baseline_id: BaselineId = None,
     baseline_branch: Text = None,
     threshold: Threshold = DEFAULT_THRESHOLD,
+    baseline_window: BaselineWindow = DEFAULT_WINDOW,
+    confidence: Confidence = DEFAULT_CONFIDENCE,
 ) -> HTMLResponse:
     """One workload's history page."""
     return pages.workload_page(
@@ -72,4 +82,6 @@ def workload(
         baseline_id=baseline_id,
         baseline_branch=baseline_branch,
         threshold=threshold,
+        baseline_window=baseline_window,
+        confidence=confidence,
     )

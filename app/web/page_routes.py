@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, ValidationError
 from app.catalog.names import UnknownName
 from app.db.models import MAX_ID
 from app.engine import AttentionKernel, Dtype, EngineError, Phase, Software, Unit
-from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW, MAX_WINDOW
 from app.engine.training import Optimizer
 from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
 from app.security import same_origin
@@ -200,6 +200,8 @@ class _Compare(BaseModel):
     baseline_id: int | None = Field(None, ge=1, le=MAX_ID)
     baseline_branch: str | None = Field(None, min_length=1, max_length=200)
     threshold: float = Field(DEFAULT_THRESHOLD, gt=0, le=100)
+    baseline_window: int = Field(DEFAULT_WINDOW, ge=1, le=MAX_WINDOW)
+    confidence: float = Field(DEFAULT_CONFIDENCE, gt=0.5, lt=1)
 
 
 @router.get("/history/{workload_key}", response_class=HTMLResponse)
@@ -207,7 +209,7 @@ def workload_history(
     request: Request, workload_key: Annotated[str, Path(max_length=64)], sessions: SessionsDep
 ) -> HTMLResponse:
     """One workload's history page (also GET /workloads/{key} from a browser), with an
-    optional baseline (id or branch) and regression threshold."""
+    optional baseline (id or branch), window, regression threshold and confidence."""
     given = {k: v.strip() for k, v in request.query_params.items() if v.strip()}
     try:
         settings = _Compare.model_validate(

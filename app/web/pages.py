@@ -17,7 +17,7 @@ from app.catalog.names import UnknownName
 from app.db import empirical
 from app.db.availability import Database, schema_missing, unless_unreachable
 from app.engine import EngineError, Phase
-from app.engine.compare import DEFAULT_THRESHOLD
+from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from app.engine.units import ms_from_seconds
 from app.http.negotiation import wants_html
 from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
@@ -150,6 +150,8 @@ def workload_page(
     baseline_id: int | None = None,
     baseline_branch: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
+    baseline_window: int = DEFAULT_WINDOW,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> HTMLResponse:
     """One workload's runs: history chart and table, best, latest, baseline, regression."""
     try:
@@ -159,6 +161,8 @@ def workload_page(
             baseline_id=baseline_id,
             baseline_branch=baseline_branch,
             threshold=threshold,
+            window=baseline_window,
+            confidence=confidence,
         )
     except UnknownName:
         return not_found(request, "No measurement of this workload is stored.")
@@ -169,6 +173,8 @@ def workload_page(
         "chart": history_svg(comparison),
         "baseline_branch": baseline_branch or "",
         "threshold": threshold,
+        "baseline_window": baseline_window,
+        "confidence": confidence,
     }
     return render(request, "workload.html", context)
 

@@ -188,3 +188,29 @@ def test_the_window_is_one_indexed_query_with_a_limit(db_app, db_client, branch)
         index = "workload_key_branch_id" if branch else "workload_key_id"
         assert f"USING INDEX ix_measurements_{index}" in details, details
         assert "TEMP B-TREE" not in details, details  # read in index order: no sort
+
+
+def test_the_workload_comparison_takes_the_window_and_the_confidence(db_client):
+    for ms in (*MAIN, 1.30):
+        post(db_client, measured_ms=[ms], branch="main")
+    latest = post(db_client, measured_ms=[1.24, 1.25, 1.26], branch="main")
+    key = latest["workload_key"]
+    # the latest run against the 10 before it by default, the 3 before it when asked:
+    # 1.02 < 1.03 < 1.04 < 1.30 ms; median of 1.03, 1.04, 1.30 = 1.04 ms
+    default = db_client.get(f"/workloads/{key}").json()["comparison"]
+    assert default["window"]["requested"] == 10 and default["window"]["runs"] == 10
+    three = db_client.get(f"/workloads/{key}", params={"baseline_window": 3}).json()
+    window = three["comparison"]["window"]
+    assert (window["requested"], window["runs"]) == (3, 3)
+    assert window["median_time_s"] == pytest.approx(1.04e-3)
+    sure = db_client.get(f"/workloads/{key}", params={"confidence": 0.99}).json()
+    assert sure["comparison"]["confidence"] == 0.99
+    # out of range: a 422 naming the parameter, on the API and on the page
+    for name, value in (("baseline_window", 0), ("baseline_window", 101), ("confidence", 1)):
+        bad = db_client.get(f"/workloads/{key}", params={name: value})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", name]
+        page = db_client.get(f"/history/{key}", params={name: value})
+        assert page.status_code == 422 and name in page.text
+    page = db_client.get(f"/history/{key}", params={"baseline_window": 3}).text
+    assert 'name="baseline_window" inputmode="numeric" value="3"' in page
+    assert "Against the latest 3 runs before it" in page
