@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
-from app.engine.units import GIGA, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
+from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
 
 _PREFIXES = ((PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, ""))
 
@@ -14,10 +15,22 @@ def number(value: float, digits: int = 3) -> str:
     1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
-    shift = digits - 1 - math.floor(math.log10(abs(value)))  # < 0: round left of the point
-    decimals = max(0, shift)
-    text = f"{round(value, shift):,.{decimals}f}"
+    # rounded in decimal, so that no digit of the binary value shows past the significant ones
+    # (1e30 is 1,000,000,000,000,000,019,884,624,838,656 in binary)
+    text = f"{Decimal(f'{value:.{digits - 1}e}'):,f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def percent(value: float, digits: int = 3) -> str:
+    """A fraction as a percentage to `digits` significant digits: 0.4 -> '40%',
+    0.0125 -> '1.25%'."""
+    return f"{number(value * 100, digits)}%"
+
+
+def times(value: float, decimals: int = 1) -> str:
+    """A ratio: `decimals` decimals below 100 (2.5 -> '2.5x'), three significant digits
+    above (12345.6 -> '12,300x')."""
+    return f"{value:.{decimals}f}x" if abs(value) < 100 else f"{number(value)}x"
 
 
 def _scaled(value: float, unit: str) -> str:
@@ -33,6 +46,20 @@ def seconds(value: float) -> str:
         if value >= factor:
             return f"{number(value / factor)} {unit}"
     return f"{number(value / NANO)} ns"
+
+
+def duration(value: float) -> str:
+    """Seconds in the largest of s, hours and days that keeps them at least 1:
+    2.6e6 -> '30.1 days', 5400 -> '1.5 h', 1.5e-3 -> '1.5 ms'."""
+    for factor, unit in ((DAY, "days"), (HOUR, "h")):
+        if value >= factor:
+            return f"{number(value / factor)} {unit}"
+    return seconds(value)
+
+
+def per_second(value: float, unit: str) -> str:
+    """A rate in plain numbers: 12345.6, 'tok' -> '12,300 tok/s'."""
+    return f"{number(value)} {unit}/s"
 
 
 def bytes_(value: float) -> str:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from app import formatting as fmt
 from app.engine.errors import InvalidInput
 from app.engine.roofline import Bound, Roofline
 
@@ -133,20 +134,20 @@ def _published_advice(
             "typical tuned software (or a smaller workload ran than the one described).",
         )
     return (
-        f"{over:.1f}x the realistic estimate, above the range published runs reach: the "
+        f"{fmt.times(over)} the realistic estimate, above the range published runs reach: the "
         "implementation, not the hardware, is the limit.",
     )
 
 
 def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
     bound = roof.bound
-    gap = f"{ratio:.1f}x the roofline time"
+    gap = f"{fmt.times(ratio)} the roofline time"
     if verdict is not Verdict.FASTER_THAN_ROOFLINE and bound in _REGIME_ADVICE:
         return _REGIME_ADVICE[bound]
     if verdict is Verdict.FASTER_THAN_ROOFLINE:
         return (
-            f"Measured {efficiency(ratio):.2f}x faster than the hardware allows: the measurement "
-            "or the inputs are wrong.",
+            f"Measured {fmt.times(efficiency(ratio), 2)} faster than the hardware allows: the "
+            "measurement or the inputs are wrong.",
             "GPU work is asynchronous: synchronise (torch.cuda.synchronize()) before reading "
             "the clock, and time several iterations after a warm-up.",
             "Check the units (seconds vs milliseconds) and that no result was cached.",

@@ -149,8 +149,9 @@ def _roofs(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
 def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> None:
     used = data.used
     ridge = ridge_intensity(used.flops_per_s, data.bandwidth)
-    svg.point(x(ridge), y(used.flops_per_s), "ridge", f"ridge {ridge:.3g} FLOP/B")
-    svg.text(x(ridge) - 10, y(used.flops_per_s) - 8, f"ridge {ridge:.3g} FLOP/B", "label", "end")
+    label = f"ridge {fmt.number(ridge)} FLOP/B"
+    svg.point(x(ridge), y(used.flops_per_s), "ridge", label)
+    svg.text(x(ridge) - 10, y(used.flops_per_s) - 8, label, "label", "end")
     if data.flops <= 0:
         svg.text(BOX.left + 10, BOX.bottom - 10, "no FLOPs: nothing to place on a log axis", "note")
         return

@@ -3,6 +3,7 @@ fraction of roofline over time), both as stacked SVG panels."""
 
 from __future__ import annotations
 
+from app import formatting as fmt
 from app.engine.units import ms_from_seconds
 from app.schemas.answers import OptimalBatchAnswer, ScalingAnswer
 from app.schemas.measurement_bodies import WorkloadComparison
@@ -70,7 +71,7 @@ def scaling_svg(answer: ScalingAnswer) -> str:
     off = [not p.fits for p in rows]
     first = chips[0]
     law = "Amdahl" if answer.mode == "strong" else "Gustafson"
-    f = f"{answer.serial_fraction:g}"
+    f = fmt.number(answer.serial_fraction, 6)
     speedup = Series("speedup", [(p.chips, p.speedup) for p in rows], "a", off)
     linear = Series("linear", [(p.chips, p.chips / first) for p in rows], "c")
     limit = Series(f"{law} (f={f})", [(p.chips, p.law_speedup) for p in rows], "b")
