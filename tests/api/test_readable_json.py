@@ -3,20 +3,22 @@ display strings, and prose without exponents or binary float noise, on every cal
 
 import re
 from itertools import product
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.engine import Phase
 from app.schemas.answers import ExpectedTime
 from app.schemas.echo import APPLIES
-from app.schemas.requests import TrainingFields
+from app.schemas.requests import TrainingFields, TransformerWorkload
 
 PROSE = ("explanation", "warnings", "assumptions", "advice")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 DECIMAL = re.compile(r"\d[\d,]*\.\d+")
-SCALING = {"chip": "h100", "model": "llama-8b", "batch": 16, "chip_counts": "8,16"}
+SCALING: dict[str, Any] = {"chip": "h100", "model": "llama-8b", "batch": 16, "chip_counts": "8,16"}
 
 
 def noisy(text: str) -> list[str]:
@@ -30,11 +32,11 @@ def noisy(text: str) -> list[str]:
     return found
 
 
-def prose_of(answer: dict) -> list[str]:
+def prose_of(answer: dict[str, Any]) -> list[str]:
     return [line for key in PROSE for line in answer.get(key) or []]
 
 
-def assert_readable(answer: dict) -> None:
+def assert_readable(answer: dict[str, Any]) -> None:
     bad = {line: noisy(line) for line in prose_of(answer) if noisy(line)}
     assert not bad, bad
     for text in (answer.get("formatted") or {}).values():
@@ -47,10 +49,16 @@ def test_the_noise_finder_finds_noise() -> None:
 
 
 def test_a_decode_answer_echoes_no_training_field(client: TestClient) -> None:
-    query = {"chip": "h100", "model": "llama-8b", "phase": "decode", "zero": 3, "gen_len": 9}
+    query: dict[str, Any] = {
+        "chip": "h100",
+        "model": "llama-8b",
+        "phase": "decode",
+        "zero": 3,
+        "gen_len": 9,
+    }
     answer = client.get("/expected-time", params=query).json()
     echoed = set(answer["workload"])
-    assert echoed == APPLIES["decode"]
+    assert echoed == APPLIES[Phase.DECODE]
     assert not echoed & set(TrainingFields.model_fields) - {"chips_per_node"}
     assert "gen_len" not in echoed and "flash_attention" not in echoed
     # the ignored fields the request set are named
@@ -63,7 +71,7 @@ def test_each_phase_echoes_its_own_fields(client: TestClient) -> None:
         query = {"chip": "h100", "model": "llama-8b", "phase": phase}
         measured = {"measured_ms": 50} if path == "/check" else {}
         answer = client.get(path, params={**query, **measured}).json()
-        assert set(answer["workload"]) == APPLIES[phase], (phase, path)
+        assert set(answer["workload"]) == APPLIES[Phase(phase)], (phase, path)
         assert not [w for w in answer["warnings"] if w.startswith("Ignored")]
     training = client.get("/scaling", params=SCALING).json()
     assert "zero" in training["workload"] and "gen_len" not in training["workload"]
@@ -71,7 +79,7 @@ def test_each_phase_echoes_its_own_fields(client: TestClient) -> None:
 
 def test_chips_per_node_applies_to_inference_beyond_a_node(client: TestClient) -> None:
     # tp=16 over nodes of 8 pays the scale-out collectives' latency; over 16 it does not
-    query = {"chip": "h100", "model": "llama-70b", "phase": "decode", "tp": 16}
+    query: dict[str, Any] = {"chip": "h100", "model": "llama-70b", "phase": "decode", "tp": 16}
     across = client.get("/expected-time", params={**query, "chips_per_node": 8}).json()
     within = client.get("/expected-time", params={**query, "chips_per_node": 16}).json()
     assert across["realistic_time_s"] > within["realistic_time_s"]
@@ -93,7 +101,12 @@ def test_a_kernel_echoes_its_own_fields(client: TestClient) -> None:
 
 def test_formatted_shows_what_the_answer_has(client: TestClient) -> None:
     # llama-8b decode on H100: 15,144,198,144 B at 3.35 TB/s = 4.5206 ms (test_calculations.py)
-    query = {"chip": "h100", "model": "llama-8b", "phase": "decode", "seq_len": 1024}
+    query: dict[str, Any] = {
+        "chip": "h100",
+        "model": "llama-8b",
+        "phase": "decode",
+        "seq_len": 1024,
+    }
     answer = client.get("/check", params={**query, "measured_ms": 9}).json()
     shown = answer["formatted"]
     assert shown["expected_time"] == "4.52 ms"
@@ -113,7 +126,8 @@ def test_a_stored_answer_without_the_filter_still_reads_back(client: TestClient)
     answer = client.get("/expected-time", params=query).json()
     old = {**answer, "workload": {**answer["workload"], "zero": 0, "optimizer": "adamw"}}
     del old["formatted"]
-    assert ExpectedTime.model_validate(old).workload.phase == "decode"
+    workload = ExpectedTime.model_validate(old).workload
+    assert isinstance(workload, TransformerWorkload) and workload.phase == "decode"
 
 
 MODELS = ("llama-8b", "mixtral-8x7b", "bert-base")
@@ -162,7 +176,7 @@ def test_no_kernel_prose_is_noisy_at_extreme_sizes(
         {"phase": "training", "micro_batch": 1, "network_bandwidth": 1.23456789e9},
     ],
 )
-def test_no_scaling_or_batch_prose_is_noisy(client: TestClient, query: dict) -> None:
+def test_no_scaling_or_batch_prose_is_noisy(client: TestClient, query: dict[str, Any]) -> None:
     scaling = {**SCALING, **query, "serial_fraction": 0.000012345}
     expected = {k: v for k, v in scaling.items() if k not in ("chip_counts", "serial_fraction")}
     for path, params in (("/scaling", scaling), ("/expected-time", expected)):
