@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
 
+_EXACT = 1e15  # below 2^53 (9.007e15), a float of whole numbers prints exactly
 _PREFIXES = ((PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, ""))
 
 
@@ -15,9 +16,15 @@ def number(value: float, digits: int = 3) -> str:
     1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
-    # rounded in decimal, so that no digit of the binary value shows past the significant ones
-    # (1e30 is 1,000,000,000,000,000,019,884,624,838,656 in binary)
-    text = f"{Decimal(f'{value:.{digits - 1}e}'):,f}"
+    text = f"{value:,.{digits}g}"  # the fast path: positional unless it needs an exponent
+    if "e" not in text:
+        return text
+    if abs(value) < _EXACT:
+        shift = digits - 1 - math.floor(math.log10(abs(value)))  # < 0: round left of the point
+        text = f"{round(value, shift):,.{max(0, shift)}f}"
+    else:  # rounded in decimal: past 2^53 a float's binary digits would show (1e30 prints as
+        # 1,000,000,000,000,000,019,884,624,838,656); Decimal is slower, so only here
+        text = f"{Decimal(f'{value:.{digits - 1}e}'):,f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 

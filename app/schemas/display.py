@@ -14,7 +14,7 @@ from app import formatting as fmt
 Shown = tuple[tuple[str, str, Callable[[Any], str]], ...]
 
 DESCRIPTION = (
-    "The answer's times, rates and sizes for people to read (e.g. '1.24 ms', "
+    "The answer's times, token rates and memory sizes for people to read (e.g. '1.24 ms', "
     "'12,300 tok/s'): only those the answer has. Display strings; programs read the numeric "
     "fields."
 )
@@ -38,10 +38,6 @@ EXPECTED_TIME: Shown = (
     ("memory_time", "memory_time_s", fmt.seconds),
     ("communication_time", "communication_time_s", fmt.seconds),
     ("overhead_time", "overhead_time_s", fmt.seconds),
-    ("flops", "flops", fmt.flops),
-    ("bytes", "bytes", fmt.bytes_),
-    ("peak_flops", "peak_flops", lambda rate: fmt.rate(rate, "FLOP/s")),
-    ("memory_bandwidth", "memory_bandwidth", lambda rate: fmt.rate(rate, "B/s")),
     ("memory_required", "memory_required_bytes", fmt.bytes_),
     ("memory_available", "memory_available_bytes", fmt.bytes_),
     ("tokens_per_s", "tokens_per_s", _tokens),
@@ -55,10 +51,7 @@ EXPECTED_TIME: Shown = (
 CHECK: Shown = (
     ("measured_time", "measured_time_s", fmt.seconds),
     ("ratio", "ratio", fmt.times),
-    ("efficiency", "efficiency", fmt.percent),
     *EXPECTED_TIME,
-    ("achieved_flops_per_s", "achieved_flops_per_s", lambda rate: fmt.rate(rate, "FLOP/s")),
-    ("achieved_bytes_per_s", "achieved_bytes_per_s", lambda rate: fmt.rate(rate, "B/s")),
 )
 MEMORY_FIT: Shown = (
     ("required", "required_bytes", fmt.bytes_),
