@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-import math
+from app.engine.prose import number, times
+from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
 
-from app.engine.units import GIGA, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
+# number and times live in the engine, which writes numbers in its own advice too
+__all__ = [
+    "bytes_",
+    "duration",
+    "flops",
+    "number",
+    "per_second",
+    "percent",
+    "rate",
+    "seconds",
+    "times",
+]
 
 _PREFIXES = ((PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, ""))
 
 
-def number(value: float, digits: int = 3) -> str:
-    """`digits` significant digits in positional notation, never an exponent:
-    1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    shift = digits - 1 - math.floor(math.log10(abs(value)))  # < 0: round left of the point
-    decimals = max(0, shift)
-    text = f"{round(value, shift):,.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+def percent(value: float, digits: int = 3) -> str:
+    """A fraction as a percentage to `digits` significant digits: 0.4 -> '40%',
+    0.0125 -> '1.25%'."""
+    return f"{number(value * 100, digits)}%"
 
 
 def _scaled(value: float, unit: str) -> str:
@@ -33,6 +40,20 @@ def seconds(value: float) -> str:
         if value >= factor:
             return f"{number(value / factor)} {unit}"
     return f"{number(value / NANO)} ns"
+
+
+def duration(value: float) -> str:
+    """Seconds in the largest of s, hours and days that keeps them at least 1:
+    2.6e6 -> '30.1 days', 5400 -> '1.5 h', 1.5e-3 -> '1.5 ms'."""
+    for factor, unit in ((DAY, "days"), (HOUR, "h")):
+        if value >= factor:
+            return f"{number(value / factor)} {unit}"
+    return seconds(value)
+
+
+def per_second(value: float, unit: str) -> str:
+    """A rate in plain numbers: 12345.6, 'tok' -> '12,300 tok/s'."""
+    return f"{number(value)} {unit}/s"
 
 
 def bytes_(value: float) -> str:

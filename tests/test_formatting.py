@@ -28,3 +28,21 @@ def test_units_never_use_an_exponent():
     assert fmt.rate(2.5e18, "FLOP/s") == "2,500 PFLOP/s"
     assert fmt.bytes_(16.06e9) == "16.1 GB"
     assert fmt.seconds(1.5e-3) == "1.5 ms"
+
+
+def test_number_rounds_in_decimal_so_no_binary_digit_shows():
+    # 1e30 is 1,000,000,000,000,000,019,884,624,838,656 as a binary float
+    assert fmt.number(1e30) == "1,000,000,000,000,000,000,000,000,000,000"
+    assert fmt.number(0.1 + 0.2, 6) == "0.3"  # 0.30000000000000004
+    assert fmt.number(123456789.0, 6) == "123,457,000"
+
+
+def test_percent_times_duration_and_rates():
+    assert fmt.percent(0.0125) == "1.25%"  # a given MFU, not '1%'
+    assert fmt.percent(0.4) == "40%"
+    assert fmt.times(2.5) == "2.5x" and fmt.times(3.0) == "3.0x"
+    assert fmt.times(12345.6) == "12,300x"  # not '12345.6x'
+    assert fmt.duration(2.6e6) == "30.1 days"  # 2.6e6 / 86,400 = 30.09
+    assert fmt.duration(5400) == "1.5 h"
+    assert fmt.duration(1.5e-3) == "1.5 ms"
+    assert fmt.per_second(12345.6, "tok") == "12,300 tok/s"

@@ -46,7 +46,7 @@ ALLOWED = {
     "app.db": {"app.settings", "app.catalog", "app.engine"},
     "app.schemas": {"app.engine", "app.db"},
     "app.services": {"app.engine", "app.catalog", "app.db", "app.schemas", "app.settings"},
-    "app.http": {"app.services", "app.db"},
+    "app.http": {"app.services", "app.db", "app.engine"},
     "app.api": {"app.http", "app.services", "app.schemas", "app.engine", "app.catalog"}
     | {"app.db", "app.security"},
     "app.web": {"app.http", "app.services", "app.schemas", "app.engine", "app.catalog"}

@@ -55,6 +55,7 @@ class Endpoint:
 
     path: str
     name: str  # the operations are {name}_get and {name}_post
+    summaries: tuple[str, str]  # /docs' titles of the GET and the POST
     calculate: Callable[[Catalogs, Any], BaseModel]
     answer: type[BaseModel]
     query: type[TransformerQuery]
@@ -67,6 +68,7 @@ ENDPOINTS = (
     Endpoint(
         "/expected-time",
         "expected_time",
+        ("Expected time of a transformer workload", "Expected time of any workload"),
         expectations.expected_time,
         ExpectedTime,
         TransformerQuery,
@@ -77,6 +79,7 @@ ENDPOINTS = (
     Endpoint(
         "/memory-fit",
         "memory_fit",
+        ("Memory per chip and what fits", "Memory per chip and what fits (body)"),
         planning.memory,
         MemoryFitAnswer,
         TransformerQuery,
@@ -87,6 +90,7 @@ ENDPOINTS = (
     Endpoint(
         "/optimal-batch",
         "optimal_batch",
+        ("Optimal batch of a transformer workload", "Optimal batch (body)"),
         planning.best_batch,
         OptimalBatchAnswer,
         OptimalBatchQuery,
@@ -97,6 +101,7 @@ ENDPOINTS = (
     Endpoint(
         "/check",
         "check",
+        ("Judge a measured time of a transformer", "Judge a measured time of any workload"),
         expectations.check,
         Check,
         CheckQuery,
@@ -107,6 +112,7 @@ ENDPOINTS = (
     Endpoint(
         "/scaling",
         "scaling",
+        ("Scaling of a training step over chip counts", "Scaling of a training step (body)"),
         planning.scale,
         ScalingAnswer,
         ScalingQuery,
@@ -171,6 +177,7 @@ def register(router: APIRouter) -> None:
             _get(endpoint),
             methods=["GET"],
             name=f"{endpoint.name}_get",
+            summary=endpoint.summaries[0],
             description=endpoint.get_doc,
             response_model=endpoint.answer,
             responses=_ERRORS,
@@ -182,6 +189,7 @@ def register(router: APIRouter) -> None:
             _post(endpoint),
             methods=["POST"],
             name=f"{endpoint.name}_post",
+            summary=endpoint.summaries[1],
             description=endpoint.post_doc,
             response_model=endpoint.answer,
             responses=_ERRORS | JSON_BODY_ERRORS,

@@ -26,13 +26,13 @@ _NOT_FOUND: dict[int | str, dict[str, str]] = {
 }
 
 
-@router.get("/chips", response_model=ChipList, responses=_NOT_FOUND)
+@router.get("/chips", summary="List the chips", response_model=ChipList, responses=_NOT_FOUND)
 async def chips(catalogs: CatalogsDep, catalog_version: _Version = None) -> ChipList:
     """Every chip of a catalog version, every figure with its source and verification tag."""
     return catalog_views.chips(catalogs, catalog_version)
 
 
-@router.get("/chips/{chip}", response_model=ChipDetail, responses=_NOT_FOUND)
+@router.get("/chips/{chip}", summary="One chip", response_model=ChipDetail, responses=_NOT_FOUND)
 def chip(
     chip: _Name,
     catalogs: CatalogsDep,
@@ -44,19 +44,26 @@ def chip(
     return catalog_views.chip(catalogs, sessions, chip, catalog_version)
 
 
-@router.get("/models", response_model=ModelList)
+@router.get("/models", summary="List the models", response_model=ModelList)
 async def models(catalogs: CatalogsDep) -> ModelList:
     """Every architecture with its derived parameter counts and KV bytes per token."""
     return ModelList(models=catalog_views.models(catalogs))
 
 
-@router.get("/models/{model}", response_model=ModelDetail, responses=_NOT_FOUND)
+@router.get(
+    "/models/{model}", summary="One model", response_model=ModelDetail, responses=_NOT_FOUND
+)
 async def model(model: _Name, catalogs: CatalogsDep) -> ModelDetail:
     """One model by id or alias, with its Hugging Face config."""
     return catalog_views.model(catalogs, model)
 
 
-@router.get("/catalog/versions", response_model=CatalogVersions, responses=UNAVAILABLE)
+@router.get(
+    "/catalog/versions",
+    summary="Chip-catalog versions",
+    response_model=CatalogVersions,
+    responses=UNAVAILABLE,
+)
 def versions(catalogs: CatalogsDep, sessions: SessionsDep) -> CatalogVersions:
     """Every chip-catalog version the service has loaded, with its content hash and dates.
 

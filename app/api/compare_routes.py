@@ -33,6 +33,7 @@ async def _answer(request: Request, catalogs: CatalogsDep, body: CompareRequest)
 @router.get(
     "/compare",
     name="compare_get",
+    summary="Compare chips for a transformer workload",
     description="A transformer workload on each of several chips: time, tokens/s, fit, "
     "energy per token and cost per million tokens, ranked by realistic tokens/s.",
     response_model=Comparison,
@@ -47,6 +48,7 @@ async def compare_get(request: Request, catalogs: CatalogsDep) -> Response:
 @router.post(
     "/compare",
     name="compare_post",
+    summary="Compare chips for a transformer workload (body)",
     description="The comparison of GET /compare (body form; prices as a dict).",
     response_model=Comparison,
     responses=_ERRORS | JSON_BODY_ERRORS,

@@ -27,6 +27,7 @@ _RESPONSES: dict[int | str, dict[str, str]] = {
 
 @router.post(
     "/chips/{chip}/empirical",
+    summary="Store an empirical profile of a chip",
     status_code=201,
     response_model=StoredProfile,
     responses=_RESPONSES | JSON_BODY_ERRORS,
@@ -74,6 +75,7 @@ def add_profile(
 
 @router.delete(
     "/chips/{chip}/empirical/{profile_id}",
+    summary="Delete an empirical profile",
     status_code=204,
     response_class=Response,
     responses={

@@ -10,7 +10,7 @@ from app.schemas.catalog_bodies import Health
 router = APIRouter(tags=["catalog"])
 
 
-@router.get("/health", response_model=Health)
+@router.get("/health", summary="Liveness and the current catalog version", response_model=Health)
 async def health(catalogs: CatalogsDep) -> Health:
     """Liveness, and the chip catalog version answers come from."""
     return Health(status="ok", catalog_version=catalogs.current)

@@ -44,6 +44,7 @@ _NOT_FOUND: dict[int | str, dict[str, str]] = {
 
 @router.post(
     "/measurements",
+    summary="Judge and store a measurement",
     status_code=201,
     response_model=MeasurementOut,
     responses={
@@ -117,7 +118,12 @@ def _gate_choices(fail_on: str) -> frozenset[str]:
     return choices
 
 
-@router.get("/measurements", response_model=MeasurementPage, responses=UNAVAILABLE)
+@router.get(
+    "/measurements",
+    summary="List stored measurements",
+    response_model=MeasurementPage,
+    responses=UNAVAILABLE,
+)
 def list_(
     query: Annotated[MeasurementQuery, Query()], catalogs: CatalogsDep, sessions: SessionsDep
 ) -> MeasurementPage:
@@ -131,7 +137,12 @@ def list_(
     )
 
 
-@router.get("/measurements/{measurement_id}", response_model=MeasurementOut, responses=_NOT_FOUND)
+@router.get(
+    "/measurements/{measurement_id}",
+    summary="One stored measurement",
+    response_model=MeasurementOut,
+    responses=_NOT_FOUND,
+)
 def read(measurement_id: MeasurementId, sessions: SessionsDep) -> MeasurementOut:
     """One stored measurement, as judged when stored, compared with the run before it.
 
@@ -141,6 +152,7 @@ def read(measurement_id: MeasurementId, sessions: SessionsDep) -> MeasurementOut
 
 @router.post(
     "/measurements/{measurement_id}/rejudge",
+    summary="Judge a stored measurement again",
     response_model=Rejudged,
     responses=_NOT_FOUND | UNAUTHORIZED,
 )
@@ -158,7 +170,12 @@ def rejudge(
     return recording.rejudge(catalogs, sessions, measurement_id, catalog_version)
 
 
-@router.get("/workloads/{workload_key}", response_model=WorkloadComparison, responses=_NOT_FOUND)
+@router.get(
+    "/workloads/{workload_key}",
+    summary="Every run of one workload",
+    response_model=WorkloadComparison,
+    responses=_NOT_FOUND,
+)
 def compare(
     workload_key: WorkloadKey,
     sessions: SessionsDep,

@@ -43,6 +43,7 @@ def rejection(error: NotATrace | TooManyEvents) -> Response:
     "/check/trace",
     response_model=TraceCheck,
     name="check_trace",
+    summary="Judge a PyTorch profiler trace, op by op",
     responses={
         404: {"description": "Unknown chip; with suggestions."},
         413: {"description": "Over ROOFCHECK_MAX_TRACE_BYTES, or too many events."},

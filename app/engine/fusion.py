@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from app.engine import prose
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
 from app.engine.ops import Op, Tensor, is_view, op_work
@@ -105,7 +106,7 @@ class OpsEstimate:
 
 
 def _ms(seconds: float) -> str:
-    return f"{ms_from_seconds(seconds):.4g} ms"
+    return f"{prose.number(ms_from_seconds(seconds), 4)} ms"
 
 
 def kernel_groups(count: int, groups: Sequence[Sequence[int]]) -> list[list[int]]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from app.engine import prose
 from app.engine.errors import InvalidInput
 from app.engine.roofline import Bound, Roofline
 
@@ -138,20 +139,20 @@ def _published_advice(
             "typical tuned software (or a smaller workload ran than the one described).",
         )
     return (
-        f"{over:.1f}x the realistic estimate, above the range published runs reach: the "
+        f"{prose.times(over)} the realistic estimate, above the range published runs reach: the "
         "implementation, not the hardware, is the limit.",
     )
 
 
 def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
     bound = roof.bound
-    gap = f"{ratio:.1f}x the roofline time"
+    gap = f"{prose.times(ratio)} the roofline time"
     if verdict is not Verdict.FASTER_THAN_ROOFLINE and bound in _REGIME_ADVICE:
         return _REGIME_ADVICE[bound]
     if verdict is Verdict.FASTER_THAN_ROOFLINE:
         return (
-            f"Measured {efficiency(ratio):.2f}x faster than the hardware allows: the measurement "
-            "or the inputs are wrong.",
+            f"Measured {prose.times(efficiency(ratio), 2)} faster than the hardware allows: the "
+            "measurement or the inputs are wrong.",
             "GPU work is asynchronous: synchronise (torch.cuda.synchronize()) before reading "
             "the clock, and time several iterations after a warm-up.",
             "Check the units (seconds vs milliseconds) and that no result was cached.",

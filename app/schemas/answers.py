@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+)
 
 from app.engine import AgainstPublished, Bound, Dtype, LimitedBy, Software, Unit, Verdict
 from app.engine.compare import Repeats
 from app.engine.fusion import AgainstFusion
 from app.engine.scaling import ScalingMode
-from app.schemas.ops_bodies import OpsWorkload
-from app.schemas.requests import KernelWorkload, TransformerWorkload
+from app.schemas import display
+from app.schemas.echo import EchoedWorkload
 
 
 class _Out(BaseModel):
@@ -140,7 +145,7 @@ class WhatIfOut(_Out):
 class _Answer(_Out):
     catalog_version: str
     chip: ChipRef
-    workload: TransformerWorkload | KernelWorkload | OpsWorkload
+    workload: EchoedWorkload
     model: ModelRef | None = None
     explanation: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -149,8 +154,22 @@ class _Answer(_Out):
     )
 
 
-class ExpectedTime(_Answer):
+class _Displayed(_Answer):
+    """An answer with `formatted`: its numbers for people (app/schemas/display.py)."""
+
+    shown: ClassVar[display.Shown] = ()
+
+    @computed_field(description=display.DESCRIPTION)  # type: ignore[prop-decorator]
+    @property
+    def formatted(self) -> dict[str, str]:
+        """Computed as the answer is serialised (once per distinct request)."""
+        return display.formatted(self, self.shown)
+
+
+class ExpectedTime(_Displayed):
     """The roofline time of a workload on a chip."""
+
+    shown = display.EXPECTED_TIME
 
     flops: float
     bytes: float
@@ -247,6 +266,8 @@ class RepeatsOut(_Out):
 class Check(ExpectedTime):
     """A measured time against the roofline."""
 
+    shown = display.CHECK
+
     measured_time_s: float = Field(description="The mean of the repeats, in seconds.")
     repeats: RepeatsOut
     ratio: float = Field(description="measured / expected")
@@ -269,8 +290,10 @@ class Check(ExpectedTime):
     )
 
 
-class MemoryFitAnswer(_Answer):
+class MemoryFitAnswer(_Displayed):
     """Memory needed per chip and what fits."""
+
+    shown = display.MEMORY_FIT
 
     required_bytes: float
     available_bytes: float
@@ -307,8 +330,10 @@ class SweepRow(_Out):
     bound: Bound
 
 
-class OptimalBatchAnswer(_Answer):
+class OptimalBatchAnswer(_Displayed):
     """The optimal batch and the sweep it came from."""
+
+    shown = display.OPTIMAL_BATCH
 
     optimal_batch: int | None
     limited_by: LimitedBy

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from app.engine import Bound, Dtype, Software
 from app.schemas.answers import ChipRef, ModelRef, _Out
+from app.schemas.queries import reading_order
 from app.schemas.requests import (
     NAME,
     STACK_DEFAULT,
@@ -62,6 +63,8 @@ def _prices(value: str) -> dict[str, float]:
 
 class CompareQuery(TransformerFields):
     """GET query parameters of /compare (the POST body's fields, flat)."""
+
+    model_config = ConfigDict(json_schema_extra=reading_order)
 
     chips: str = Field(
         max_length=4000,

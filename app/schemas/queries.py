@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+from pydantic.config import JsonDict
 
 from app.engine import Phase
 from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import MAX_CHIPS
 from app.schemas.answer_options import BREAKDOWN, WHAT_IF
+from app.schemas.echo import ONLY_IN
 from app.schemas.requests import (
     NAME,
     STACK_DEFAULT,
@@ -25,15 +27,48 @@ from app.schemas.requests import (
     ScalingRequest,
     Seconds,
     StackName,
+    TrainingFields,
     TransformerFields,
     TransformerWorkload,
 )
 
 _Body = TypeVar("_Body", bound="CalculationRequest")
 
+# The order /docs lists a query's parameters in (its schema's properties; the models keep
+# their declared order): what must be given, the measured time, the workload's shape, the
+# endpoint's own, where to look it up, and the training-only fields last.
+_MEASURED = frozenset(Measured.model_fields)
+_SHAPE = frozenset(TransformerFields.model_fields) - frozenset(TrainingFields.model_fields)
+_LOOKUP = frozenset(("catalog_version", "stack", "ceilings", "breakdown"))
+
+
+def _place(name: str, required: frozenset[str]) -> int:
+    if name in required:
+        return 0
+    if name in _MEASURED:
+        return 1
+    if name in TrainingFields.model_fields or ONLY_IN.get(name) is Phase.TRAINING:
+        return 5
+    if name in _SHAPE:
+        return 2
+    return 4 if name in _LOOKUP else 3
+
+
+def reading_order(schema: JsonDict) -> None:
+    """`json_schema_extra` of a query model: its properties in the order a person gives
+    them (a stable sort: each group in its declared order)."""
+    properties, given = schema["properties"], schema.get("required", [])
+    assert isinstance(properties, dict) and isinstance(given, list)
+    required = frozenset(map(str, given))
+    schema["properties"] = {
+        name: properties[name] for name in sorted(properties, key=lambda n: _place(n, required))
+    }
+
 
 class TransformerQuery(TransformerFields):
     """GET query parameters for transformer workloads (the POST body's fields, flat)."""
+
+    model_config = ConfigDict(json_schema_extra=reading_order)
 
     chip: ChipName
     model: Annotated[str, NAME] = Field(description="Catalog id or alias, e.g. llama-8b.")

@@ -47,10 +47,10 @@ def transformer_assumptions(w: TransformerWorkload) -> list[str]:
             "tokens per optimizer step",
         }[w.phase],
         f"tensor parallel over {w.tp} chip(s)",
-        f"{w.reserve_fraction:.0%} of each chip's memory held back for the runtime",
+        f"{fmt.percent(w.reserve_fraction)} of each chip's memory held back for the runtime",
     ]
     if w.phase is Phase.TRAINING and w.mfu is not None:
-        lines.append(f"realistic time at the given MFU of {w.mfu:.0%}")
+        lines.append(f"realistic time at the given MFU of {fmt.percent(w.mfu)}")
     return lines
 
 

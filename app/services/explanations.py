@@ -11,9 +11,7 @@ from app.engine import (
 )
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
-from app.schemas.requests import (
-    TrainingFields,
-)
+from app.schemas.echo import ignored
 from app.services.inputs import ModelInput
 
 
@@ -79,12 +77,8 @@ def warnings_of(model: ModelInput) -> list[str]:
             f"{held} tokens exceed {model.ref.id}'s max_position_embeddings "
             f"({arch.max_positions}); the model was not trained for that length."
         )
-    if workload.phase != "training":
-        ignored = list(
-            workload.model_dump(include=set(TrainingFields.model_fields), exclude_defaults=True)
-        )
-        if ignored:
-            warnings.append(f"Ignored, as they only apply to phase=training: {', '.join(ignored)}.")
+    for phase, names in ignored(workload).items():
+        warnings.append(f"Ignored, as they only apply to phase={phase}: {', '.join(names)}.")
     if arch.attention.heads % workload.tp:
         warnings.append(
             f"tp={workload.tp} does not divide the {arch.attention.heads} attention heads; "
@@ -110,7 +104,8 @@ def training_lines(step: TrainingStep) -> list[str]:
         f"{lay.chips} chips (tp={lay.tp} x dp={lay.dp} x pp={lay.pp} x ep={lay.ep}"
         + (f" x cp={lay.cp}" if lay.cp > 1 else "")
         + "); "
-        f"{lay.micro_batches} micro-batch(es) of {lay.micro_batch:g} sequences per replica.",
+        f"{lay.micro_batches} micro-batch(es) of {fmt.number(lay.micro_batch, 6)} sequences "
+        "per replica.",
         f"Model FLOPs per step {fmt.flops(step.model_flops)} (6 N T + attention); "
         f"MFU {step.mfu(roof.expected_time):.0%} at the ideal step time "
         f"{fmt.seconds(roof.expected_time)}, {step.mfu(roof.realistic_time):.0%} at the "
@@ -118,8 +113,8 @@ def training_lines(step: TrainingStep) -> list[str]:
     ]
     if step.given_mfu is not None:
         lines.append(
-            f"The realistic time assumes the given MFU of {step.given_mfu:.0%}, instead of the "
-            "chip's sustained fractions."
+            f"The realistic time assumes the given MFU of {fmt.percent(step.given_mfu)}, "
+            "instead of the chip's sustained fractions."
         )
     if lay.pp > 1:
         lines.append(f"Pipeline bubble: {lay.bubble_fraction:.0%} of the step is idle.")

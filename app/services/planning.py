@@ -124,9 +124,9 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
         "time: sustained fractions plus exposed communication).",
         "Amdahl's law limits strong scaling to 1/f"
         + (f" = {fmt.number(1 / f)}x." if f else " (f = 0)."),
-        f"{law} at f = {f:g} over the {base} chips of the first count (f the serial share of "
-        f"that run): {fmt.number(last.law_speedup)}x at {last.chips} chips; over one chip: "
-        f"{fmt.number(last.law_speedup_vs_one)}x.",
+        f"{law} at f = {fmt.number(f, 6)} over the {base} chips of the first count (f the "
+        f"serial share of that run): {fmt.number(last.law_speedup)}x at {last.chips} chips; "
+        f"over one chip: {fmt.number(last.law_speedup_vs_one)}x.",
     ]
     fields = header(resolved, model)
     # the curve is of realistic step times, which start from the ceilings

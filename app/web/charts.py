@@ -114,8 +114,9 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Labe
     labels and their legend entries."""
     peak = data.roof.flops_per_s
     ridge = ridge_intensity(peak, data.bandwidth)
-    svg.point(x(ridge), y(peak), "ridge", f"ridge {ridge:.3g} FLOP/B")
-    labels = [Label(x(ridge) - 10, y(peak) - 8, f"ridge {ridge:.3g} FLOP/B", "label", "end")]
+    label = f"ridge {fmt.number(ridge)} FLOP/B"
+    svg.point(x(ridge), y(peak), "ridge", label)
+    labels = [Label(x(ridge) - 10, y(peak) - 8, label, "label", "end")]
     keys = [Key("ridge point", "ridge", "dot")]
     if data.flops <= 0:
         svg.text(BOX.left + 10, BOX.bottom - 10, "no FLOPs: nothing to place on a log axis", "note")

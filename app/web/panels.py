@@ -75,7 +75,7 @@ def power_of_two_ticks(lo: float, hi: float, most: int = 9) -> list[tuple[float,
     first, last = math.ceil(math.log2(lo)), math.floor(math.log2(hi))
     exponents = list(range(first, last + 1))
     step = max(1, math.ceil(len(exponents) / most))
-    return [(2.0**e, f"{2**e:g}") for e in exponents[::step]]
+    return [(2.0**e, fmt.number(2.0**e, 7)) for e in exponents[::step]]
 
 
 def time_ticks(lo: float, hi: float, count: int = 4) -> list[tuple[float, str]]:

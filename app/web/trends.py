@@ -3,6 +3,7 @@ fraction of roofline over time), both as stacked SVG panels."""
 
 from __future__ import annotations
 
+from app import formatting as fmt
 from app.engine.units import ms_from_seconds
 from app.schemas.answers import OptimalBatchAnswer, ScalingAnswer
 from app.schemas.measurement_bodies import WorkloadComparison
@@ -71,7 +72,7 @@ def scaling_svg(answer: ScalingAnswer) -> str:
     off = [not p.fits for p in rows]
     first = chips[0]
     law = "Amdahl" if answer.mode == "strong" else "Gustafson"
-    f = f"{answer.serial_fraction:g}"
+    f = fmt.number(answer.serial_fraction, 6)
     speedup = Series("speedup", [(p.chips, p.speedup) for p in rows], "a", off)
     # ideal: speedup = chips / first, a straight line on log-log axes, drawn end to end
     linear = Series("linear scaling", [(lo, lo / first), (hi, hi / first)], "c")
