@@ -95,11 +95,13 @@ def scaling(
     laws = scaling_laws(counts, serial_fraction)
     # the laws against one chip: the same formulas with a first count of 1
     vs_one = scaling_laws([1, *counts], serial_fraction)[1:]
+    # the given MFU is dropped once for every count: only the data-parallel degree changes
+    unpinned = replace(spec.training, mfu=None)
     points: list[ScalingPoint] = []
     for n, (amdahl, gustafson), (amdahl_1, gustafson_1) in zip(counts, laws, vs_one, strict=True):
         dp = n // group
         batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
-        training = replace(spec.training, mfu=None, parallel=replace(parallel, dp=dp))
+        training = replace(unpinned, parallel=replace(parallel, dp=dp))
         result = estimate(arch, chip, replace(spec, batch=batch, training=training))
         step = result.roofline.realistic_time
         rate = result.realistic_tokens_per_s

@@ -347,6 +347,21 @@ def test_strong_scaling_loses_efficiency_to_the_network_and_weak_scaling_keeps_i
     assert info.value.field == "chip_counts"
 
 
+def test_scaling_ignores_a_given_mfu_at_every_count():
+    # the curve drops the MFU once for all counts (it would hide the communication that makes
+    # scaling sub-linear): a spec pinned at 30% MFU gives the same points as an unpinned one,
+    # and each point's step is the unpinned step estimated at that count's dp
+    counts = [8, 16, 64]
+    pinned = _train(batch=512, zero=1, mfu=0.3)
+    unpinned = _train(batch=512, zero=1)
+    for mode in ScalingMode:
+        curve = scaling(LLAMA_8B, H100, pinned, counts, mode=mode, serial_fraction=0)
+        assert curve == scaling(LLAMA_8B, H100, unpinned, counts, mode=mode, serial_fraction=0)
+    last = scaling(LLAMA_8B, H100, pinned, counts, mode=ScalingMode.STRONG, serial_fraction=0)[-1]
+    at_64 = _train(batch=512, zero=1, dp=64)
+    assert last.step_time == estimate(LLAMA_8B, H100, at_64).roofline.realistic_time
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     batch_exp=st.integers(0, 6),
