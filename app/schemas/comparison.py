@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from app.engine import Bound, Dtype, Software
 from app.schemas.answers import ChipRef, ModelRef, _Out
+from app.schemas.echo import EchoedWorkload
 from app.schemas.queries import reading_order
 from app.schemas.requests import (
     NAME,
@@ -164,7 +165,7 @@ class Comparison(_Out):
 
     catalog_version: str
     model: ModelRef
-    workload: TransformerWorkload
+    workload: EchoedWorkload = Field(description="The fields that apply to its phase.")
     stack: Software
     ranked_by: Literal["realistic_tokens_per_s"] = "realistic_tokens_per_s"
     rows: list[ChipRow]

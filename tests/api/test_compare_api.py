@@ -154,3 +154,11 @@ def test_the_answer_states_its_assumptions(client):
     assert answer["ranked_by"] == "realistic_tokens_per_s"
     assert answer["catalog_version"] == "2026.11.27"
     assert any("upper bound" in line for line in answer["assumptions"])
+
+
+def test_the_echoed_workload_holds_only_the_fields_of_its_phase(client):
+    # decode: no training field (zero, optimizer, dp...) and no gen_len in the echo
+    answer = client.get(f"/compare?chips=a100,h100&{LLAMA_DECODE}").json()
+    echoed = answer["workload"]
+    assert echoed["phase"] == "decode" and echoed["batch"] >= 1
+    assert not {"zero", "optimizer", "dp", "gen_len", "recompute"} & set(echoed)
