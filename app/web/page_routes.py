@@ -23,7 +23,7 @@ from app.web import compare_page, forms, pages, trace_page
 from app.web.svg import Svg
 from app.web.templating import render
 from app.web.trends import scaling_svg, sweep_svg
-from app.web.views import Result, compute, roofline_for, scaling_for
+from app.web.views import Result, batch_request, compute, roofline_for, scaling_for
 
 router = APIRouter(include_in_schema=False)
 router.include_router(trace_page.router)  # /trace: upload a profiler trace
@@ -133,10 +133,12 @@ def roofline_chart(request: Request, catalogs: CatalogsDep) -> Response:
 
 @router.get("/batch-sweep.svg")
 def batch_sweep_chart(request: Request, catalogs: CatalogsDep) -> Response:
-    """The batch-sweep chart alone of a transformer workload (same parameters as /roofline.svg)."""
+    """The batch-sweep chart alone of a transformer workload (same parameters as /roofline.svg,
+    and the latency bound: max_tpot_ms or max_ttft_ms)."""
     values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
     try:
-        svg = sweep_svg(planning.best_batch(catalogs, forms.calculation(values)))
+        question = batch_request(forms.calculation(values), forms.latency_bounds(values))
+        svg = sweep_svg(planning.best_batch(catalogs, question))
     except _ERRORS as exc:
         return _svg_error(forms.errors_of(exc, values["kind"]))
     return Response(svg, media_type=SVG)

@@ -93,7 +93,7 @@ def _scaling_errors(errors: dict[str, str]) -> dict[str, str]:
     return notes
 
 
-def _batch_request(request: CalculationRequest, bounds: LatencyBounds) -> OptimalBatchRequest:
+def batch_request(request: CalculationRequest, bounds: LatencyBounds) -> OptimalBatchRequest:
     """The optimal batch's request: the calculation's fields and the latency bound."""
     fields = {name: getattr(request, name) for name in CalculationRequest.model_fields}
     return OptimalBatchRequest.model_validate(fields | bounds.model_dump(exclude_none=True))
@@ -117,9 +117,7 @@ def compute(
     if isinstance(workload, TransformerWorkload):
         memory = planning.memory(catalogs, request)
         try:
-            batch = planning.best_batch(
-                catalogs, _batch_request(request, bounds or LatencyBounds())
-            )
+            batch = planning.best_batch(catalogs, batch_request(request, bounds or LatencyBounds()))
         except EngineError:  # the sweep is extra; the answer stands without it
             batch = None
     curve, scaling_errors = None, {}

@@ -458,3 +458,16 @@ def test_linear_scaling_is_a_straight_line_on_the_scaling_chart(client):
     ends = [tuple(map(float, xy.split(","))) for xy in ideal.get("points", "").split()]
     assert ends == [pytest.approx(speedup[0], abs=0.01), pytest.approx(speedup[-1], abs=0.01)]
     assert "linear scaling" in document and "speedup over 8 chips" in document
+
+
+def test_the_chart_alone_marks_the_latency_limit_of_the_bound_it_is_given(client):
+    # the same bound as /optimal-batch's: its latency_batch is the chart's latency limit
+    bound = {**DECODE8, "max_tpot_ms": "20"}
+    latency_batch = client.get("/optimal-batch", params=bound).json()["latency_batch"]
+    assert latency_batch > 8
+    document = client.get("/batch-sweep.svg", params=bound).text
+    assert f"latency limit {latency_batch}" in document
+    assert "latency limit" not in client.get("/batch-sweep.svg", params=DECODE8).text
+    # as on the form, a bound of the other phase does not apply to decode: no limit drawn
+    other = client.get("/batch-sweep.svg", params={**DECODE8, "max_ttft_ms": "20"})
+    assert other.status_code == 200 and "latency limit" not in other.text
