@@ -127,10 +127,10 @@ class WhatIfOut(_Out):
     expected_time_s: float = Field(description="Ideal roofline time of the changed work.")
     realistic_time_s: float = Field(description="Realistic time of the changed work.")
     speedup: float = Field(
-        description="Realistic time per unit of the same work, now over with the change: "
-        "realistic_time_s x work_scale / this item's realistic_time_s of the answer (> 1: "
-        "faster). Per token for a changed batch (throughput), per step otherwise (tp_x2: the "
-        "step on twice the chips)."
+        description="How much faster the same amount of work runs with the change: the "
+        "answer's realistic_time_s x work_scale / this item's realistic_time_s (> 1: faster). "
+        "Per token for a changed batch (throughput), per step otherwise (tp_x2: the step on "
+        "twice the chips)."
     )
     work_scale: float = Field(
         1.0,
