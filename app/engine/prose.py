@@ -14,12 +14,15 @@ def number(value: float, digits: int = 3) -> str:
     1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
-    text = f"{value:,.{digits}g}"  # the fast path: positional unless it needs an exponent
-    if "e" not in text:
-        return text
-    if abs(value) < _EXACT:
-        shift = digits - 1 - math.floor(math.log10(abs(value)))  # < 0: round left of the point
-        text = f"{round(value, shift):,.{max(0, shift)}f}"
+    magnitude = abs(value)
+    if magnitude < 10.0**digits:  # the fast path: 'g' is positional unless it needs an exponent
+        text = f"{value:,.{digits}g}"
+        if "e" not in text:
+            return text
+    if magnitude < _EXACT:
+        shift = digits - 1 - math.floor(math.log10(magnitude))  # < 0: round left of the point
+        rounded = round(value, shift)
+        text = f"{rounded:,.{shift}f}" if shift > 0 else f"{rounded:,.0f}"
     else:  # rounded in decimal: past 2^53 a float's binary digits would show (1e30 prints as
         # 1,000,000,000,000,000,019,884,624,838,656); Decimal is slower, so only here
         text = f"{Decimal(f'{value:.{digits - 1}e}'):,f}"
