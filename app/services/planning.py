@@ -3,7 +3,6 @@ scaling over chip counts."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from app import formatting as fmt
@@ -95,7 +94,7 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
         required_bytes=fit.breakdown.total,
         available_bytes=fit.capacity,
         fits=fit.fits,
-        breakdown=MemoryBreakdownOut(**dataclasses.asdict(fit.breakdown)),
+        breakdown=MemoryBreakdownOut.model_validate(fit.breakdown, from_attributes=True),
         max_batch=fit.max_batch,
         min_chips=fit.min_chips,
         min_chips_layout=fit.min_chips_layout,
