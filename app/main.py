@@ -87,7 +87,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
-    app.add_middleware(ServeStoredAnswers)  # inside Hardening: its headers and body cap apply
+    # inside Hardening: its headers and body cap apply
+    app.add_middleware(ServeStoredAnswers, calculate=calculation_routes.DIRECT)
     # before the answer cache and every route
     app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)

@@ -8,7 +8,8 @@ the schema FastAPI publishes is unchanged. The routes are registered on the app'
 request (once to pick the included router, once inside it).
 """
 
-from collections.abc import Callable, Coroutine
+import json
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
@@ -18,9 +19,11 @@ from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
+from app.api.stored_answers import Direct
 from app.api.wire import answer, parse_query, query_parameters
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
+from app.http.request_text import is_json
 from app.schemas.answers import (
     Check,
     ExpectedTime,
@@ -173,6 +176,13 @@ def _get(endpoint: Endpoint) -> Callable[..., Any]:
     return get
 
 
+def _sent_nothing(get: Callable[[Request], Awaitable[Response]]) -> Direct:
+    async def direct(request: Request, sent: bytes) -> Response:
+        return await get(request)
+
+    return direct
+
+
 def _post(endpoint: Endpoint) -> Callable[..., Any]:
     async def post(request: Request, body: Any, catalogs: CatalogsDep) -> Response:
         return await _answer(request, catalogs, endpoint, body)
@@ -181,12 +191,38 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
     return post
 
 
+def _post_directly(endpoint: Endpoint) -> Direct:
+    async def post(request: Request, sent: bytes) -> Response | None:
+        """The answer to a POST whose body is JSON that the request model takes, read as
+        FastAPI reads it (json.loads, then the model's validation); None for any other,
+        which the route then answers, with FastAPI's errors."""
+        if not is_json(request.headers.get("content-type", "").encode("latin-1")):
+            return None
+        try:
+            body = endpoint.body.model_validate(json.loads(sent))
+        except Exception:  # anything the route would refuse: FastAPI words the error
+            return None
+        return await _answer(request, request.app.state.catalogs, endpoint, body)
+
+    return post
+
+
+# each path's GET endpoint: its route's, which app/api/stored_answers.py also calls directly
+GET_ENDPOINTS = {endpoint.path: _get(endpoint) for endpoint in ENDPOINTS}
+# what app/api/stored_answers.py computes without FastAPI's routing: every GET, and every POST
+# whose body validates
+DIRECT: dict[tuple[str, str], Direct] = {
+    **{("GET", path): _sent_nothing(get) for path, get in GET_ENDPOINTS.items()},
+    **{("POST", endpoint.path): _post_directly(endpoint) for endpoint in ENDPOINTS},
+}
+
+
 def register(router: APIRouter) -> None:
     """Add every endpoint's GET and POST routes to `router` (the app's own)."""
     for endpoint in ENDPOINTS:
         router.add_api_route(
             endpoint.path,
-            _get(endpoint),
+            GET_ENDPOINTS[endpoint.path],
             methods=["GET"],
             route_class_override=_QueryRoute,
             name=f"{endpoint.name}_get",
