@@ -24,6 +24,7 @@ from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
 from app.engine.realism import Practice, at_collective_bandwidth
+from app.engine.records import quick_init
 from app.engine.roofline import Bound, critical_path, regime
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -53,6 +54,7 @@ class LimitedBy(StrEnum):
 _CLEAR = 1e-9
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SweepPoint:
     """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime."""
@@ -84,6 +86,7 @@ class SweepPoint:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OptimalBatch:
     """The optimal batch and the numbers it came from."""
@@ -269,6 +272,7 @@ def _at_least(value: float, bound: float) -> bool | None:
     return value >= bound
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Line:
     """value(b) = at_one + slope (b - 1): a quantity that is affine in the batch."""
@@ -304,6 +308,7 @@ class _Line:
 _BATCH = _Line(1.0, 1.0)  # the batch itself
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _OnePass:
     """One forward pass of a dense model as a function of the batch: its compute, memory and

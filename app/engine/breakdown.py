@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, roofline_time
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Term:
     """One operation of a step, over its `count` occurrences (layers, or 1), on one chip."""
@@ -27,6 +29,7 @@ class Term:
     regime: Bound | None = None  # what `seconds` are (communication, overhead)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Share:
     """A term placed on the step's roofline."""

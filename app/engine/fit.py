@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, largest_batch, tensor_parallel_share
+from app.engine.records import quick_init
 from app.engine.training import layout, max_trainable_params
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -20,6 +21,7 @@ from app.engine.workload import (
 )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MemoryFit:
     """Memory per chip of a workload against the chip's capacity."""

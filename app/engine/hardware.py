@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from app.engine.errors import Unsupported
+from app.engine.records import quick_init
 from app.engine.units import Dtype, Unit
 
 # Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
@@ -26,6 +27,7 @@ def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     return flops_per_s / bytes_per_s
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Peak:
     """The peak rate that applies to some work, and which dtype/unit row it came from."""
@@ -35,6 +37,7 @@ class Peak:
     unit: Unit
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Chip:
     """One accelerator (one device as the framework sees it).

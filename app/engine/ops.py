@@ -27,6 +27,7 @@ from app.engine.kernels import (
     reduction,
     row_op,
 )
+from app.engine.records import quick_init
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 
@@ -89,6 +90,7 @@ MAX_DIMS = 8
 MAX_DIM = 2**31
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Tensor:
     """A tensor an operator reads or writes. `id`, when given, names it across operators (so
@@ -110,6 +112,7 @@ class Tensor:
         return self.numel * dtype_bytes(self.dtype)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Op:
     """One operator as a profiler names it, with its tensors, or with its FLOPs and bytes given

@@ -17,6 +17,7 @@ from enum import StrEnum
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
+from app.engine.records import quick_init
 from app.engine.transformer import Phase
 from app.engine.workload import TransformerSpec, estimate
 
@@ -30,6 +31,7 @@ class ScalingMode(StrEnum):
     WEAK = "weak"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ScalingPoint:
     """One chip count of a scaling curve."""

@@ -15,6 +15,7 @@ from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
+from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
 from app.engine.stacks import Kind, Software
 from app.engine.training import (
@@ -39,6 +40,7 @@ MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
 MAX_TOKENS = 2**40
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TransformerSpec:
     """A transformer workload: what runs, at which sizes and precisions, on how many chips.
@@ -66,6 +68,7 @@ class TransformerSpec:
         return replace(self, batch=batch)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TransformerEstimate:
     """Expected time, memory and rates of a transformer workload, per chip."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
 from app.engine.memory import LOGIT_BYTES, MemoryBreakdown
+from app.engine.records import quick_init
 from app.engine.training.layout import Layout
 from app.engine.training.options import (
     OPTIMIZER_STATE_BYTES,
@@ -28,6 +29,7 @@ _KORTHIKANTI_BYTES = 2.0
 NF4_BYTES = 4.127 / 8
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Trainable:
     """Parameters per chip: those stored (the whole model's share) and those trained."""

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
+from app.engine.records import quick_init
 from app.engine.training.options import MAX_CHIPS, Parallelism
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Chips of one training job and the batch each one sees."""

@@ -11,6 +11,7 @@ from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import fitted, realistic_communication
+from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
@@ -27,6 +28,7 @@ from app.engine.transformer import Precision, prefill_terms, residual_bytes
 from app.engine.units import Unit
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TrainingStep:
     """One optimizer step over all chips, seen from one chip, and the run it is part of."""

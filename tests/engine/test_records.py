@@ -1,0 +1,116 @@
+"""quick_init builds a frozen, slotted dataclass exactly as its generated __init__ does."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+from dataclasses import InitVar, dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import app.engine
+from app.engine.records import quick_init
+
+KEYWORD, ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
+
+
+def _features(decorate: Any) -> type[Any]:
+    """One class with every kind of field quick_init builds, decorated or not."""
+
+    @decorate
+    @dataclass(frozen=True, slots=True)
+    class Features:
+        name: str
+        count: int = 3
+        tags: tuple[str, ...] = field(default_factory=tuple)
+        derived: int = field(init=False, default=0)
+        late: int = field(init=False)  # set by __post_init__
+        scale: float = field(default=1.0, kw_only=True)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "late", self.count * 2)
+
+    return Features
+
+
+Quick, Plain = _features(quick_init), _features(lambda cls: cls)
+
+
+@given(
+    st.text(max_size=5),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False),
+    st.lists(st.text(max_size=2), max_size=3),
+)
+def test_same_fields_equality_and_repr_as_the_dataclass(name, count, scale, tags):
+    tags = tuple(tags)
+    quick, plain = Quick(name, count, tags, scale=scale), Plain(name, count, tags, scale=scale)
+    assert dataclasses.astuple(quick) == dataclasses.astuple(plain)
+    assert repr(quick).split("(", 1)[1] == repr(plain).split("(", 1)[1]
+    assert quick == Quick(name, count, tags, scale=scale) and quick != Quick(f"{name}!")
+    assert hash(quick) == hash(Quick(name, count, tags, scale=scale))
+    assert quick.late == 2 * count and quick.derived == 0  # __post_init__ ran, init=False set
+
+
+def test_defaults_factories_and_errors_as_the_dataclass():
+    calls = []
+
+    @quick_init
+    @dataclass(frozen=True, slots=True)
+    class Fresh:
+        items: list[int] = field(default_factory=lambda: calls.append(1) or [])
+
+    assert Fresh().items is not Fresh().items and len(calls) == 2 and Fresh([1]).items == [1]
+    assert Quick("a").tags == ()
+    assert dataclasses.astuple(Quick("a")) == dataclasses.astuple(Plain("a"))
+    assert dataclasses.replace(Quick("a", 1), count=4).late == 8
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Quick("a").count = 2  # type: ignore[misc]
+    for args, kwargs in (((), {}), (("a", 1, [], 2.0), {}), (("a",), {"other": 1})):
+        with pytest.raises(TypeError):
+            Quick(*args, **kwargs)
+    parameters = [inspect.signature(c).parameters.values() for c in (Quick, Plain)]
+    assert [[(p.name, p.kind, p.annotation) for p in each] for each in parameters] == [
+        [
+            ("name", KEYWORD, "str"),
+            ("count", KEYWORD, "int"),
+            ("tags", KEYWORD, "tuple[str, ...]"),
+            ("scale", ONLY, "float"),
+        ]
+    ] * 2
+
+
+def test_refuses_what_it_cannot_build():
+    @dataclass(slots=True)
+    class Mutable:
+        x: int
+
+    @dataclass(frozen=True, slots=True)
+    class WithInitVar:
+        x: int
+        seed: InitVar[int] = 0
+
+    for cls in (Mutable, WithInitVar):
+        with pytest.raises(TypeError):
+            quick_init(cls)
+
+
+def test_every_frozen_engine_record_uses_it():
+    """So no engine record is left on the slower generated __init__."""
+    records = [
+        value
+        for info in pkgutil.walk_packages(app.engine.__path__, "app.engine.")
+        for value in vars(importlib.import_module(info.name)).values()
+        if isinstance(value, type)
+        and dataclasses.is_dataclass(value)
+        and value.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        and value.__module__.startswith("app.engine")
+    ]
+    assert len(records) > 40
+    slow = [r.__name__ for r in records if "quick_init" not in r.__init__.__code__.co_filename]
+    assert slow == []
