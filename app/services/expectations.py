@@ -218,6 +218,27 @@ def _kernel_facts(workload: KernelWorkload, work: Work, chip: Chip) -> WorkFacts
     return None
 
 
+# what an expectation depends on besides the catalogs: every field of the request but a
+# measured time (a Check's, a stored measurement's)
+_EXPECTATION_FIELDS = set(CalculationRequest.model_fields)
+
+
+def _expectation(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
+    """The request's workload on its chip (`_place`), for a check: kept in the catalogs'
+    memo for the next request that differs at most in its measured time, unless it read
+    measured ceilings (from the database, which may change them). Its answer models are
+    shared by the answers built from it, which never change them."""
+    if request.ceilings != "datasheet":
+        return _place(catalogs, request)
+    key = request.model_dump_json(include=_EXPECTATION_FIELDS)
+    kept = catalogs.expectations.get(key)
+    if isinstance(kept, _Placed):
+        return kept
+    placed = _place(catalogs, request)
+    catalogs.expectations.put(key, placed)
+    return placed
+
+
 def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
     """The request's workload on its chip (`_Placed`)."""
     resolved = resolve(catalogs, request)
@@ -313,13 +334,14 @@ def _best(roof: Roofline, alternatives: list[Alternative] | None) -> BestChange 
 
 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
-    """The roofline time of the request's workload on its chip."""
+    """The roofline time of the request's workload on its chip (not kept in the memo: an
+    identical request is answered from the answer cache)."""
     return ExpectedTime(**_place(catalogs, request).fields)
 
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     """The request's measured time against its roofline: ratio, verdict and advice."""
-    placed = _place(catalogs, request)
+    placed = _expectation(catalogs, request)
     roof, ops = placed.roof, placed.ops
     repeats = summarise_times(request.measured_seconds)
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))

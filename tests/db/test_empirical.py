@@ -193,3 +193,17 @@ def test_measured_ceilings_stand_in_for_the_datasheet_ones(db_client):
     db_client.post("/chips/a100/empirical", json=faster)
     again = db_client.get(query).json()
     assert again["sustained_time_s"] == pytest.approx(memory / (1.9e12 / 2.039e12))
+
+
+def test_a_check_on_measured_ceilings_reads_the_newest_profile(db_client):
+    """Not kept in the expectation memo either: the next check, with only a new measured
+    time, is judged on the newer profile."""
+    query = "/check?chip=a100&model=llama-8b&batch=8&ceilings=empirical&measured_ms="
+    db_client.post("/chips/a100/empirical", json=PROFILE)
+    first = db_client.get(f"{query}12").json()
+    memory = first["memory_time_s"]
+    assert first["sustained_time_s"] == pytest.approx(memory / (1.7e12 / 2.039e12))
+    faster = {**PROFILE, "date": "2026-11-25", "copy_bytes_per_s": 1.9e12}
+    db_client.post("/chips/a100/empirical", json=faster)
+    again = db_client.get(f"{query}13").json()
+    assert again["sustained_time_s"] == pytest.approx(memory / (1.9e12 / 2.039e12))

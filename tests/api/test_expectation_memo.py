@@ -1,0 +1,160 @@
+"""The expectation memo: a check, or a stored measurement, that differs from an earlier one
+only in its measured time reuses that one's expectation, and answers exactly as if it had
+computed it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.main import create_app
+from app.services.memo import Memo
+from app.settings import Settings
+from tests.api import test_fuzz as fuzz
+
+QUERY = "/check?chip=a100&model=llama-8b&batch=8"
+
+
+def _client(tmp_path: Any, name: str, *, memo: bool) -> TestClient:
+    """A started app, its expectation memo on or holding nothing."""
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/{name}.db"))
+    client = TestClient(app, base_url="http://localhost").__enter__()
+    if not memo:
+        app.state.catalogs.expectations.max_entries = 0
+    return client
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[TestClient, TestClient]:
+    path = tmp_path_factory.mktemp("memo")
+    return _client(path, "kept", memo=True), _client(path, "fresh", memo=False)
+
+
+def test_a_new_measured_time_reuses_the_expectation(tmp_path: Any) -> None:
+    client = _client(tmp_path, "one", memo=True)
+    memo = client.app.state.catalogs.expectations  # type: ignore[attr-defined]
+    first = client.get(f"{QUERY}&measured_ms=5").json()
+    second = client.get(f"{QUERY}&measured_ms=50").json()
+    assert memo.hits == 1 and len(memo) == 1
+    # the same expectation, judged against each time: 50 ms is 10x the ratio of 5 ms
+    assert first["expected_time_s"] == second["expected_time_s"]
+    assert second["ratio"] == pytest.approx(10 * first["ratio"])
+    assert second["verdict"] != first["verdict"]
+    # any other field is another expectation
+    for other in ("&what_if=true", "&breakdown=true", "&stack=eager", "&batch=9"):
+        answer = client.get(f"{QUERY}{other}&measured_ms=5").json()
+        assert answer["expected_time_s"] != first["expected_time_s"] or answer != first, other
+    assert memo.hits == 1 and len(memo) == 5
+    # the expected time is not kept (an identical request is answered from the answer cache)
+    client.get(QUERY.replace("/check", "/expected-time"))
+    assert len(memo) == 5
+
+
+# questions that mostly have answers (the fuzz strategies' mostly have errors)
+answered = st.fixed_dictionaries(
+    {
+        "chip": st.sampled_from(["a100", "h100", "mi300x", "tpu-v5e", "l4"]),
+        "model": st.sampled_from(["llama-8b", "mixtral-8x7b", "gpt2", "deepseek-v3", "bert-base"]),
+    },
+    optional={
+        "phase": st.sampled_from(["decode", "prefill", "generate", "training"]),
+        "batch": st.integers(1, 4096),
+        "seq_len": st.integers(1, 32768),
+        "tp": st.sampled_from([1, 2, 8]),
+        "dtype": st.sampled_from(["bf16", "fp16", "fp8"]),
+        "stack": st.sampled_from(["typical", "eager", "compiled", "vllm"]),
+        "what_if": st.booleans(),
+        "breakdown": st.booleans(),
+    },
+)
+times = st.one_of(st.floats(1e-3, 1e6), fuzz.numbers)
+
+SAME = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@SAME
+@given(params=st.one_of(answered, fuzz.query, fuzz.training_query), times=st.tuples(times, times))
+def test_a_kept_expectation_answers_as_a_computed_one(
+    pair: tuple[TestClient, TestClient], params: dict[str, Any], times: tuple[Any, Any]
+) -> None:
+    """Asked once with another time, then with this one: the same status and bytes as an
+    app that computes every expectation."""
+    kept, fresh = pair
+    kept.get("/check", params={**params, "measured_ms": times[0]})
+    ours = kept.get("/check", params={**params, "measured_ms": times[1]})
+    theirs = fresh.get("/check", params={**params, "measured_ms": times[1]})
+    assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
+
+
+@SAME
+@given(body=st.fixed_dictionaries({"chip": fuzz.names, "workload": fuzz.kernel}))
+def test_kernels_kept_answer_as_computed(
+    pair: tuple[TestClient, TestClient], body: dict[str, Any]
+) -> None:
+    kept, fresh = pair
+    kept.post("/check", json={**body, "measured_ms": 3})
+    ours = kept.post("/check", json={**body, "measured_ms": [1, 2]})
+    theirs = fresh.post("/check", json={**body, "measured_ms": [1, 2]})
+    assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
+
+
+def test_a_stored_measurement_reuses_the_expectation(tmp_path: Any) -> None:
+    """A CI job posting the same workload at every commit: the second post's stored
+    expectation and answer are the ones an app computing it would give."""
+    body = {"chip": "h100", "workload": {"kind": "transformer", "model": "llama-8b"}}
+    answers = []
+    for name, memo in (("kept", True), ("fresh", False)):
+        client = _client(tmp_path, name, memo=memo)
+        if memo:
+            assert client.post("/measurements", json={**body, "measured_ms": 9}).status_code == 201
+        stored = client.post("/measurements", json={**body, "measured_ms": [4, 5]})
+        assert stored.status_code == 201, stored.text
+        answers.append(stored.json())
+        hits = client.app.state.catalogs.expectations.hits  # type: ignore[attr-defined]
+        assert hits == (1 if memo else 0)
+    kept, fresh = answers
+    # all but what the kept app's earlier post changes: the id, the time and the baseline
+    judged = ("expectation", "verdict", "ratio", "efficiency", "advice", "repeats", "workload")
+    assert {k: kept[k] for k in judged} == {k: fresh[k] for k in judged}
+
+
+def test_the_memo_keeps_the_most_recently_used() -> None:
+    memo: Memo[str, int] = Memo(2)
+    memo.put("a", 1)
+    memo.put("b", 2)
+    assert memo.get("a") == 1  # now the most recent: "b" goes first
+    memo.put("c", 3)
+    assert (memo.get("a"), memo.get("b"), memo.get("c")) == (1, None, 3)
+    assert memo.hits == 3 and len(memo) == 2
+    empty: Memo[str, int] = Memo(0)
+    empty.put("a", 1)
+    assert empty.get("a") is None and len(empty) == 0
+
+
+def test_the_memo_takes_writers_from_several_threads() -> None:
+    """Measurements are judged on worker threads: concurrent puts and gets keep the bound
+    and lose no update to a race (an unlocked move_to_end after an eviction raises)."""
+    memo: Memo[int, int] = Memo(64)
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(5_000):
+                memo.put((i * 7 + offset) % 200, i)
+                memo.get((i * 3 + offset) % 200)
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(memo) == 64
