@@ -92,6 +92,9 @@ TARGETS = (
            target=0.5, distinct="batch"),
     Target("GET /check, distinct", "GET", "/check?chip=a100&model=llama-8b&measured_ms=5",
            target=0.5, distinct="batch"),
+    # a CI job's question at each commit: the same workload, a new measured time
+    Target("GET /check, new measured time", "GET", "/check?chip=a100&model=llama-8b&batch=8",
+           target=0.5, distinct="measured_ms"),
     Target("GET /memory-fit, distinct", "GET", "/memory-fit?chip=a100&model=llama-8b",
            target=0.5, distinct="batch"),
     # the sequence length changes every term of the training step at every chip count

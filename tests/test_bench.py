@@ -30,6 +30,9 @@ def test_distinct_targets_ask_a_new_question_each_time() -> None:
     assert path == "/check" and body is not None
     assert body["workload"] == {"kind": "matmul", "m": 7, "n": 4096, "k": 4096, "dtype": "bf16"}
     assert REPEATED.request(1) == REPEATED.request(2)
+    # a CI job's check at each commit: the same workload, a new measured time
+    path, _ = DISTINCT["GET /check, new measured time"].request(7)
+    assert path == "/check?chip=a100&model=llama-8b&batch=8&measured_ms=7"
 
 
 @pytest.fixture(scope="module")
