@@ -224,11 +224,13 @@ _EXPECTATION_FIELDS = set(CalculationRequest.model_fields)
 
 
 def _expectation(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
-    """The request's workload on its chip (`_place`), for a check: kept in the catalogs'
-    memo for the next request that differs at most in its measured time, unless it read
-    measured ceilings (from the database, which may change them). Its answer models are
-    shared by the answers built from it, which never change them."""
-    if request.ceilings != "datasheet":
+    """The request's workload on its chip (`_place`), for a check: a transformer's or an
+    operator list's kept in the catalogs' memo for the next request that differs at most in
+    its measured time (a kernel's costs less than its key), unless it read measured ceilings
+    (from the database, which may change them). Its answer models are shared by the answers
+    built from it, which never change them."""
+    kept_kind = isinstance(request.workload, TransformerWorkload | OpsWorkload)
+    if request.ceilings != "datasheet" or not kept_kind:
         return _place(catalogs, request)
     key = request.model_dump_json(include=_EXPECTATION_FIELDS)
     kept = catalogs.expectations.get(key)

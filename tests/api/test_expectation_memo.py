@@ -93,16 +93,47 @@ def test_a_kept_expectation_answers_as_a_computed_one(
     assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
 
 
+X = {"shape": [1000, 1000], "dtype": "fp32"}
+operators = st.lists(
+    st.sampled_from(["aten::cos", "aten::mul", "aten::add"]), min_size=1, max_size=4
+)
+ops = st.builds(
+    lambda names, groups: {
+        "kind": "ops",
+        "ops": [{"name": n, "inputs": [X], "outputs": [X]} for n in names],
+        "groups": groups,
+    },
+    operators,
+    st.sampled_from([[], [[0]], [[0, 1]]]),
+)
+# as many operator lists as kernels (one_of would give each kind of kernel as many)
+half_ops = st.booleans().flatmap(lambda pick: ops if pick else fuzz.kernel)
+
+
 @SAME
-@given(body=st.fixed_dictionaries({"chip": fuzz.names, "workload": fuzz.kernel}))
-def test_kernels_kept_answer_as_computed(
+@given(
+    body=st.fixed_dictionaries(
+        {
+            "chip": st.sampled_from(["a100", "h100", "mi300x"]),
+            "workload": half_ops,
+        },
+        optional={"stack": st.sampled_from(["eager", "compiled"]), "what_if": st.booleans()},
+    )
+)
+def test_operator_lists_kept_answer_as_computed(
     pair: tuple[TestClient, TestClient], body: dict[str, Any]
 ) -> None:
+    """An operator list's expectation is kept (as a transformer's); a kernel's is computed
+    every time (it costs less than its key): both answer as an app that computes every one."""
     kept, fresh = pair
+    memo = kept.app.state.catalogs.expectations  # type: ignore[attr-defined]
     kept.post("/check", json={**body, "measured_ms": 3})
+    hits = memo.hits
     ours = kept.post("/check", json={**body, "measured_ms": [1, 2]})
     theirs = fresh.post("/check", json={**body, "measured_ms": [1, 2]})
     assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
+    kept_kind = body["workload"].get("kind") in ("ops", "transformer")
+    assert memo.hits == hits + (1 if kept_kind and ours.status_code == 200 else 0)
 
 
 def test_a_stored_measurement_reuses_the_expectation(tmp_path: Any) -> None:
