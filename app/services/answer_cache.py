@@ -7,8 +7,9 @@ what a request's key is, stores answers and serves them. Losing the cache change
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from app.services.memo import Memo
 
 # at most 2048 answers of at most 16 KiB: 32 MiB per worker at worst (an optimal-batch
 # answer is ~4.4 KB, a check ~2.6 KB)
@@ -23,17 +24,20 @@ class AnswerCache:
     """A least-recently-used map from a request's key to its rendered JSON answer."""
 
     max_entries: int = MAX_ENTRIES
-    hits: int = 0
     paths: set[str] = field(default_factory=set)  # where answers were stored
-    _answers: OrderedDict[Key, bytes] = field(default_factory=OrderedDict, repr=False)
+    _answers: Memo[Key, bytes] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._answers = Memo(self.max_entries)
+
+    @property
+    def hits(self) -> int:
+        """How many answers were served from the cache."""
+        return self._answers.hits
 
     def get(self, key: Key) -> bytes | None:
         """The stored answer to `key`, now the most recently used, or None."""
-        body = self._answers.get(key)
-        if body is not None:
-            self.hits += 1
-            self._answers.move_to_end(key)
-        return body
+        return self._answers.get(key)
 
     def put(self, key: Key, body: bytes) -> None:
         """Store `body` as the answer to `key` (unless it is over MAX_ANSWER_BYTES), dropping
@@ -41,10 +45,11 @@ class AnswerCache:
         if len(body) > MAX_ANSWER_BYTES:
             return
         self.paths.add(key[1])
-        self._answers[key] = body
-        self._answers.move_to_end(key)
-        if len(self._answers) > self.max_entries:
-            self._answers.popitem(last=False)
+        self._answers.put(key, body)
+
+    def clear(self) -> None:
+        """Forget every answer."""
+        self._answers.clear()
 
     def __len__(self) -> int:
         return len(self._answers)

@@ -1,4 +1,5 @@
-"""A bounded, thread-safe memo of pure results, kept while the catalogs they came from last.
+"""A bounded, thread-safe memo of pure results, kept while the catalogs they came from last:
+the rendered answers (app/services/answer_cache.py) and the expectations of checks.
 
 The expectation of a workload on a chip (everything a `/check` says before it reads the
 measured time) is a pure function of the request and of the catalogs; CI jobs ask it again
@@ -42,6 +43,11 @@ class Memo(Generic[Key, Value]):
             self._results.move_to_end(key)
             while len(self._results) > self.max_entries:
                 self._results.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every result."""
+        with self._lock:
+            self._results.clear()
 
     def __len__(self) -> int:
         return len(self._results)

@@ -198,7 +198,7 @@ def test_a_stored_answer_is_the_answer_computed_afresh(
     query.setdefault("model", "llama-8b")
     warm = [client.get(path, params=query) for _ in range(2)]
     cold = fresh.get(path, params=query)
-    _cache(fresh)._answers.clear()  # cold again for the next example
+    _cache(fresh).clear()  # cold again for the next example
     assert warm[0].status_code == warm[1].status_code == cold.status_code
     assert warm[0].content == warm[1].content == cold.content
 
