@@ -32,12 +32,12 @@ def quick_init(cls: Record) -> Record:
     for field in dataclasses.fields(cls):
         name = field.name
         names[f"_set_{name}"] = _slot(cls, name).__set__
-        names[f"_default_{name}"] = field.default
-        names[f"_factory_{name}"] = field.default_factory
         if field.default_factory is not dataclasses.MISSING:
+            names[f"_factory_{name}"] = field.default_factory
             value, parameter = f"_factory_{name}()", f"{name}=_MISSING"
             fill = f"    if {name} is _MISSING: {name} = {value}"
         elif field.default is not dataclasses.MISSING:
+            names[f"_default_{name}"] = field.default
             value, parameter, fill = f"_default_{name}", f"{name}=_default_{name}", ""
         else:
             value, parameter, fill = "", name, ""

@@ -1,10 +1,13 @@
-"""The expectation memo: a check, or a stored measurement, that differs from an earlier one
-only in its measured time reuses that one's expectation, and answers exactly as if it had
-computed it."""
+"""The expectation memo: a check that differs from an earlier one only in its measured time
+reuses that one's expectation, and answers exactly as if it had computed it (a stored
+measurement's, on both backends: tests/db/test_measurements.py)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,23 +23,32 @@ from tests.api import test_fuzz as fuzz
 QUERY = "/check?chip=a100&model=llama-8b&batch=8"
 
 
-def _client(tmp_path: Any, name: str, *, memo: bool) -> TestClient:
-    """A started app, its expectation memo on or holding nothing."""
-    app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/{name}.db"))
-    client = TestClient(app, base_url="http://localhost").__enter__()
+def _started(stack: ExitStack, path: Path, name: str, *, memo: bool) -> TestClient:
+    """A started app (stopped with `stack`), its expectation memo on or holding nothing."""
+    app = create_app(Settings(database_url=f"sqlite:///{path}/{name}.db"))
+    client = stack.enter_context(TestClient(app, base_url="http://localhost"))
     if not memo:
         app.state.catalogs.expectations.max_entries = 0
     return client
 
 
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[Callable[[str], TestClient]]:
+    with ExitStack() as stack:
+        yield lambda name: _started(stack, tmp_path, name, memo=True)
+
+
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[TestClient, TestClient]:
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, TestClient]]:
     path = tmp_path_factory.mktemp("memo")
-    return _client(path, "kept", memo=True), _client(path, "fresh", memo=False)
+    with ExitStack() as stack:
+        yield _started(stack, path, "kept", memo=True), _started(stack, path, "fresh", memo=False)
 
 
-def test_a_new_measured_time_reuses_the_expectation(tmp_path: Any) -> None:
-    client = _client(tmp_path, "one", memo=True)
+def test_a_new_measured_time_reuses_the_expectation(
+    started: Callable[[str], TestClient],
+) -> None:
+    client = started("one")
     memo = client.app.state.catalogs.expectations  # type: ignore[attr-defined]
     first = client.get(f"{QUERY}&measured_ms=5").json()
     second = client.get(f"{QUERY}&measured_ms=50").json()
@@ -140,26 +152,6 @@ def test_operator_lists_kept_answer_as_computed(
     assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
     kept_kind = body["workload"].get("kind") in ("ops", "transformer")
     assert memo.hits == hits + (1 if kept_kind and ours.status_code == 200 else 0)
-
-
-def test_a_stored_measurement_reuses_the_expectation(tmp_path: Any) -> None:
-    """A CI job posting the same workload at every commit: the second post's stored
-    expectation and answer are the ones an app computing it would give."""
-    body = {"chip": "h100", "workload": {"kind": "transformer", "model": "llama-8b"}}
-    answers = []
-    for name, memo in (("kept", True), ("fresh", False)):
-        client = _client(tmp_path, name, memo=memo)
-        if memo:
-            assert client.post("/measurements", json={**body, "measured_ms": 9}).status_code == 201
-        stored = client.post("/measurements", json={**body, "measured_ms": [4, 5]})
-        assert stored.status_code == 201, stored.text
-        answers.append(stored.json())
-        hits = client.app.state.catalogs.expectations.hits  # type: ignore[attr-defined]
-        assert hits == (1 if memo else 0)
-    kept, fresh = answers
-    # all but what the kept app's earlier post changes: the id, the time and the baseline
-    judged = ("expectation", "verdict", "ratio", "efficiency", "advice", "repeats", "workload")
-    assert {k: kept[k] for k in judged} == {k: fresh[k] for k in judged}
 
 
 def test_the_memo_keeps_the_most_recently_used() -> None:
