@@ -104,7 +104,9 @@ def scaling(
         dp = n // group
         batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
         training = replace(unpinned, parallel=replace(parallel, dp=dp))
-        result = estimate(arch, chip, replace(spec, batch=batch, training=training))
+        result = estimate(
+            arch, chip, replace(spec, batch=batch, training=training), breakdown=False
+        )
         step = result.roofline.realistic_time
         rate = result.realistic_tokens_per_s
         speedup = rate / points[0].tokens_per_s if points else 1.0

@@ -162,7 +162,9 @@ def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roof
     )
 
 
-def _training(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TrainingStep:
+def _training(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, breakdown: bool
+) -> TrainingStep:
     return training_step(
         arch,
         chip,
@@ -174,6 +176,7 @@ def _training(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Training
         flash=spec.flash_attention,
         recompute=spec.recompute,
         software=spec.software,
+        breakdown=breakdown,
     )
 
 
@@ -240,8 +243,11 @@ def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
     return _realism(kind, arch, spec)
 
 
-def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
-    """Roofline time, memory and token rates of `spec` running `arch` on `chip`."""
+def estimate(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, *, breakdown: bool = True
+) -> TransformerEstimate:
+    """Roofline time, memory and token rates of `spec` running `arch` on `chip`; a training
+    step without `breakdown` has no terms (which a scaling curve of many steps never reads)."""
     _validate(arch, spec)
     ttft = tpot = step = None
     terms: tuple[Term, ...] = ()
@@ -277,13 +283,15 @@ def estimate(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transform
         # the prefill, then one step per new token
         roof = realize(roof, _realism(Kind.GENERATE, arch, spec, forwards=1 + spec.gen_len))
     else:
-        step = _training(arch, chip, spec)
+        step = _training(arch, chip, spec, breakdown)
         roof = step.roofline
         tokens = spec.batch * spec.seq_len
         terms = step.terms
     return TransformerEstimate(
         roofline=roof,
-        memory=memory_needed(arch, chip, spec, spec.batch),
+        memory=memory_needed(arch, chip, spec, spec.batch)
+        if step is None
+        else training_memory_needed(arch, chip, spec, spec.batch, step.layout),
         capacity=chip.memory_bytes,
         tokens=tokens,
         time_to_first_token=ttft,

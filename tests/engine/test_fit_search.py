@@ -229,3 +229,22 @@ def test_a_scaling_curve_is_the_brute_forces(arch, chip, spec, multiples, mode):
         for p in points
     ]
     assert got == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(arch=archs, chip=chips, spec=training_specs, mfu=st.sampled_from([None, 0.4]))
+def test_a_training_step_without_its_breakdown_is_the_same_step(arch, chip, spec, mfu):
+    # what a scaling curve computes at each count: every time, byte and memory figure of the
+    # step with its terms, only the terms left out (and the same error where one is raised)
+    spec = replace(spec, training=replace(spec.training, mfu=mfu))
+    full = _outcome(estimate, arch, chip, spec)
+    lean = _outcome(estimate, arch, chip, spec, breakdown=False)
+    if isinstance(full, tuple):
+        assert lean == full
+        return
+    assert full.terms and full.training.terms
+    assert not lean.terms
+    assert not lean.training.terms
+    assert replace(lean, training=replace(lean.training, terms=full.training.terms)) == replace(
+        full, terms=()
+    )

@@ -9,7 +9,7 @@ from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.parallel import activation_dtype, ring_allreduce_bytes, tensor_parallel_time
 from app.engine.records import quick_init
-from app.engine.training.footprint import state_bytes_per_param, trainable
+from app.engine.training.footprint import Trainable, state_bytes_per_param
 from app.engine.training.layout import Layout
 from app.engine.training.options import DataParallelAlgorithm, Parallelism, Training
 from app.engine.units import Dtype, dtype_bytes
@@ -66,6 +66,7 @@ def communication(
     arch: Architecture,
     chip: Chip,
     lay: Layout,
+    params: Trainable,
     *,
     seq_len: float,
     dtype: Dtype,
@@ -73,7 +74,8 @@ def communication(
     recompute: bool,
     backward_time: float,
 ) -> Communication:
-    """Per-step collective times of one chip (bandwidth terms only, like the roofline).
+    """Per-step collective times of one chip holding `params` (bandwidth terms only, like the
+    roofline).
 
     TP: 2 all-reduces of b S d per layer in the forward (after attention and after the MLP),
     2 in the backward for the input gradients (the weight gradients need none), and 2 more in
@@ -128,7 +130,6 @@ def communication(
         forwards = activation_passes - 1
         ring_passes = forwards + 2
         cp_time = lay.micro_batches * arch.layers / lay.pipeline_split * ring_passes * ring / cp_bw
-    params = trainable(arch, dtype, lay, training.lora)
     grad = state_bytes_per_param(training.optimizer, dtype)[0]
     dp_bw, over_network = _link(chip, p, lay.tp * lay.cp * lay.ep * lay.dp)
     dp_bytes = sum(

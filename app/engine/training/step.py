@@ -49,7 +49,7 @@ class TrainingStep:
 
     def time_at_mfu(self, mfu: float) -> float:
         """The step time at which the step reaches `mfu`: model FLOPs / (chips x peak x MFU)."""
-        return self.model_flops / (self._peak_flops_per_s() * mfu)
+        return _time_at_mfu(self.model_flops, self.layout.chips, self.roofline, mfu)
 
     def _peak_flops_per_s(self) -> float:
         return self.layout.chips * self.roofline.peak.flops_per_s
@@ -71,6 +71,7 @@ def training_step(
     flash: bool,
     recompute: bool,
     software: Software = Software.TYPICAL,
+    breakdown: bool = True,
 ) -> TrainingStep:
     """The roofline of one training step per chip, with its pipeline bubble and communication.
 
@@ -81,6 +82,7 @@ def training_step(
     forward), the optimizer update of its (ZeRO-sharded) trained parameters, the saved
     activations written then read, and the residual stream of each pass. Time: the roofline of
     that work stretched by the pipeline bubble, m / (m + p - 1) busy, plus exposed communication.
+    Without `breakdown` the step has no terms (a scaling curve reads only its times).
     """
     lay = layout(arch, tp, batch, training.parallel)
     dtype = precision.compute
@@ -93,10 +95,11 @@ def training_step(
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
     share = lay.chips // lay.pp * lay.pipeline_split
-    terms = [Term(t.name, t.count, t.flops * passes / share) for t in forward_terms if t.flops]
+    # (name, count, FLOPs) and (name, count, bytes) of the step's terms: the work is their
+    # sum, and the breakdown, when asked for, these as Terms
+    computed = [(t.name, t.count, t.flops * passes / share) for t in forward_terms if t.flops]
     if adapters:
-        terms.append(Term("lora_adapters", arch.layers, adapters / share))
-
+        computed.append(("lora_adapters", arch.layers, adapters / share))
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # one micro-batch's activations and logits, written in the forward, read in the backward
@@ -106,27 +109,28 @@ def training_step(
         )
     )
     micro = lay.micro_batches
-    terms += [
-        Term("weight_reads", micro * reads, bytes=micro * reads * params.base_bytes),
-        Term("saved_activations", micro, bytes=micro * 2 * saved),
-        Term(
+    moved = [
+        ("weight_reads", micro * reads, micro * reads * params.base_bytes),
+        ("saved_activations", micro, micro * 2 * saved),
+        (
             "residual_stream",
             arch.layers,
-            bytes=micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split,
+            micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split,
         ),
-        Term(
+        (
             "optimizer_update",
             1,
-            bytes=params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype),
+            params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype),
         ),
     ]
-    work = Work(*totals(terms), dtype, Unit.MATRIX)
+    work = Work(sum(f for _, _, f in computed), sum(b for _, _, b in moved), dtype, Unit.MATRIX)
 
     busy = place(work, chip).expected_time
     comm = communication(
         arch,
         chip,
         lay,
+        params,
         seq_len=seq_len,
         dtype=dtype,
         training=training,
@@ -134,26 +138,46 @@ def training_step(
         backward_time=busy * (passes - 1) / passes,
     )
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
-    idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
-    terms += _beside_the_roofs(comm, roof, idle)
-    step = TrainingStep(
-        roof, lay, comm, model_flops, trained, tokens, training.tokens, terms=tuple(terms)
-    )
-    if training.mfu is None:
-        return replace(step, roofline=_published(step, chip, software))
-    if training.mfu is not None:
-        if not 0 < training.mfu <= 1:
-            raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
-        at_mfu = step.time_at_mfu(training.mfu)
-        at_given = replace(
-            roof,
-            sustained_time=roof.realistic_time,
-            realistic_time=at_mfu,
-            realistic_low=at_mfu,
-            realistic_high=at_mfu,
+    terms: tuple[Term, ...] = ()
+    if breakdown:
+        idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
+        terms = (
+            *(Term(name, count, flops) for name, count, flops in computed),
+            *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
+            *_beside_the_roofs(comm, roof, idle),
         )
-        step = replace(step, roofline=at_given, given_mfu=training.mfu)
-    return step
+    if training.mfu is None:
+        published = _published(roof, model_flops, lay.chips, chip, software)
+        return TrainingStep(
+            published, lay, comm, model_flops, trained, tokens, training.tokens, terms=terms
+        )
+    if not 0 < training.mfu <= 1:
+        raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
+    at_mfu = _time_at_mfu(model_flops, lay.chips, roof, training.mfu)
+    at_given = replace(
+        roof,
+        sustained_time=roof.realistic_time,
+        realistic_time=at_mfu,
+        realistic_low=at_mfu,
+        realistic_high=at_mfu,
+    )
+    return TrainingStep(
+        at_given,
+        lay,
+        comm,
+        model_flops,
+        trained,
+        tokens,
+        training.tokens,
+        given_mfu=training.mfu,
+        terms=terms,
+    )
+
+
+def _time_at_mfu(model_flops: float, chips: int, roof: Roofline, mfu: float) -> float:
+    """The step time at which `chips` doing `model_flops` reach `mfu` of `roof`'s peak:
+    model FLOPs / (chips x peak x MFU)."""
+    return model_flops / (chips * roof.peak.flops_per_s * mfu)
 
 
 @lru_cache(maxsize=256)
@@ -189,14 +213,15 @@ def _beside_the_roofs(comm: Communication, roof: Roofline, idle: float) -> list[
     return terms
 
 
-def _published(step: TrainingStep, chip: Chip, software: Software) -> Roofline:
-    """The step's roofline with the realistic time published training runs reach: their
+def _published(
+    roof: Roofline, model_flops: float, chips: int, chip: Chip, software: Software
+) -> Roofline:
+    """The step's roofline `roof` with the realistic time published training runs reach: their
     ratio to the model FLOPs at the chip's sustained matrix rate (1 / ratio of that rate is
     their MFU), plus this layout's exposed communication at the bandwidth collectives reach;
     never faster than the step's own sustained time (bubble and communication included)."""
-    roof = step.roofline
     published, _ = fitted(Kind.TRAINING, software)
-    basis = step.time_at_mfu(chip.sustained_matrix_of(roof.peak.dtype))
+    basis = _time_at_mfu(model_flops, chips, roof, chip.sustained_matrix_of(roof.peak.dtype))
     communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
