@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, largest_batch, tensor_parallel_share
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 from app.engine.training import layout, max_trainable_params
 from app.engine.transformer import Phase
 from app.engine.workload import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.engine.errors import InvalidInput
 from app.engine.kernels import (
@@ -27,7 +27,7 @@ from app.engine.kernels import (
     reduction,
     row_op,
 )
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 

@@ -9,16 +9,25 @@ from decimal import Decimal
 _EXACT = 1e15  # below 2^53 (9.007e15), a float of whole numbers prints exactly
 
 
+def _positional(digits: int) -> tuple[float, str]:
+    """Below what magnitude 'g' at `digits` digits may print positionally, and its format."""
+    return 10.0**digits, f",.{digits}g"
+
+
+_POSITIONAL = {digits: _positional(digits) for digits in range(1, 10)}
+
+
 def number(value: float, digits: int = 3) -> str:
     """`digits` significant digits in positional notation, never an exponent:
     1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
+    limit, spec = _POSITIONAL.get(digits) or _positional(digits)
     magnitude = abs(value)
-    if magnitude < 10.0**digits:  # the fast path: 'g' is positional unless it needs an exponent
-        text = f"{value:,.{digits}g}"
+    if 0 < magnitude < limit:  # the fast path: 'g' is positional unless it needs an exponent
+        text = format(value, spec)
         if "e" not in text:
             return text
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
     if magnitude < _EXACT:
         shift = digits - 1 - math.floor(math.log10(magnitude))  # < 0: round left of the point
         rounded = round(value, shift)

@@ -18,12 +18,12 @@ once here (docs/formulas.md#realistic-time):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.published_runs import FITTED
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.units import MICRO

@@ -176,6 +176,23 @@ def critical_path(
     return ideal, stretch * busy + communication_time
 
 
+def _on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
+    """The peak `work` runs at on `chip`, and its compute and memory times at the peaks."""
+    if not work.bytes > 0:
+        raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
+    if work.flops < 0:
+        raise InvalidInput("flops", "must be >= 0")
+    peak = chip.peak(work.dtype, work.unit)
+    return peak, work.flops / peak.flops_per_s, work.bytes / chip.memory_bandwidth
+
+
+def busy_time(work: Work, chip: Chip) -> float:
+    """`work` alone on `chip`, max(FLOPs / peak, bytes / bandwidth): the expected time `place`
+    gives it without communication or stretch, with no Roofline built."""
+    _, compute_time, memory_time = _on_the_roofs(work, chip)
+    return roofline_time(compute_time, memory_time)
+
+
 def place(
     work: Work, chip: Chip, communication_time: float = 0.0, stretch: float = 1.0
 ) -> Roofline:
@@ -185,13 +202,7 @@ def place(
     layers, so it adds to the roofline time rather than overlapping it. `stretch` >= 1 scales
     the busy time for idle slots the schedule imposes (a pipeline's bubble).
     """
-    if not work.bytes > 0:
-        raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
-    if work.flops < 0:
-        raise InvalidInput("flops", "must be >= 0")
-    peak = chip.peak(work.dtype, work.unit)
-    compute_time = work.flops / peak.flops_per_s
-    memory_time = work.bytes / chip.memory_bandwidth
+    peak, compute_time, memory_time = _on_the_roofs(work, chip)
     # The catalog holds measured fractions for matrix work and for memory traffic only;
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
     # best-shape kernels reach the chip's measured fraction; a GEMM that cannot fill the

@@ -11,13 +11,13 @@ here, since it would hide the communication that makes scaling sub-linear).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 from app.engine.transformer import Phase
 from app.engine.workload import TransformerSpec, estimate
 

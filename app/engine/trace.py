@@ -19,14 +19,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from app.engine.errors import EngineError
 from app.engine.fusion import in_sequence
 from app.engine.hardware import Chip
 from app.engine.ops import Op, op_work
 from app.engine.realism import Realism, realize
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Software
 from app.engine.trace_ops import op_of, uses_arguments

@@ -6,7 +6,7 @@ This composes the per-phase costs (transformer.py), communication (parallel.py) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from app.engine.architecture import Architecture
 from app.engine.breakdown import Term
@@ -15,7 +15,7 @@ from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
 from app.engine.stacks import Kind, Software
 from app.engine.training import (

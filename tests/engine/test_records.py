@@ -1,4 +1,5 @@
-"""quick_init builds a frozen, slotted dataclass exactly as its generated __init__ does."""
+"""quick_init builds a frozen, slotted dataclass exactly as its generated __init__ does, and
+records.replace copies one exactly as dataclasses.replace does."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import app.engine
-from app.engine.records import quick_init
+from app.engine.records import quick_init, replace
 
 KEYWORD, ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
 
@@ -118,3 +119,40 @@ def test_every_frozen_engine_record_uses_it():
     assert len(records) > 40
     slow = [r.__name__ for r in records if "quick_init" not in r.__init__.__code__.co_filename]
     assert slow == []
+
+
+def _outcome(copy: Any, record: Any, changes: dict[str, Any]) -> Any:
+    """A copy's fields, or the class of the error it raised."""
+    try:
+        return dataclasses.astuple(copy(record, **changes))
+    except (TypeError, ValueError) as error:
+        return type(error)
+
+
+@given(
+    st.integers(-5, 5),
+    st.dictionaries(
+        st.sampled_from(["name", "count", "tags", "scale", "derived", "late", "other"]),
+        st.integers(-5, 5),
+        max_size=4,
+    ),
+)
+def test_replace_copies_as_dataclasses_replace(count, changes):
+    # the same fields, __post_init__ run again on the copy (late follows count), and the same
+    # error for a field set by __post_init__ or a name the class lacks
+    for cls in (Quick, Plain):
+        record = cls("a", count, ("t",), scale=0.5)
+        assert _outcome(replace, record, changes) == _outcome(dataclasses.replace, record, changes)
+    copy = replace(Quick("a", count), count=count + 1)
+    assert type(copy) is Quick and copy.late == 2 * (count + 1)
+
+
+def test_replace_copies_a_subclass_as_itself():
+    # a subclass of a record, not itself built by quick_init, is copied by dataclasses.replace,
+    # never as an instance of its base
+    @dataclass(frozen=True, slots=True)
+    class Derived(Quick):  # type: ignore[misc,valid-type]
+        extra: int = 7
+
+    copy = replace(Derived("a", 1, extra=9), count=2)
+    assert type(copy) is Derived and (copy.count, copy.extra, copy.late) == (2, 9, 4)

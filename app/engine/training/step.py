@@ -3,7 +3,7 @@ communication (docs/formulas.md, "Training")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from app.engine.architecture import Architecture, param_counts
@@ -11,8 +11,8 @@ from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import fitted, realistic_communication
-from app.engine.records import quick_init
-from app.engine.roofline import Bound, Roofline, Work, place
+from app.engine.records import quick_init, replace
+from app.engine.roofline import Bound, Roofline, Work, busy_time, place
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
 from app.engine.training.footprint import (
@@ -125,7 +125,7 @@ def training_step(
     ]
     work = Work(sum(f for _, _, f in computed), sum(b for _, _, b in moved), dtype, Unit.MATRIX)
 
-    busy = place(work, chip).expected_time
+    busy = busy_time(work, chip)
     comm = communication(
         arch,
         chip,
