@@ -16,6 +16,7 @@ from app.engine import (
     optimal_batch,
     place,
 )
+from app.engine.roofline import busy_time
 from app.engine.transformer import experts_touched
 from tests.engine.chips import A100, H100
 from tests.engine.models import GPT2, LLAMA_8B, MISTRAL_7B, MIXTRAL
@@ -40,6 +41,8 @@ def test_time_is_never_below_either_term(flops, nbytes, dtype, unit):
     assert roof.expected_time == max(roof.compute_time, roof.memory_time)
     assert roof.realistic_time >= roof.expected_time
     assert (roof.roof is Bound.COMPUTE) == (roof.arithmetic_intensity >= roof.ridge_intensity)
+    # what a training step's communication overlaps, without a Roofline built: the same float
+    assert busy_time(custom(flops, nbytes, dtype, unit), A100) == roof.expected_time
 
 
 @settings(max_examples=150, deadline=None)
