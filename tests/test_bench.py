@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from app.main import create_app
 from app.settings import Settings
-from bench.load import TARGETS, Target, drive, wrk_drive
+from bench.load import TARGETS, TRIVIAL_TARGET, Load, Target, drive, median_pair, table, wrk_drive
 from bench.server import Server
 from tests.conftest import serve
 
@@ -33,6 +33,31 @@ def test_distinct_targets_ask_a_new_question_each_time() -> None:
     # a CI job's check at each commit: the same workload, a new measured time
     path, _ = DISTINCT["GET /check, new measured time"].request(7)
     assert path == "/check?chip=a100&model=llama-8b&batch=8&measured_ms=7"
+
+
+def test_rounds_go_over_every_row_in_turns_and_report_the_median_ratio() -> None:
+    # a fake load generator: /health costs 100 µs of server CPU, the rows 200, 400, 250, 500
+    # and 300 µs in turns; each measured right after a /health
+    costs = iter([200.0, 400.0, 250.0, 500.0, 300.0, 1000.0])
+    order: list[str] = []
+
+    def run(target: Target, seconds: float) -> Load:
+        order.append(target.name)
+        cpu = 100.0 if target is TRIVIAL_TARGET or seconds == 1.0 else next(costs)
+        return Load(1.0, 1.0, 1.0, cpu)
+
+    first, second = TARGETS[0], TARGETS[1]
+    rows = table(run, 3.0, (first, second), rounds=3)
+    warm = [TRIVIAL_TARGET.name, first.name, second.name]
+    health = TRIVIAL_TARGET.name
+    assert order == warm + [health, first.name, health, second.name] * 3
+    # first: 200, 250, 300 µs -> ratios 0.5, 0.4, 0.33: the median pair is 250 µs (0.4x);
+    # second: 400, 500, 1000 -> 0.25, 0.2, 0.1: 500 µs. With two rounds, the lower middle
+    (_, firsts), (_, seconds) = rows
+    assert [load.server_cpu_us for load, _ in firsts] == [200.0, 250.0, 300.0]
+    assert median_pair(firsts)[0].server_cpu_us == 250.0
+    assert median_pair(seconds)[0].server_cpu_us == 500.0
+    assert median_pair(firsts[:2])[0].server_cpu_us == 250.0
 
 
 @pytest.fixture(scope="module")
