@@ -287,11 +287,15 @@ def estimate(
         roof = step.roofline
         tokens = spec.batch * spec.seq_len
         terms = step.terms
+    # a training step's memory on the layout it was laid out on (memory_needed's own)
+    memory = (
+        memory_needed(arch, chip, spec, spec.batch)
+        if step is None
+        else training_memory_needed(arch, chip, spec, spec.batch, step.layout)
+    )
     return TransformerEstimate(
         roofline=roof,
-        memory=memory_needed(arch, chip, spec, spec.batch)
-        if step is None
-        else training_memory_needed(arch, chip, spec, spec.batch, step.layout),
+        memory=memory,
         capacity=chip.memory_bytes,
         tokens=tokens,
         time_to_first_token=ttft,
