@@ -22,6 +22,7 @@ from app.engine import (
     row_op,
     saxpy,
 )
+from app.engine.roofline import busy_time
 from tests.engine.chips import A100, A100_40GB, H100
 
 
@@ -158,6 +159,14 @@ def test_custom_work_and_its_errors():
         custom(1e12, 0, Dtype.BF16, Unit.MATRIX)
     with pytest.raises(InvalidInput, match="flops"):
         custom(-1, 1, Dtype.BF16, Unit.MATRIX)
+    # work built elsewhere is refused where it is placed, and where its busy time is taken
+    for work, field in (
+        (Work(1.0, 0.0, Dtype.BF16, Unit.MATRIX), "bytes"),
+        (Work(-1.0, 1.0, Dtype.BF16, Unit.MATRIX), "flops"),
+    ):
+        for placing in (place, busy_time):
+            with pytest.raises(InvalidInput, match=field):
+                placing(work, A100)
 
 
 def test_a_dtype_the_chip_lacks_is_unsupported_and_lists_what_it_has():

@@ -45,14 +45,7 @@ class TrainingStep:
 
     def mfu(self, time: float) -> float:
         """Model FLOPs utilisation of a step taking `time`: model FLOPs / (chips x peak x time)."""
-        return self.model_flops / (self._peak_flops_per_s() * time)
-
-    def time_at_mfu(self, mfu: float) -> float:
-        """The step time at which the step reaches `mfu`: model FLOPs / (chips x peak x MFU)."""
-        return _time_at_mfu(self.model_flops, self.layout.chips, self.roofline, mfu)
-
-    def _peak_flops_per_s(self) -> float:
-        return self.layout.chips * self.roofline.peak.flops_per_s
+        return self.model_flops / (self.layout.chips * self.roofline.peak.flops_per_s * time)
 
     def time_to_train(self, time: float) -> float | None:
         """Seconds to train on `tokens` at `time` per step: tokens / tokens per step x time."""
