@@ -88,7 +88,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
     # inside Hardening: its headers and body cap apply
-    app.add_middleware(ServeStoredAnswers, calculate=calculation_routes.DIRECT)
+    app.add_middleware(
+        ServeStoredAnswers, calculate={**calculation_routes.DIRECT, **measurement_routes.DIRECT}
+    )
     # before the answer cache and every route
     app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
