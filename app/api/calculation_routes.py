@@ -8,7 +8,6 @@ the schema FastAPI publishes is unchanged. The routes are registered on the app'
 request (once to pick the included router, once inside it).
 """
 
-import json
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from enum import Enum
@@ -20,10 +19,9 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from app.api.stored_answers import Direct
-from app.api.wire import answer, parse_query, query_parameters
+from app.api.wire import answer, parse_query, posted_body, query_parameters
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
-from app.http.request_text import is_json
 from app.schemas.answers import (
     Check,
     ExpectedTime,
@@ -193,14 +191,10 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
 
 def _post_directly(endpoint: Endpoint) -> Direct:
     async def post(request: Request, sent: bytes) -> Response | None:
-        """The answer to a POST whose body is JSON that the request model takes, read as
-        FastAPI reads it (json.loads, then the model's validation); None for any other,
-        which the route then answers, with FastAPI's errors."""
-        if not is_json(request.headers.get("content-type", "").encode("latin-1")):
-            return None
-        try:
-            body = endpoint.body.model_validate(json.loads(sent))
-        except Exception:  # anything the route would refuse: FastAPI words the error
+        """The answer to a POST whose body the request model takes (`posted_body`); None for
+        any other, which the route then answers, with FastAPI's errors."""
+        body = posted_body(request, sent, endpoint.body)
+        if body is None:
             return None
         return await _answer(request, request.app.state.catalogs, endpoint, body)
 

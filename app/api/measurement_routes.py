@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.stored_answers import Direct
+from app.api.wire import posted_body
 from app.db.availability import UNAVAILABLE
 from app.db.models import KEY_LENGTH
 from app.engine import InvalidInput
@@ -25,7 +25,6 @@ from app.http.params import (
     Threshold,
     WorkloadKey,
 )
-from app.http.request_text import is_json
 from app.schemas.measurement_bodies import (
     GATE_CHOICES,
     MeasurementIn,
@@ -99,18 +98,18 @@ async def create_directly(request: Request, sent: bytes) -> Response | None:
     within their lengths), computed without FastAPI's routing and dependency solving, which
     cost about a third of a write's server CPU under load (docs/performance.md, "Writes").
     None for any other POST, which the route answers, with FastAPI's errors."""
-    if not is_json(request.headers.get("content-type", "").encode("latin-1")):
-        return None
     fail_on = request.query_params.get("fail_on")  # the last one given, as FastAPI reads it
     key = request.headers.get(recording.IDEMPOTENCY_KEY)
     if fail_on is not None and len(fail_on) > FAIL_ON_LENGTH:
         return None
     if key is not None and not 1 <= len(key) <= KEY_LENGTH:
         return None
+    body = posted_body(request, sent, MeasurementIn)
+    if body is None:
+        return None
     try:
         writer = await writer_of(request)
-        body = MeasurementIn.model_validate(json.loads(sent))
-    except Exception:  # a 401, or a body the route would refuse: the route words the error
+    except HTTPException:  # no valid token where tokens are set: the route's 401
         return None
     sessions = await get_sessions(request)  # DatabaseUnavailable: the app's 503, as the route's
     catalogs = request.app.state.catalogs

@@ -14,6 +14,7 @@ write (tests/api/test_answers.py checks that).
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from app.api.stored_answers import SCOPE_KEY, key_of
+from app.http.request_text import is_json
 from app.services.answer_cache import AnswerCache
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -42,6 +44,18 @@ def parse_query(request: Request, model: type[Model]) -> Model:
         raise RequestValidationError(
             [{**e, "loc": ("query", *e["loc"])} for e in error.errors(include_url=False)]
         ) from None
+
+
+def posted_body(request: Request, sent: bytes, model: type[Model]) -> Model | None:
+    """The POST body `sent` as `model`, read as FastAPI reads a JSON body (json.loads, then the
+    model's validation); None for one the route would refuse (not sent as JSON, malformed, a
+    field out of range), which the route then answers, with FastAPI's errors."""
+    if not is_json(request.headers.get("content-type", "").encode("latin-1")):
+        return None
+    try:
+        return model.model_validate(json.loads(sent))
+    except Exception:  # anything the route would refuse: FastAPI words the error
+        return None
 
 
 @cache
