@@ -389,6 +389,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--no-engine", action="store_true", help="skip the in-process table")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     clients = args.clients
     targets = tuple(t for t in TARGETS if args.only is None or re.search(args.only, t.name))
     print(

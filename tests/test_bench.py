@@ -11,7 +11,17 @@ from fastapi import FastAPI
 
 from app.main import create_app
 from app.settings import Settings
-from bench.load import TARGETS, TRIVIAL_TARGET, Load, Target, drive, median_pair, table, wrk_drive
+from bench.load import (
+    TARGETS,
+    TRIVIAL_TARGET,
+    Load,
+    Target,
+    drive,
+    main,
+    median_pair,
+    table,
+    wrk_drive,
+)
 from bench.server import Server
 from tests.conftest import serve
 
@@ -58,6 +68,13 @@ def test_rounds_go_over_every_row_in_turns_and_report_the_median_ratio() -> None
     assert median_pair(firsts)[0].server_cpu_us == 250.0
     assert median_pair(seconds)[0].server_cpu_us == 500.0
     assert median_pair(firsts[:2])[0].server_cpu_us == 250.0
+
+
+def test_rounds_below_one_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--rounds", "0", "--no-engine"])
+    assert stopped.value.code == 2
+    assert "--rounds must be at least 1, got 0" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

@@ -48,8 +48,10 @@ class AnswerCache:
         self._answers.put(key, body)
 
     def clear(self) -> None:
-        """Forget every answer."""
+        """Forget every answer (and where they were stored: no path is looked up again until
+        an answer on it is stored)."""
         self._answers.clear()
+        self.paths.clear()
 
     def __len__(self) -> int:
         return len(self._answers)
