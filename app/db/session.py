@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 from alembic import command
@@ -12,6 +13,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.group_commit import GroupCommit
 from app.settings import ROOT
 
 # SQLite lets one transaction write at a time; the others wait in its busy handler, which
@@ -19,6 +21,10 @@ from app.settings import ROOT
 # about 1 s (bench.load). A writer of this process queues on its engine's lock instead, and the
 # busy handler only arbitrates between processes.
 _SQLITE_WRITERS: WeakKeyDictionary[Engine, threading.Lock] = WeakKeyDictionary()
+# each engine's writes committed in groups, made on its first write
+_GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()
+_GROUPS_MADE = threading.Lock()
+T = TypeVar("T")
 
 
 def make_engine(url: str) -> Engine:
@@ -68,13 +74,18 @@ def transaction(factory: sessionmaker[Session], *, writes: bool = False) -> Iter
         yield session
 
 
-@contextmanager
-def writing(factory: sessionmaker[Session]) -> Iterator[Connection]:
-    """A connection for Core statements that write, in a transaction committed on success and
-    rolled back on error, after this process's other SQLite writers: a write without the
-    bookkeeping of an ORM session."""
-    with _writer(factory), _engine(factory).begin() as connection:
-        yield connection
+def write_together(factory: sessionmaker[Session], work: Callable[[Connection], T]) -> T:
+    """`work`'s value once it has run on a connection (Core statements, without the
+    bookkeeping of an ORM session) and been committed, in one transaction with the other
+    writes waiting then (app/db/group_commit.py); its error, and nothing of it stored, if it
+    raised or the transaction failed."""
+    engine = _engine(factory)
+    group = _GROUPS.get(engine)
+    if group is None:
+        with _GROUPS_MADE:
+            group = _GROUPS.get(engine) or GroupCommit(engine, _writer(factory))
+            _GROUPS[engine] = group
+    return group.run(work)
 
 
 def _engine(factory: sessionmaker[Session]) -> Engine:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection
@@ -15,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
 from app.db.models import MeasurementRow
-from app.db.session import transaction, writing
+from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
 from app.schemas.measurement_bodies import (
@@ -127,13 +128,19 @@ def record(
     if key is not None and (stored := _stored_under(sessions, row, body)) is not None:
         return stored
     try:
-        with writing(sessions) as connection:
-            store.add(connection, row)
-            return _answer(connection, row, body)
+        return write_together(sessions, partial(_stored_and_answered, row, body))
     except IntegrityError:
         if key is None or (stored := _stored_under(sessions, row, body)) is None:
             raise
         return stored  # a concurrent retry committed first
+
+
+def _stored_and_answered(
+    row: MeasurementRow, body: MeasurementIn, connection: Connection
+) -> MeasurementOut:
+    """`row` stored, and the answer to `body`, in the transaction on `connection`."""
+    store.add(connection, row)
+    return _answer(connection, row, body)
 
 
 def _answer(connection: Connection, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
