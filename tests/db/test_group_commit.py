@@ -75,7 +75,7 @@ def queued_behind_a_held_write(
         return insert("held")(connection)
 
     pool = ThreadPoolExecutor(max_workers=len(works) + 1)
-    futures = [pool.submit(group.run, held)]
+    futures: list[Future[object]] = [pool.submit(group.run, held)]
     inside.wait(10)
     for queued, work in enumerate(works, start=1):  # one at a time, so in this order
         futures.append(pool.submit(group.run, work))
