@@ -225,7 +225,10 @@ class MeasurementOut(_Finite):
     def _once(self, expectation: dict[str, Any]) -> dict[str, Any]:
         """The expectation without what the measurement itself already says (kept whole in
         the object, for the pages that read it)."""
-        return {k: v for k, v in expectation.items() if k not in type(self).model_fields}
+        return {k: v for k, v in expectation.items() if k not in _SAID_BY_THE_MEASUREMENT}
+
+
+_SAID_BY_THE_MEASUREMENT = frozenset(MeasurementOut.model_fields)
 
 
 class MeasurementSummary(_Finite):

@@ -42,7 +42,14 @@ HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
 
 
 def stored_out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
-    repeats = summarise_times(seconds_of(row.measured_values, row.measured_unit))
+    """`row` as stored and judged, with `comparison`. Its repeats are those its expectation
+    was judged by (summarised again from its values for one stored without them)."""
+    judged = row.expectation.get("repeats")
+    repeats = (
+        RepeatsOut.of(summarise_times(seconds_of(row.measured_values, row.measured_unit)))
+        if judged is None
+        else RepeatsOut.model_validate(judged)
+    )
     return MeasurementOut(
         id=row.id,
         created_at=row.created_at,
@@ -55,7 +62,7 @@ def stored_out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
         workload_key=row.workload_key,
         measured_values=row.measured_values,
         measured_unit=row.measured_unit,
-        repeats=RepeatsOut.of(repeats),
+        repeats=repeats,
         measured_time_s=row.measured_time_s,
         expected_time_s=row.expected_time_s,
         ratio=row.ratio,

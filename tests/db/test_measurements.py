@@ -10,12 +10,17 @@ import anyio.to_thread
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.catalog.loader import CatalogError
 from app.db.models import MeasurementRow
+from app.engine.compare import summarise_times
 from app.main import create_app
+from app.schemas.answers import RepeatsOut
 from app.schemas.measurement_bodies import Comparison, MeasurementIn
 from app.services import baselines, recording
+from app.services.baselines import seconds_of
 from app.settings import Settings
 
 MATMUL = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}
@@ -573,3 +578,38 @@ def test_a_kept_expectation_stores_what_a_computed_one_does(db_client, db_app):
         rows = [session.get(MeasurementRow, answer["id"]) for answer in (kept, computed)]
         stored = [(row.expectation, row.verdict, row.ratio, row.workload) for row in rows]
     assert stored[0] == stored[1]
+
+
+def test_a_measurement_reads_back_with_the_repeats_it_was_judged_by(db_app, db_client):
+    """Its repeats are the expectation's (what it was judged by); a row stored before the
+    expectation kept them has them summarised again from its values, to the same numbers.
+    9.8, 10.1 and 10.0 ms: mean 29.9 / 3 = 9.9667 ms, sample stdev sqrt((0.1667^2 + 0.1333^2
+    + 0.0333^2) / 2) = 0.1528 ms."""
+    posted = submit(db_client, measured_ms=[9.8, 10.1, 10.0])
+    assert posted["repeats"] == {
+        "count": 3,
+        "mean_s": pytest.approx(9.9667e-3, rel=1e-4),
+        "min_s": pytest.approx(9.8e-3),
+        "max_s": pytest.approx(10.1e-3),
+        "stdev_s": pytest.approx(0.15275e-3, rel=1e-4),
+    }
+    assert db_client.get(f"/measurements/{posted['id']}").json()["repeats"] == posted["repeats"]
+    with db_app.state.database.sessions()() as session, session.begin():
+        row = session.get(MeasurementRow, posted["id"])
+        assert row is not None
+        row.expectation = {k: v for k, v in row.expectation.items() if k != "repeats"}
+    assert db_client.get(f"/measurements/{posted['id']}").json()["repeats"] == posted["repeats"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.floats(1e-6, 1e6, allow_nan=False), min_size=1, max_size=20),
+    unit=st.sampled_from(["measured_ms", "measured_time_s"]),
+)
+def test_the_repeats_judged_are_those_summarised_from_the_stored_values(app, values, unit):
+    """What a fresh write answers (the expectation's repeats) is what reading the row back
+    summarised from its values before it kept them: the same floats."""
+    body = MeasurementIn.model_validate({"chip": "a100", "workload": MATMUL, unit: values})
+    row = recording.judged_row(app.state.catalogs, body)
+    summarised = summarise_times(seconds_of(row.measured_values, row.measured_unit))
+    assert row.expectation["repeats"] == RepeatsOut.of(summarised).model_dump(mode="json")
