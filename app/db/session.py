@@ -78,7 +78,9 @@ def write_together(factory: sessionmaker[Session], work: Callable[[Connection], 
     """`work`'s value once it has run on a connection (Core statements, without the
     bookkeeping of an ORM session) and been committed, in one transaction with the other
     writes waiting then (app/db/group_commit.py); its error, and nothing of it stored, if it
-    raised or the transaction failed."""
+    raised or the transaction failed. `work` writes on its connection alone: a write of its
+    own through `transaction(writes=True)` or `write_together` would wait for the group it
+    runs in, which waits for it."""
     engine = _engine(factory)
     group = _GROUPS.get(engine)
     if group is None:
