@@ -101,3 +101,28 @@ def test_graceful_stop_keeps_every_accepted_write(empty_database):
     stored = stored_labels(empty_database, "stop-")
     assert set(stored.values()) == {1}
     assert accepted <= set(stored)  # a 201 always means stored
+
+
+def test_a_killed_service_loses_no_acknowledged_write(empty_database):
+    """SIGKILL while posts are in flight, in groups committing together: a 201 means the
+    write's group committed, so every acknowledged write is there, once, and a service
+    started again on the database (SQLite recovering its write-ahead log) serves them all."""
+    labels = [f"kill-{i}" for i in range(400)]
+    with serve(empty_database) as (base, process):
+
+        def kill_after_some(stored: int) -> None:
+            if stored == 100:
+                process.send_signal(signal.SIGKILL)
+
+        statuses, _ = asyncio.run(fire(base, labels, on_stored=kill_after_some))
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    accepted = {label for label, status in statuses.items() if status == 201}
+    assert len(accepted) >= 100
+    stored = stored_labels(empty_database, "kill-")
+    assert set(stored.values()) <= {1}
+    assert accepted <= set(stored)
+    with serve(empty_database) as (base, _):
+        listed = httpx.get(f"{base}/measurements", params={"label": labels[0]}).json()
+        assert listed["total"] == stored.get(labels[0], 0)
+        total = httpx.get(f"{base}/measurements", params={"limit": 1}).json()["total"]
+        assert total == len(stored)
