@@ -70,8 +70,7 @@ def decode_cursor(cursor: str) -> Position:
 
 class _Finite(BaseModel):
     # answers built with keyword arguments, so validated: a NaN or an infinity fails where the
-    # answer is built, inside the transaction that stores the measurement (which it rolls
-    # back), never after the commit, in the JSON
+    # answer is built, in the transaction storing the measurement (rolled back), not in the JSON
     model_config = ConfigDict(allow_inf_nan=False)
 
 
@@ -223,12 +222,11 @@ class MeasurementOut(_Finite):
 
     @field_serializer("expectation")
     def _once(self, expectation: dict[str, Any]) -> dict[str, Any]:
-        """The expectation without what the measurement itself already says (kept whole in
-        the object, for the pages that read it)."""
-        return {k: v for k, v in expectation.items() if k not in _SAID_BY_THE_MEASUREMENT}
+        """The expectation less the keys this model says itself (kept whole for the pages)."""
+        return {k: v for k, v in expectation.items() if k not in _SAID}
 
 
-_SAID_BY_THE_MEASUREMENT = frozenset(MeasurementOut.model_fields)
+_SAID = frozenset(MeasurementOut.model_fields)
 
 
 class MeasurementSummary(_Finite):
