@@ -3,8 +3,10 @@ that queue behind a commit share the next one; a write that fails is undone alon
 that fails stores and acknowledges nothing of its group; a write is answered after its commit.
 """
 
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -163,3 +165,16 @@ def test_write_together_commits_on_the_engine_of_its_sessions(tmp_path) -> None:
     finally:
         for engine in engines:
             engine.dispose()
+
+
+def test_a_group_lets_its_engine_go(tmp_path) -> None:
+    """The registry of groups is keyed by engine, weakly: a group holds its engine weakly
+    too, and says so if asked to write once the engine is gone."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'gone.db'}")
+    group = GroupCommit(engine, threading.Lock())
+    alive = weakref.ref(engine)
+    del engine
+    gc.collect()
+    assert alive() is None
+    with pytest.raises(RuntimeError, match="disposed of"):
+        group.run(insert("late"))
