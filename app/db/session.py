@@ -18,8 +18,9 @@ from app.settings import ROOT
 
 # SQLite lets one transaction write at a time; the others wait in its busy handler, which
 # polls with sleeps of up to 100 ms, so that 16 concurrent writers in one process saw a p99 of
-# about 1 s (bench.load). A writer of this process queues on its engine's lock instead, and the
-# busy handler only arbitrates between processes.
+# about 1 s (bench.load). A writer of this process queues on its engine's lock instead (a
+# group of measurement writes holds it while it writes), and the busy handler only
+# arbitrates between processes.
 _SQLITE_WRITERS: WeakKeyDictionary[Engine, threading.Lock] = WeakKeyDictionary()
 # each engine's writes committed in groups, made on its first write
 _GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()
