@@ -28,17 +28,21 @@ def percent(value: float, digits: int = 3) -> str:
 
 
 def _scaled(value: float, unit: str) -> str:
+    magnitude = abs(value)
     for factor, prefix in _PREFIXES:
-        if abs(value) >= factor:
+        if magnitude >= factor:
             return f"{number(value / factor)} {prefix}{unit}"
     return f"{number(value)} {unit}"
 
 
 def seconds(value: float) -> str:
     """1.5e-3 -> '1.5 ms'."""
-    for factor, unit in ((1.0, "s"), (MILLI, "ms"), (MICRO, "µs")):
-        if value >= factor:
-            return f"{number(value / factor)} {unit}"
+    if value >= 1.0:
+        return f"{number(value)} s"
+    if value >= MILLI:
+        return f"{number(value / MILLI)} ms"
+    if value >= MICRO:
+        return f"{number(value / MICRO)} µs"
     return f"{number(value / NANO)} ns"
 
 

@@ -1,6 +1,8 @@
 """Numbers for people: three significant digits, never an exponent."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app import formatting as fmt
 
@@ -16,10 +18,34 @@ from app import formatting as fmt
         (1.5e-5, "0.000015"),
         (-42.42, "-42.4"),
         (0.0, "0"),
+        # the edges of the 3-digit fast path ('g' positional from 1e-4 to what rounds to 999)
+        (999.4999999999999, "999"),
+        (999.5, "1,000"),  # 'g' would print 1e+03
+        (-999.5, "-1,000"),
+        (1e-4, "0.0001"),
+        (9.9995e-5, "0.0001"),  # rounds up to 1e-4; 'g' would print 9.99e-05 (or 1e-04)
+        (-0.00012345, "-0.000123"),
     ],
 )
 def test_number(value, text):
     assert fmt.number(value) == text
+
+
+@settings(max_examples=2000)
+@given(
+    st.floats(min_value=-1e16, max_value=1e16, allow_nan=False),
+    st.sampled_from([2, 3, 4, 6]),
+)
+def test_number_is_the_value_rounded_to_its_significant_digits(value, digits):
+    # whichever path formats it: the text reads back as the value rounded to `digits`
+    # significant digits (in decimal), and never shows an exponent
+    text = fmt.number(value, digits)
+    assert "e" not in text
+    if value == 0:
+        assert text in ("0", "-0")
+        return
+    rounded = float(f"{value:.{digits - 1}e}")
+    assert float(text.replace(",", "")) == pytest.approx(rounded, rel=1e-12)
 
 
 def test_units_never_use_an_exponent():

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import app.engine
 from app.engine.records import quick_init, replace
+from tests.engine.models import GPT2, LLAMA_8B, MIXTRAL
 
 KEYWORD, ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
 
@@ -156,3 +157,18 @@ def test_replace_copies_a_subclass_as_itself():
 
     copy = replace(Derived("a", 1, extra=9), count=2)
     assert type(copy) is Derived and (copy.count, copy.extra, copy.late) == (2, 9, 4)
+
+
+@pytest.mark.parametrize("arch", [LLAMA_8B, MIXTRAL, GPT2])
+def test_an_architecture_hashes_as_its_fields_do_computed_once(arch):
+    """The hash an architecture keeps (it keys the engine's caches) is that of its compared
+    fields, equal for equal architectures, and a copy with a change computes its own."""
+    fields = tuple(getattr(arch, f.name) for f in dataclasses.fields(arch) if f.compare)
+    twin = dataclasses.replace(arch)
+    assert twin == arch and twin is not arch
+    assert hash(arch) == hash(twin) == hash(fields)
+    assert arch._hash == hash(fields)  # kept for the next lookup
+    deeper = replace(arch, layers=arch.layers + 1)
+    assert deeper != arch and hash(deeper) == hash((fields[0], arch.layers + 1, *fields[2:]))
+    assert {arch: 1}[twin] == 1
+    assert "_hash" not in repr(arch)
