@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -35,11 +36,15 @@ def parse_query(request: Request, model: type[Model]) -> Model:
     """The request's query string as `model`; a bad one raises the 422 FastAPI would, each
     error located at ("query", field). As FastAPI reads them, a list field takes every value
     of its repeated parameter (?lora_targets=q&lora_targets=v), another field its last."""
-    params, lists = request.query_params, _list_fields(model)
+    lists, given = _list_fields(model), dict[str, Any]()
+    # the pairs Starlette's QueryParams holds (latin-1, blanks kept), without building it
+    for name, value in parse_qsl(request.scope["query_string"].decode("latin-1"), True):
+        if name in lists:
+            given.setdefault(name, []).append(value)
+        else:
+            given[name] = value
     try:
-        return model.model_validate(
-            {k: params.getlist(k) if k in lists else params[k] for k in params}
-        )
+        return model.model_validate(given)
     except ValidationError as error:
         raise RequestValidationError(
             [{**e, "loc": ("query", *e["loc"])} for e in error.errors(include_url=False)]
