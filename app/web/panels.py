@@ -78,14 +78,34 @@ def power_of_two_ticks(lo: float, hi: float, most: int = 9) -> list[tuple[float,
     return [(2.0**e, fmt.number(2.0**e, 7)) for e in exponents[::step]]
 
 
+def _time_label(moment: datetime, pattern: str, milliseconds: bool) -> str:
+    text = moment.strftime(pattern)
+    return f"{text}.{moment.microsecond // 1000:03d}" if milliseconds else text
+
+
 def time_ticks(lo: float, hi: float, count: int = 4) -> list[tuple[float, str]]:
-    """`count` evenly spaced ticks over epoch seconds [lo, hi], labelled as dates and times."""
+    """`count` evenly spaced ticks over epoch seconds [lo, hi], labelled as dates and times
+    only as finely as tells them apart: seconds, then milliseconds for runs stored within a
+    second or two of each other; ticks that would still read alike (runs a few milliseconds
+    apart) are left out but the first."""
     if hi <= lo:
         return [(lo, datetime.fromtimestamp(lo, UTC).strftime("%Y-%m-%d %H:%M"))]
     spaced = [lo + (hi - lo) * i / (count - 1) for i in range(count)]
-    same_day = datetime.fromtimestamp(lo, UTC).date() == datetime.fromtimestamp(hi, UTC).date()
-    pattern = "%H:%M:%S" if same_day else "%m-%d %H:%M"
-    return [(t, datetime.fromtimestamp(t, UTC).strftime(pattern)) for t in spaced]
+    moments = [datetime.fromtimestamp(t, UTC) for t in spaced]
+    same_day = moments[0].date() == moments[-1].date()
+    resolutions = (
+        (("%H:%M:%S", False), ("%H:%M:%S", True))
+        if same_day
+        else (("%m-%d %H:%M", False), ("%m-%d %H:%M:%S", False), ("%m-%d %H:%M:%S", True))
+    )
+    for pattern, milliseconds in resolutions:
+        labels = [_time_label(m, pattern, milliseconds) for m in moments]
+        if len(set(labels)) == len(labels):
+            break
+    ticks: dict[str, float] = {}
+    for t, label in zip(spaced, labels, strict=True):
+        ticks.setdefault(label, t)
+    return [(t, label) for label, t in ticks.items()]
 
 
 def _y_scale(box: Box, panel: Panel) -> tuple[Scale, list[float]]:

@@ -18,6 +18,7 @@ from app.web import charts, svg
 from app.web.bars import comparison_svg
 from app.web.charts import BOX, Roof, RooflineData, roofline_svg
 from app.web.labels import LABEL_GAP, Label, overlap, place_labels
+from app.web.panels import time_ticks
 from app.web.trends import history_svg, scaling_svg, sweep_svg
 from tests.engine.chips import A100
 
@@ -254,6 +255,49 @@ def test_history_chart_plots_time_and_fraction_of_roofline():
     assert document.count('class="dot-a"><title>') == 3
     assert "fraction of roofline" in document and "01:00:00" in document
     assert re.search(r"measured ms: 11 at", document)
+
+
+@pytest.mark.parametrize(
+    ("span_s", "labels"),
+    [
+        # an hour of one day: to the second, as before (3,600 s / 3 = 20 min apart)
+        (3600, ["02:57:19", "03:17:19", "03:37:19", "03:57:19"]),
+        # three runs stored within 0.9 s: every tick read "02:57:19"; now 0.3 s apart, to
+        # the millisecond (19.100, 19.400, 19.700, 20.000)
+        (0.9, ["02:57:19.100", "02:57:19.400", "02:57:19.700", "02:57:20.000"]),
+        # 2 ms: ticks 0.667 ms apart read 19.100, 19.100 (at 100.667), 19.101 (101.333) and
+        # 19.102: the second, a repeat, is left out
+        (0.002, ["02:57:19.100", "02:57:19.101", "02:57:19.102"]),
+    ],
+)
+def test_time_ticks_are_as_fine_as_tells_them_apart(span_s, labels):
+    lo = datetime(2026, 11, 27, 2, 57, 19, 100000, tzinfo=UTC).timestamp()
+    ticks = time_ticks(lo, lo + span_s)
+    assert [label for _, label in ticks] == labels
+    assert [t for t, _ in ticks] == sorted(t for t, _ in ticks)
+    assert ticks[0][0] == lo
+
+
+def test_time_ticks_over_midnight_name_the_days_and_tell_the_runs_apart():
+    lo = datetime(2026, 11, 27, 23, 59, 59, 500000, tzinfo=UTC).timestamp()
+    # two days: to the minute, as before
+    assert [label for _, label in time_ticks(lo, lo + 2 * 86400)] == [
+        "11-27 23:59", "11-28 15:59", "11-29 07:59", "11-29 23:59"
+    ]  # fmt: skip
+    # 90 s over midnight: minutes alone would read 23:59, 00:00, 00:00, 00:01
+    assert [label for _, label in time_ticks(lo, lo + 90)] == [
+        "11-27 23:59:59", "11-28 00:00:29", "11-28 00:00:59", "11-28 00:01:29"
+    ]  # fmt: skip
+
+
+@given(
+    st.floats(min_value=1.6e9, max_value=2.5e9),
+    st.floats(min_value=1e-3, max_value=1e7),
+)
+def test_time_ticks_never_repeat_a_label(lo, span):
+    ticks = time_ticks(lo, lo + span)
+    labels = [label for _, label in ticks]
+    assert len(set(labels)) == len(labels) >= 2
 
 
 def test_the_realistic_point_sits_inside_the_published_range():
