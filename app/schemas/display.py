@@ -68,11 +68,18 @@ def formatted(answer: object, shown: Shown) -> dict[str, str]:
     strings: a few µs, reading attributes only."""
     texts = {}
     for key, name, show in shown:
-        value: Any = answer
-        for part in name.split("."):
-            value = getattr(value, part)
-            if value is None:
-                break
+        value: Any = getattr(answer, name) if "." not in name else _dotted(answer, name)
         if value is not None and value != 0:
             texts[key] = show(value)
     return texts
+
+
+def _dotted(answer: object, name: str) -> Any:
+    """The nested answer's field `name` names ('training.realistic_time_to_train_s'), or None
+    where a part of it is None."""
+    value: Any = answer
+    for part in name.split("."):
+        value = getattr(value, part)
+        if value is None:
+            break
+    return value

@@ -338,7 +338,7 @@ def _best(roof: Roofline, alternatives: list[Alternative] | None) -> BestChange 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
     """The roofline time of the request's workload on its chip (not kept in the memo: an
     identical request is answered from the answer cache)."""
-    return ExpectedTime(**_place(catalogs, request).fields)
+    return ExpectedTime.model_validate(_place(catalogs, request).fields)
 
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
@@ -349,19 +349,22 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
     judgement = judge(roof, repeats.mean, specific)
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
-    return Check(
-        **placed.fields,
-        measured_time_s=judgement.measured_time,
-        repeats=RepeatsOut.of(repeats),
-        ratio=judgement.ratio,
-        efficiency=judgement.efficiency,
-        verdict=judgement.verdict,
-        realistic_ratio=judgement.realistic_ratio,
-        against_published=judgement.against_published,
-        achieved_flops_per_s=judgement.achieved_flops_per_s,
-        achieved_bytes_per_s=judgement.achieved_bytes_per_s,
-        flops_share_of_peak=judgement.flops_share_of_peak,
-        bytes_share_of_bandwidth=judgement.bytes_share_of_bandwidth,
-        advice=[*fusion, *judgement.advice],
-        against_fusion=None if ops is None else ops.against_fusion(judgement.measured_time),
+    # validated from one dict (the keyword form, Check(**fields), costs a copy more)
+    return Check.model_validate(
+        {
+            **placed.fields,
+            "measured_time_s": judgement.measured_time,
+            "repeats": RepeatsOut.of(repeats),
+            "ratio": judgement.ratio,
+            "efficiency": judgement.efficiency,
+            "verdict": judgement.verdict,
+            "realistic_ratio": judgement.realistic_ratio,
+            "against_published": judgement.against_published,
+            "achieved_flops_per_s": judgement.achieved_flops_per_s,
+            "achieved_bytes_per_s": judgement.achieved_bytes_per_s,
+            "flops_share_of_peak": judgement.flops_share_of_peak,
+            "bytes_share_of_bandwidth": judgement.bytes_share_of_bandwidth,
+            "advice": [*fusion, *judgement.advice],
+            "against_fusion": None if ops is None else ops.against_fusion(judgement.measured_time),
+        }
     )
