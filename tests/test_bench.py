@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from app.main import create_app
 from app.settings import Settings
+from bench import instructions
 from bench.load import (
     TARGETS,
     TRIVIAL_TARGET,
@@ -120,3 +121,35 @@ def test_a_repeated_row_is_answered_from_the_cache(app: FastAPI, url: str) -> No
     after_httpx = _hits(app)
     wrk_drive(Server(url, os.getpid()), REPEATED, 1, 4)
     assert before < after_httpx < _hits(app)
+
+
+def test_instruction_rows_count_only_the_requests_after_the_warm_up(tmp_path, monkeypatch):
+    # bench/instructions.py: /health and every distinct calculation row, run in-process; the
+    # counting is turned on after the warm-up and off after the counted requests, once
+    monkeypatch.setenv("ROOFCHECK_DATABASE_URL", f"sqlite:///{tmp_path}/bench.db")
+    assert instructions.ROWS[0] is TRIVIAL_TARGET
+    assert {t.name for t in instructions.ROWS[1:]} == set(DISTINCT)
+    for target in instructions.ROWS:
+        sent: list[int] = []
+        counting: list[tuple[bool, int]] = []
+        asked = instructions.ask
+
+        async def ask(app, target, n, sent=sent, asked=asked):
+            sent.append(n)
+            return await asked(app, target, n)
+
+        monkeypatch.setattr(instructions, "ask", ask)
+        asyncio.run(
+            instructions.run_requests(
+                target, 3, lambda on, c=counting, s=sent: c.append((on, len(s))), warm_up=2
+            )
+        )
+        assert sent == [1, 2, 3, 4, 5]  # a new question each time for a distinct row
+        assert counting == [(True, 2), (False, 5)]
+
+
+def test_instructions_refuse_a_request_that_fails(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFCHECK_DATABASE_URL", f"sqlite:///{tmp_path}/bench.db")
+    unknown = Target("unknown chip", "GET", "/expected-time?chip=nope&model=llama-8b")
+    with pytest.raises(RuntimeError, match="HTTP 404"):
+        asyncio.run(instructions.run_requests(unknown, 1, lambda on: None, warm_up=0))
