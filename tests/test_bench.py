@@ -129,21 +129,22 @@ def test_instruction_rows_count_only_the_requests_after_the_warm_up(tmp_path, mo
     monkeypatch.setenv("ROOFCHECK_DATABASE_URL", f"sqlite:///{tmp_path}/bench.db")
     assert instructions.ROWS[0] is TRIVIAL_TARGET
     assert {t.name for t in instructions.ROWS[1:]} == set(DISTINCT)
+    sent: list[int] = []
+    counting: list[tuple[bool, int]] = []
+    asked = instructions.ask
+
+    async def ask(app, target, n):
+        sent.append(n)
+        return await asked(app, target, n)
+
+    def count(on: bool) -> None:
+        counting.append((on, len(sent)))
+
+    monkeypatch.setattr(instructions, "ask", ask)
     for target in instructions.ROWS:
-        sent: list[int] = []
-        counting: list[tuple[bool, int]] = []
-        asked = instructions.ask
-
-        async def ask(app, target, n, sent=sent, asked=asked):
-            sent.append(n)
-            return await asked(app, target, n)
-
-        monkeypatch.setattr(instructions, "ask", ask)
-        asyncio.run(
-            instructions.run_requests(
-                target, 3, lambda on, c=counting, s=sent: c.append((on, len(s))), warm_up=2
-            )
-        )
+        sent.clear()
+        counting.clear()
+        asyncio.run(instructions.run_requests(target, 3, count, warm_up=2))
         assert sent == [1, 2, 3, 4, 5]  # a new question each time for a distinct row
         assert counting == [(True, 2), (False, 5)]
 
