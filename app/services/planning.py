@@ -20,7 +20,6 @@ from app.schemas.answers import (
     MemoryFitAnswer,
     OptimalBatchAnswer,
     ScalingAnswer,
-    ScalingRow,
 )
 from app.schemas.requests import (
     CalculationRequest,
@@ -88,18 +87,20 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
             f"at batch {model.workload.batch} x {model.workload.seq_len} tokens, held fixed): "
             f"{fmt.number(fit.max_trainable_params_with_activations / GIGA)}B parameters."
         )
-    return MemoryFitAnswer(
-        **header(resolved, model),
-        explanation=explanation,
-        required_bytes=fit.breakdown.total,
-        available_bytes=fit.capacity,
-        fits=fit.fits,
-        breakdown=MemoryBreakdownOut.model_validate(fit.breakdown, from_attributes=True),
-        max_batch=fit.max_batch,
-        min_chips=fit.min_chips,
-        min_chips_layout=fit.min_chips_layout,
-        max_trainable_params=fit.max_trainable_params,
-        max_trainable_params_with_activations=fit.max_trainable_params_with_activations,
+    return MemoryFitAnswer.model_validate(
+        {
+            **header(resolved, model),
+            "explanation": explanation,
+            "required_bytes": fit.breakdown.total,
+            "available_bytes": fit.capacity,
+            "fits": fit.fits,
+            "breakdown": MemoryBreakdownOut.model_validate(fit.breakdown, from_attributes=True),
+            "max_batch": fit.max_batch,
+            "min_chips": fit.min_chips,
+            "min_chips_layout": fit.min_chips_layout,
+            "max_trainable_params": fit.max_trainable_params,
+            "max_trainable_params_with_activations": fit.max_trainable_params_with_activations,
+        }
     )
 
 
@@ -130,29 +131,32 @@ def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
     fields = header(resolved, model)
     # the curve is of realistic step times, which start from the ceilings
     fields["assumptions"] += ceilings_assumptions(resolved.measured)
-    return ScalingAnswer(
-        **fields,
-        explanation=explanation,
-        mode=request.mode,
-        serial_fraction=f,
-        base_chips=base,
-        amdahl_limit=1 / f if f else None,
-        points=[
-            ScalingRow(
-                chips=p.chips,
-                dp=p.dp,
-                batch=p.batch,
-                step_time_s=p.step_time,
-                tokens_per_s=p.tokens_per_s,
-                speedup=p.speedup,
-                efficiency=p.efficiency,
-                law_speedup=p.law_speedup,
-                law_speedup_vs_one=p.law_speedup_vs_one,
-                communication_time_s=p.communication_time,
-                fits=p.fits,
-            )
-            for p in points
-        ],
+    # the rows as plain data: pydantic-core validates them with the answer, in one call
+    return ScalingAnswer.model_validate(
+        {
+            **fields,
+            "explanation": explanation,
+            "mode": request.mode,
+            "serial_fraction": f,
+            "base_chips": base,
+            "amdahl_limit": 1 / f if f else None,
+            "points": [
+                {
+                    "chips": p.chips,
+                    "dp": p.dp,
+                    "batch": p.batch,
+                    "step_time_s": p.step_time,
+                    "tokens_per_s": p.tokens_per_s,
+                    "speedup": p.speedup,
+                    "efficiency": p.efficiency,
+                    "law_speedup": p.law_speedup,
+                    "law_speedup_vs_one": p.law_speedup_vs_one,
+                    "communication_time_s": p.communication_time,
+                    "fits": p.fits,
+                }
+                for p in points
+            ],
+        }
     )
 
 
