@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from app.engine.prose import number, times
 from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
 
@@ -27,7 +29,27 @@ def percent(value: float, digits: int = 3) -> str:
     return f"{number(value * 100, digits)}%"
 
 
-def _scaled(value: float, unit: str) -> str:
+# Texts already written, by (value, unit): an answer shows most of its times and sizes twice
+# (its explanation and its `formatted` object) and the chip's peaks and capacity in every
+# answer. Bounded (cleared when full); zero is never kept, since 0.0 and -0.0 are one key
+# but read '0' and '-0'.
+_WRITTEN: dict[tuple[float, str], str] = {}
+_MAX_WRITTEN = 4096
+
+
+def _kept(value: float, unit: str, write: Callable[[float, str], str]) -> str:
+    key = (value, unit)
+    text = _WRITTEN.get(key)
+    if text is None:
+        text = write(value, unit)
+        if value:
+            if len(_WRITTEN) >= _MAX_WRITTEN:
+                _WRITTEN.clear()
+            _WRITTEN[key] = text
+    return text
+
+
+def _write_scaled(value: float, unit: str) -> str:
     magnitude = abs(value)
     for factor, prefix in _PREFIXES:
         if magnitude >= factor:
@@ -35,8 +57,11 @@ def _scaled(value: float, unit: str) -> str:
     return f"{number(value)} {unit}"
 
 
-def seconds(value: float) -> str:
-    """1.5e-3 -> '1.5 ms'."""
+def _scaled(value: float, unit: str) -> str:
+    return _kept(value, unit, _write_scaled)
+
+
+def _write_seconds(value: float, _: str) -> str:
     if value >= 1.0:
         return f"{number(value)} s"
     if value >= MILLI:
@@ -44,6 +69,11 @@ def seconds(value: float) -> str:
     if value >= MICRO:
         return f"{number(value / MICRO)} µs"
     return f"{number(value / NANO)} ns"
+
+
+def seconds(value: float) -> str:
+    """1.5e-3 -> '1.5 ms'."""
+    return _kept(value, "s", _write_seconds)
 
 
 def duration(value: float) -> str:

@@ -72,3 +72,21 @@ def test_percent_times_duration_and_rates():
     assert fmt.duration(5400) == "1.5 h"
     assert fmt.duration(1.5e-3) == "1.5 ms"
     assert fmt.per_second(12345.6, "tok") == "12,300 tok/s"
+
+
+def test_a_kept_text_is_the_one_written_and_zero_keeps_its_sign():
+    # texts are kept by (value, unit); 0.0 and -0.0 are one key, so zero is never kept
+    assert [fmt.seconds(0.0), fmt.seconds(-0.0), fmt.seconds(0.0)] == ["0 ns", "-0 ns", "0 ns"]
+    assert [fmt.bytes_(-0.0), fmt.bytes_(0.0)] == ["-0 B", "0 B"]
+    # the same value in two units is two texts
+    assert fmt.rate(3.12e14, "FLOP/s") == "312 TFLOP/s"
+    assert fmt.rate(3.12e14, "B/s") == "312 TB/s"
+    assert fmt.seconds(0.00842) == fmt.seconds(0.00842) == "8.42 ms"
+
+
+@settings(max_examples=500)
+@given(st.lists(st.floats(min_value=-1e20, max_value=1e20, allow_nan=False), max_size=20))
+def test_texts_read_the_same_the_first_time_and_after(values):
+    first = [(fmt.seconds(v), fmt.bytes_(v), fmt.flops(v)) for v in values]
+    fmt._WRITTEN.clear()
+    assert [(fmt.seconds(v), fmt.bytes_(v), fmt.flops(v)) for v in reversed(values)] == first[::-1]
