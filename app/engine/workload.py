@@ -20,6 +20,7 @@ from app.engine.roofline import Bound, Roofline, Work, combine, place, place_ste
 from app.engine.stacks import Kind, Software
 from app.engine.training import (
     Layout,
+    Trainable,
     Training,
     TrainingStep,
     layout,
@@ -205,11 +206,18 @@ def memory_needed(
 
 
 def training_memory_needed(
-    arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float, lay: Layout
+    arch: Architecture,
+    chip: Chip,
+    spec: TransformerSpec,
+    batch: float,
+    lay: Layout,
+    *,
+    params: Trainable | None = None,
 ) -> MemoryBreakdown:
     """Training memory per chip of `spec` at `batch`, laid out as `lay` (`memory_needed`'s
     layout, or that at another tp or pp): at its micro-batches per replica, each micro-batch
-    grows with the batch."""
+    grows with the batch. `params`: the chip's parameter share at `lay` (a training step's
+    own), which the micro-batch does not change."""
     micro = batch / (lay.batch_shares * lay.micro_batches)
     return training_memory(
         arch,
@@ -220,6 +228,7 @@ def training_memory_needed(
         flash=spec.flash_attention,
         recompute=spec.recompute,
         reserve=spec.reserve_fraction * chip.memory_bytes,
+        params=params,
     )
 
 
@@ -291,7 +300,7 @@ def estimate(
     memory = (
         memory_needed(arch, chip, spec, spec.batch)
         if step is None
-        else training_memory_needed(arch, chip, spec, spec.batch, step.layout)
+        else training_memory_needed(arch, chip, spec, spec.batch, step.layout, params=step.params)
     )
     return TransformerEstimate(
         roofline=roof,

@@ -27,9 +27,9 @@ from app.engine import (
 )
 from app.engine.fit import _divisors, _fewest_chips, tensor_parallel_degrees
 from app.engine.scaling import ScalingMode, scaling
-from app.engine.training import Lora, Parallelism, Training
+from app.engine.training import Lora, Parallelism, Training, trainable
 from app.engine.training.step import _forward_pass
-from app.engine.workload import memory_needed
+from app.engine.workload import memory_needed, training_memory_needed
 from app.settings import Settings
 from tests.engine.chips import A100, H100
 from tests.engine.models import LLAMA_8B
@@ -248,3 +248,16 @@ def test_a_training_step_without_its_breakdown_is_the_same_step(arch, chip, spec
     assert replace(lean, training=replace(lean.training, terms=full.training.terms)) == replace(
         full, terms=()
     )
+
+
+@settings(max_examples=150, deadline=None)
+@given(arch=archs, chip=chips, spec=training_specs)
+def test_a_training_steps_memory_from_its_own_parameter_share_is_the_same(arch, chip, spec):
+    # the estimate reads the step's parameter share for its memory rather than computing it
+    # again at the same layout: the same floats as computing it from the layout alone
+    result = _outcome(estimate, arch, chip, spec, breakdown=False)
+    assume(not isinstance(result, tuple))
+    step = result.training
+    assert step.params == trainable(arch, spec.precision.compute, step.layout, spec.training.lora)
+    assert result.memory == training_memory_needed(arch, chip, spec, spec.batch, step.layout)
+    assert result.memory == memory_needed(arch, chip, spec, spec.batch)

@@ -229,13 +229,16 @@ def training_memory(
     flash: bool,
     recompute: bool,
     reserve: float,
+    params: Trainable | None = None,
 ) -> MemoryBreakdown:
     """Weights, gradients, optimizer state (ZeRO-sharded) and saved activations per chip.
 
     Dense parameters are sharded over the dp x ep x cp replicas, routed experts over dp x cp.
-    LoRA keeps its adapters in `dtype` beside the frozen base.
+    LoRA keeps its adapters in `dtype` beside the frozen base. `params`: this chip's share
+    (`trainable` at `lay`), when the caller has it already.
     """
-    params = trainable(arch, dtype, lay, training.lora)
+    if params is None:
+        params = trainable(arch, dtype, lay, training.lora)
     grad, opt = state_bytes_per_param(training.optimizer, dtype)
     weights = gradients = optimizer = 0.0
     for stored, trained, replicas in (

@@ -16,6 +16,7 @@ from app.engine.roofline import Bound, Roofline, Work, busy_time, place
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
 from app.engine.training.footprint import (
+    Trainable,
     lora_params,
     micro_batch_activations,
     optimizer_traffic_per_param,
@@ -36,6 +37,7 @@ class TrainingStep:
     roofline: Roofline  # per chip; realistic_time uses the given MFU when there is one
     layout: Layout
     communication: Communication
+    params: Trainable  # this chip's share of the stored and trained parameters
     model_flops: float  # whole step, all chips: 6 N T + attention (no recomputation)
     trained_params: float  # whole model
     tokens_per_step: float
@@ -142,7 +144,7 @@ def training_step(
     if training.mfu is None:
         published = _published(roof, model_flops, lay.chips, chip, software)
         return TrainingStep(
-            published, lay, comm, model_flops, trained, tokens, training.tokens, terms=terms
+            published, lay, comm, params, model_flops, trained, tokens, training.tokens, terms=terms
         )
     if not 0 < training.mfu <= 1:
         raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
@@ -158,6 +160,7 @@ def training_step(
         at_given,
         lay,
         comm,
+        params,
         model_flops,
         trained,
         tokens,
