@@ -29,16 +29,17 @@ def percent(value: float, digits: int = 3) -> str:
     return f"{number(value * 100, digits)}%"
 
 
-# Texts already written, by (value, unit): an answer shows most of its times and sizes twice
-# (its explanation and its `formatted` object) and the chip's peaks and capacity in every
-# answer. Bounded (cleared when full); zero is never kept, since 0.0 and -0.0 are one key
-# but read '0' and '-0'.
-_WRITTEN: dict[tuple[float, str], str] = {}
+# Texts already written, by writer, value and unit: an answer shows most of its times and
+# sizes twice (its explanation and its `formatted` object) and the chip's peaks and capacity
+# in every answer. Bounded (cleared when full); zero is never kept, since 0.0 and -0.0 are
+# one key but read '0' and '-0'.
+Writer = Callable[[float, str], str]
+_WRITTEN: dict[tuple[Writer, float, str], str] = {}
 _MAX_WRITTEN = 4096
 
 
-def _kept(value: float, unit: str, write: Callable[[float, str], str]) -> str:
-    key = (value, unit)
+def _kept(value: float, unit: str, write: Writer) -> str:
+    key = (write, value, unit)
     text = _WRITTEN.get(key)
     if text is None:
         text = write(value, unit)

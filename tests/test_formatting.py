@@ -82,6 +82,8 @@ def test_a_kept_text_is_the_one_written_and_zero_keeps_its_sign():
     assert fmt.rate(3.12e14, "FLOP/s") == "312 TFLOP/s"
     assert fmt.rate(3.12e14, "B/s") == "312 TB/s"
     assert fmt.seconds(0.00842) == fmt.seconds(0.00842) == "8.42 ms"
+    # and by writer: a rate in a unit 's' is not a time
+    assert [fmt.seconds(0.0015), fmt.rate(0.0015, "s")] == ["1.5 ms", "0.0015 s"]
 
 
 @settings(max_examples=500)
