@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,7 +29,7 @@ ProfileLookup = Callable[[str], EmpiricalProfileRow | None]
 MAX_EXPECTATIONS = 1024
 
 
-def _expectations() -> Memo[str, object]:
+def _expectations() -> Memo[Hashable, object]:
     return Memo(MAX_EXPECTATIONS)
 
 
@@ -46,7 +46,7 @@ class Catalogs:
     # what the calculation endpoints rendered from these catalogs (app/services/answer_cache.py)
     answers: AnswerCache = field(default_factory=AnswerCache, init=False, repr=False, compare=False)
     # the expectations behind them, by request without its measurement
-    expectations: Memo[str, object] = field(
+    expectations: Memo[Hashable, object] = field(
         default_factory=_expectations, init=False, repr=False, compare=False
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,6 +222,31 @@ def _kernel_facts(workload: KernelWorkload, work: Work, chip: Chip) -> WorkFacts
 # what an expectation depends on besides the catalogs: every field of the request but a
 # measured time (a Check's, a stored measurement's)
 _EXPECTATION_FIELDS = set(CalculationRequest.model_fields)
+_BESIDE_THE_WORKLOAD = [name for name in CalculationRequest.model_fields if name != "workload"]
+
+
+def memo_key(request: CalculationRequest) -> Hashable:
+    """The request's expectation fields, as a key of the memo: a catalog transformer's field
+    values themselves (a list as a tuple, a zero float with its sign, as its JSON echo shows
+    it), else the fields' JSON, which costs three times as much (an inline config is a dict,
+    an operator list a list of models)."""
+    workload = request.workload
+    if not isinstance(workload, TransformerWorkload) or workload.config is not None:
+        return request.model_dump_json(include=_EXPECTATION_FIELDS)
+    beside = [request.__dict__[name] for name in _BESIDE_THE_WORKLOAD]
+    values = [*beside, *workload.__dict__.values()]
+    return tuple([v if type(v) not in _CONVERTED else _hashable(v) for v in values])
+
+
+_CONVERTED = frozenset({list, float})
+
+
+def _hashable(value: object) -> object:
+    if type(value) is list:
+        return tuple(value)
+    if type(value) is float and not value:
+        return repr(value)  # 0.0 and -0.0 are equal, and echoed differently
+    return value
 
 
 def _expectation(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
@@ -232,7 +258,7 @@ def _expectation(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
     kept_kind = isinstance(request.workload, TransformerWorkload | OpsWorkload)
     if request.ceilings != "datasheet" or not kept_kind:
         return _place(catalogs, request)
-    key = request.model_dump_json(include=_EXPECTATION_FIELDS)
+    key = memo_key(request)
     kept = catalogs.expectations.get(key)
     if isinstance(kept, _Placed):
         return kept

@@ -4,8 +4,9 @@ measurement's, on both backends: tests/db/test_measurements.py)."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.main import create_app
+from app.schemas.requests import CalculationRequest, CheckRequest, TransformerWorkload
+from app.services.expectations import memo_key
 from app.services.memo import Memo
 from app.settings import Settings
 from tests.api import test_fuzz as fuzz
@@ -187,3 +190,90 @@ def test_the_memo_takes_writers_from_several_threads() -> None:
     for thread in threads:
         thread.join()
     assert errors == [] and len(memo) == 64
+
+
+# a value other than the default of every field an expectation depends on
+OTHER: dict[str, Any] = {
+    "chip": "h100",
+    "catalog_version": "2026.11.27",
+    "stack": "vllm",
+    "ceilings": "empirical",
+    "breakdown": True,
+    "what_if": True,
+    "optimizer": "sgd_momentum",
+    "zero": 3,
+    "dp": 2,
+    "pp": 2,
+    "ep": 2,
+    "cp": 2,
+    "micro_batch": 4,
+    "lora_rank": 8,
+    "lora_targets": ["q", "v"],
+    "qlora": True,
+    "mfu": 0.5,
+    "train_tokens": 1e12,
+    "chips_per_node": 4,
+    "network_bandwidth": 1e11,
+    "overlap": False,
+    "dp_algorithm": "parameter_server",
+    "phase": "training",
+    "batch": 9,
+    "seq_len": 512,
+    "gen_len": 7,
+    "dtype": "fp8",
+    "weight_dtype": "int4",
+    "kv_dtype": "fp8",
+    "tp": 2,
+    "reserve_fraction": -0.0,  # equal to 0.0, but echoed as -0.0
+    "flash_attention": False,
+    "recompute": True,
+    "kind": "transformer",  # the only kind of a transformer: the same key
+    "model": "llama-70b",
+}
+BASE = {
+    "chip": "a100",
+    "measured_ms": 5,
+    "workload": {"kind": "transformer", "model": "llama-8b", "reserve_fraction": 0.0},
+}
+
+
+def _key(request: dict[str, Any]) -> Hashable:
+    return memo_key(CheckRequest.model_validate(request))
+
+
+def test_every_expectation_field_has_another_value_here() -> None:
+    fields = set(CalculationRequest.model_fields) | set(TransformerWorkload.model_fields)
+    assert fields - {"workload", "config"} == set(OTHER)
+
+
+@pytest.mark.parametrize("name", sorted(OTHER))
+def test_the_memo_key_changes_with_every_field_but_the_measured_time(name: str) -> None:
+    """As the fields' JSON does (the key of an inline config or an operator list)."""
+    top = name in CalculationRequest.model_fields
+    changed = (
+        {**BASE, name: OTHER[name]}
+        if top
+        else {**BASE, "workload": {**BASE["workload"], name: OTHER[name]}}
+    )
+    same = (_key(changed) == _key(BASE), _key({**BASE, "measured_ms": 7}) == _key(BASE))
+    fields = set(CalculationRequest.model_fields)
+    dumped = [
+        CheckRequest.model_validate(r).model_dump_json(include=fields) for r in (changed, BASE)
+    ]
+    assert same == (dumped[0] == dumped[1], True)
+    assert same[0] == (name == "kind")
+
+
+def test_an_inline_config_is_keyed_by_its_json() -> None:
+    config = {"model_type": "llama", "hidden_size": 64}
+    key = _key({**BASE, "workload": {"kind": "transformer", "config": config}})
+    assert isinstance(key, str) and '"hidden_size":64' in key
+
+
+def test_a_negative_zero_is_echoed_as_sent_after_a_positive_one(
+    started: Callable[[str], TestClient],
+) -> None:
+    client = started("zeros")
+    for zero in ("0.0", "-0.0", "0.0"):
+        answer = client.get(f"{QUERY}&measured_ms=5&reserve_fraction={zero}").json()
+        assert json.dumps(answer["workload"]["reserve_fraction"]) == zero
