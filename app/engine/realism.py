@@ -19,6 +19,7 @@ once here (docs/formulas.md#realistic-time):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
@@ -195,8 +196,9 @@ class Practice:
     published: Fitted
     costs: FixedCosts
 
-    @classmethod
-    def of(cls, realism: Realism) -> Practice:
+    @staticmethod
+    @lru_cache(maxsize=1024)  # pure; a few kinds of work on a few stacks, asked per estimate
+    def of(realism: Realism) -> Practice:
         """The published ratio and fixed costs of `realism`."""
         published, _ = fitted(realism.kind, realism.software)
         costs = fixed_costs(
@@ -206,7 +208,7 @@ class Practice:
             collectives=realism.collectives,
             across_nodes=realism.across_nodes,
         )
-        return cls(published, costs)
+        return Practice(published, costs)
 
     def times(
         self, busy: float, communication: float, expected: float
