@@ -68,7 +68,7 @@ def _echo(workload: Any, handler: SerializerFunctionWrapHandler, info: Serializa
 def _json(value: Any) -> Any:
     """A field's value with its enums as their values (a list's too)."""
     if isinstance(value, Enum):
-        return value.value
+        return value._value_  # the attribute itself (`.value` is a property: twice the calls)
     if type(value) is list:
         return [_json(item) for item in value]
     return value
