@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from app.api.stored_answers import Direct
-from app.api.wire import answer, parse_query, posted_body, query_parameters
+from app.api.wire import answer, posted_body, query_body, query_parameters
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.answers import (
@@ -165,9 +165,9 @@ class _QueryRoute(APIRoute):
 
 def _get(endpoint: Endpoint) -> Callable[..., Any]:
     # no dependencies to solve: the catalogs are read from the app's state (as
-    # app/http/deps.py's get_catalogs does), the query parsed by wire.parse_query
+    # app/http/deps.py's get_catalogs does), the query parsed by wire.query_body
     async def get(request: Request) -> Response:
-        body = parse_query(request, endpoint.query).to_body()
+        body = query_body(request, endpoint.query)
         catalogs: Catalogs = request.app.state.catalogs
         return await _answer(request, catalogs, endpoint, body)
 
