@@ -1,14 +1,17 @@
-"""A GET's query validated straight into its POST body (`TransformerQuery.body_of`) gives the
-body the query model's `to_body` gives, or leaves the query to it (None): never another body,
-and never a body for a query the query model refuses."""
+"""A GET's query string, read as parse_qsl reads it (`query_pairs`), and validated straight
+into its POST body (`TransformerQuery.body_of`): the body the query model's `to_body` gives,
+or the query left to it (None), never another body, and never a body for a query the query
+model refuses."""
 
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from app.api.wire import query_pairs
 from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.schemas.requests import ScalingRequest, TransformerWorkload
 
@@ -123,3 +126,21 @@ def test_a_name_the_query_does_not_take_is_left_to_it(name: str) -> None:
     assert TransformerQuery.body_of(given_) is None
     with pytest.raises(ValidationError):
         TransformerQuery.model_validate(given_)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab=&;%+2F \x00é", max_size=20))
+def test_query_pairs_are_parse_qsls(query: str) -> None:
+    """Blanks kept, split at & and the first =, unquoted where a % or a + asks for it."""
+    assert query_pairs(query) == parse_qsl(query, keep_blank_values=True)
+
+
+def test_query_pairs_by_hand() -> None:
+    assert query_pairs("a=1&b&&c=&=d&e=f=g") == [
+        ("a", "1"),
+        ("b", ""),
+        ("c", ""),
+        ("", "d"),
+        ("e", "f=g"),
+    ]
+    assert query_pairs("a=x%2By+z") == [("a", "x+y z")]
