@@ -91,11 +91,19 @@ def tensor_parallel_share(whole: MemoryBreakdown, arch: Architecture, tp: int) -
     )
 
 
+# the closed form decides alone where the room for sequences is this far, relatively, from a
+# whole number of them: far above the rounding of a sum of a few products (about 1e-15), far
+# below a byte in the gigabytes a chip holds
+_CLEAR = 1e-9
+
+
 def largest_batch(memory_at: Callable[[float], MemoryBreakdown], capacity: float) -> int:
     """The largest batch whose memory fits in `capacity` (0 when not even batch 1 does).
 
     Memory is affine in the batch (weights and reserve fixed; KV cache and activations
-    proportional), so the answer is closed-form: floor((capacity - fixed) / per_sequence).
+    proportional), so the answer is closed-form: floor((capacity - fixed) / per_sequence),
+    checked against `memory_at` at that batch and the next where the room is within _CLEAR
+    of a whole number of sequences.
     """
     fixed = memory_at(0.0).total
     per_sequence = memory_at(1.0).total - fixed
@@ -103,7 +111,10 @@ def largest_batch(memory_at: Callable[[float], MemoryBreakdown], capacity: float
         return 0
     if per_sequence <= 0:
         raise ValueError("memory does not grow with the batch")
-    batch = math.floor((capacity - fixed) / per_sequence)
+    room = (capacity - fixed) / per_sequence
+    batch = math.floor(room)
+    if min(room - batch, batch + 1 - room) > _CLEAR * room:
+        return batch
     # guard the float division at the boundary
     while memory_at(float(batch)).total > capacity:
         batch -= 1

@@ -26,6 +26,7 @@ from app.engine import (
     memory_fit,
 )
 from app.engine.fit import _divisors, _fewest_chips, tensor_parallel_degrees
+from app.engine.memory import MemoryBreakdown, largest_batch
 from app.engine.scaling import ScalingMode, scaling
 from app.engine.training import Lora, Parallelism, Training, trainable
 from app.engine.training.step import _forward_pass
@@ -261,3 +262,27 @@ def test_a_training_steps_memory_from_its_own_parameter_share_is_the_same(arch, 
     assert step.params == trainable(arch, spec.precision.compute, step.layout, spec.training.lora)
     assert result.memory == training_memory_needed(arch, chip, spec, spec.batch, step.layout)
     assert result.memory == memory_needed(arch, chip, spec, spec.batch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arch=archs, chip=chips, spec=st.one_of(inference_specs, training_specs))
+def test_the_largest_batch_fits_and_the_next_does_not(arch, chip, spec):
+    """Whether the closed form decided alone or was checked near a whole number of sequences."""
+    assume(not isinstance(_outcome(estimate, arch, chip, spec), tuple))
+    batch = largest_batch(lambda b: memory_needed(arch, chip, spec, b), chip.memory_bytes)
+    assert batch == 0 or memory_needed(arch, chip, spec, batch).total <= chip.memory_bytes
+    assert memory_needed(arch, chip, spec, batch + 1).total > chip.memory_bytes
+
+
+def test_the_closed_form_is_checked_only_near_a_whole_number_of_sequences():
+    asked: list[float] = []
+
+    def memory_at(batch: float) -> MemoryBreakdown:  # 10 B fixed, 3 B a sequence
+        asked.append(batch)
+        return MemoryBreakdown(weights=10.0, kv_cache=3.0 * batch)
+
+    # room for 5.5 sequences: 5, from the batches 0 and 1 alone
+    assert largest_batch(memory_at, 10.0 + 3.0 * 5.5) == 5 and asked == [0.0, 1.0]
+    asked.clear()
+    # room for exactly 5: the closed form is checked at 5 (fits) and at 6 (does not)
+    assert largest_batch(memory_at, 10.0 + 3.0 * 5) == 5 and asked == [0.0, 1.0, 5.0, 6.0]
