@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import NamedTuple
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
@@ -54,10 +55,11 @@ class LimitedBy(StrEnum):
 _CLEAR = 1e-9
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class SweepPoint:
-    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime."""
+class SweepPoint(NamedTuple):
+    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime.
+
+    A named tuple rather than a frozen dataclass: a sweep builds one per batch it shows, and a
+    tuple is built in a fifth of the instructions (docs/performance.md)."""
 
     batch: int
     compute_time: float
