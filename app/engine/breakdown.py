@@ -11,18 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, roofline_time
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Term:
-    """One operation of a step, over its `count` occurrences (layers, or 1), on one chip."""
+class Term(NamedTuple):
+    """One operation of a step, over its `count` occurrences (layers, or 1), on one chip.
+
+    A named tuple (its `count` hides the tuple's method): every estimate builds several, and a
+    tuple costs a fifth of a frozen dataclass's construction (docs/performance.md)."""
 
     name: str
-    count: float
+    count: float  # type: ignore[assignment]  # hides tuple.count, as the docstring says
     flops: float = 0.0
     bytes: float = 0.0
     seconds: float = 0.0  # beside the roofs: a collective, pipeline idle
