@@ -53,25 +53,24 @@ def ignored(workload: TransformerWorkload) -> dict[Phase, list[str]]:
 def _echo(workload: Any, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
     """The workload as serialised, less the fields its phase ignores.
 
-    To JSON with no options, its applying fields' values, each enum as its value: what the
-    fields serialise to, without serialising every field first and filtering the result, and
-    without pydantic-core's inference of each enum's type (together half the cost of an
-    answer's JSON, docs/performance.md)."""
+    To JSON with no options, its applying fields' values, each enum (a list's too) as its
+    value: what the fields serialise to, without serialising every field first and filtering
+    the result, and without pydantic-core's inference of each enum's type (together half the
+    cost of an answer's JSON, docs/performance.md). Any other value is written by that
+    inference, as the fields would be."""
     if not isinstance(workload, TransformerWorkload):
         return handler(workload)
     if info.mode == "json" and _plain(info):
-        fields = workload.__dict__
-        return {name: _json(fields[name]) for name in _APPLYING[workload.phase]}
+        fields, echoed = workload.__dict__, dict[str, Any]()
+        for name in _APPLYING[workload.phase]:
+            value = fields[name]
+            if isinstance(value, Enum):
+                value = value._value_  # the attribute (`.value` is a property: two calls more)
+            elif type(value) is list:
+                value = [v._value_ if isinstance(v, Enum) else v for v in value]
+            echoed[name] = value
+        return echoed
     return applicable(handler(workload), workload.phase)
-
-
-def _json(value: Any) -> Any:
-    """A field's value with its enums as their values (a list's too)."""
-    if isinstance(value, Enum):
-        return value._value_  # the attribute itself (`.value` is a property: twice the calls)
-    if type(value) is list:
-        return [_json(item) for item in value]
-    return value
 
 
 def _plain(info: SerializationInfo) -> bool:
