@@ -4,6 +4,8 @@ architecture, the transformer spec, a kernel's work."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from app.catalog.loader import ChipCatalogVersion, ChipRecord
 from app.engine import (
@@ -38,6 +40,7 @@ from app.schemas.requests import (
     MatmulWorkload,
     RowwiseWorkload,
     SaxpyWorkload,
+    TrainingFields,
     TransformerWorkload,
 )
 from app.services.catalogs import Catalogs
@@ -102,33 +105,49 @@ def model_input(catalogs: Catalogs, workload: TransformerWorkload, chip: Chip) -
             "kv_dtype": workload.kv_dtype or dtype,
         }
     )
-    ref = ModelRef(id=model_id, name=name, params_total=counts.total, params_active=counts.active)
-    return ModelInput(ref, arch, filled, notes)
+    return ModelInput(_model_ref(model_id, name, counts.total, counts.active), arch, filled, notes)
+
+
+@lru_cache(maxsize=256)  # one per model asked for; answers share it and never change it
+def _model_ref(model_id: str, name: str, total: int, active: int) -> ModelRef:
+    return ModelRef(id=model_id, name=name, params_total=total, params_active=active)
 
 
 def training_of(workload: TransformerWorkload) -> Training:
+    """The engine's training options of a transformer workload: its TrainingFields alone,
+    which most requests leave at their defaults, so they are built once."""
+    values = map(workload.__dict__.__getitem__, _TRAINING_FIELDS)
+    return _training(tuple([tuple(v) if type(v) is list else v for v in values]))
+
+
+_TRAINING_FIELDS = tuple(TrainingFields.model_fields)
+
+
+@lru_cache(maxsize=256)  # pure
+def _training(values: tuple[Any, ...]) -> Training:
+    o = dict(zip(_TRAINING_FIELDS, values, strict=True))
     lora = None
-    if workload.lora_rank is not None:
-        lora = Lora(workload.lora_rank, tuple(workload.lora_targets), workload.qlora)
-    elif workload.qlora:
+    if o["lora_rank"] is not None:
+        lora = Lora(o["lora_rank"], o["lora_targets"], o["qlora"])
+    elif o["qlora"]:
         raise InvalidInput("qlora", "QLoRA needs lora_rank (the adapters' rank)")
     return Training(
-        optimizer=workload.optimizer,
+        optimizer=o["optimizer"],
         parallel=Parallelism(
-            dp=workload.dp,
-            pp=workload.pp,
-            ep=workload.ep,
-            cp=workload.cp,
-            micro_batch=workload.micro_batch,
-            zero=workload.zero,
-            chips_per_node=workload.chips_per_node,
-            network_bandwidth=workload.network_bandwidth,
-            overlap=workload.overlap,
-            dp_algorithm=workload.dp_algorithm,
+            dp=o["dp"],
+            pp=o["pp"],
+            ep=o["ep"],
+            cp=o["cp"],
+            micro_batch=o["micro_batch"],
+            zero=o["zero"],
+            chips_per_node=o["chips_per_node"],
+            network_bandwidth=o["network_bandwidth"],
+            overlap=o["overlap"],
+            dp_algorithm=o["dp_algorithm"],
         ),
         lora=lora,
-        mfu=workload.mfu,
-        tokens=workload.train_tokens,
+        mfu=o["mfu"],
+        tokens=o["train_tokens"],
     )
 
 
