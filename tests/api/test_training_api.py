@@ -202,3 +202,14 @@ def test_a_posted_scaling_error_is_located_at_its_top_level_field(client):
     )  # fmt: skip
     assert response.status_code == 422
     assert [e["loc"] for e in response.json()["detail"]] == [["body", "chip_counts"]]
+
+
+def test_qlora_without_a_rank_is_refused_every_time(client):
+    """The training options are built once per distinct value; a refusal is not kept."""
+    params = {**TRAIN, "qlora": "true"}
+    for _ in range(2):
+        response = client.get("/expected-time", params=params)
+        assert response.status_code == 422
+        assert response.json()["detail"][0]["loc"][-1] == "qlora"
+        assert "lora_rank" in response.json()["detail"][0]["msg"]
+    assert client.get("/expected-time", params={**params, "lora_rank": 8}).status_code == 200
