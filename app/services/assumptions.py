@@ -34,18 +34,18 @@ PHASE_KIND = {
 
 def transformer_assumptions(w: TransformerWorkload) -> list[str]:
     """What a transformer workload's numbers assumed, whatever is asked of it."""
+    if w.phase is Phase.DECODE:
+        shape = f"decode: batch {w.batch}, one new token each after {w.seq_len} cached tokens"
+    elif w.phase is Phase.PREFILL:
+        shape = f"prefill: batch {w.batch} prompts of {w.seq_len} tokens"
+    elif w.phase is Phase.GENERATE:
+        shape = f"generate: batch {w.batch}, {w.seq_len}-token prompts, {w.gen_len} new tokens each"
+    else:
+        shape = f"training: batch {w.batch} sequences of {w.seq_len} tokens per optimizer step"
     lines = [
         f"dtype: compute {w.dtype}, weights {w.weight_dtype or w.dtype}, "
         f"KV cache {w.kv_dtype or w.dtype}",
-        {
-            Phase.DECODE: f"decode: batch {w.batch}, one new token each after "
-            f"{w.seq_len} cached tokens",
-            Phase.PREFILL: f"prefill: batch {w.batch} prompts of {w.seq_len} tokens",
-            Phase.GENERATE: f"generate: batch {w.batch}, {w.seq_len}-token prompts, "
-            f"{w.gen_len} new tokens each",
-            Phase.TRAINING: f"training: batch {w.batch} sequences of {w.seq_len} "
-            "tokens per optimizer step",
-        }[w.phase],
+        shape,
         f"tensor parallel over {w.tp} chip(s)",
         f"{fmt.percent(w.reserve_fraction)} of each chip's memory held back for the runtime",
     ]
