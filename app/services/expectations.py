@@ -29,7 +29,6 @@ from app.engine.units import DAY
 from app.schemas.answers import (
     BreakdownRow,
     Check,
-    ChipRef,
     CommunicationOut,
     ExpectedTime,
     PeakUsed,
@@ -55,7 +54,7 @@ from app.services.explanations import (
     unfit_warning,
     warnings_of,
 )
-from app.services.inputs import kernel_work, model_input, resolve, spec_of
+from app.services.inputs import chip_ref, kernel_work, model_input, resolve, spec_of
 from app.services.op_sequences import estimate_of, ops_fields, ops_lines
 from app.services.what_if import (
     Alternative,
@@ -273,7 +272,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
     chip = resolved.chip.chip
     common = {
         "catalog_version": resolved.catalog.version,
-        "chip": ChipRef(id=chip.id, name=chip.name),
+        "chip": chip_ref(chip),
         "ceilings": request.ceilings,
     }
     if isinstance(request.workload, TransformerWorkload):

@@ -28,9 +28,7 @@ from app.engine import (
     saxpy,
 )
 from app.engine.training import Lora, Parallelism, Training
-from app.schemas.answers import (
-    ModelRef,
-)
+from app.schemas.answers import ChipRef, ModelRef
 from app.schemas.requests import (
     AttentionWorkload,
     CalculationRequest,
@@ -111,6 +109,16 @@ def model_input(catalogs: Catalogs, workload: TransformerWorkload, chip: Chip) -
 @lru_cache(maxsize=256)  # one per model asked for; answers share it and never change it
 def _model_ref(model_id: str, name: str, total: int, active: int) -> ModelRef:
     return ModelRef(id=model_id, name=name, params_total=total, params_active=active)
+
+
+def chip_ref(chip: Chip) -> ChipRef:
+    """The chip an answer names (one per chip: answers share it and never change it)."""
+    return _chip_ref(chip.id, chip.name)
+
+
+@lru_cache(maxsize=256)
+def _chip_ref(chip_id: str, name: str) -> ChipRef:
+    return ChipRef(id=chip_id, name=name)
 
 
 def training_of(workload: TransformerWorkload) -> Training:

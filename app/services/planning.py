@@ -15,7 +15,6 @@ from app.engine import (
 from app.engine.scaling import scaling
 from app.engine.units import GIGA, MILLI
 from app.schemas.answers import (
-    ChipRef,
     MemoryBreakdownOut,
     MemoryFitAnswer,
     OptimalBatchAnswer,
@@ -30,7 +29,7 @@ from app.schemas.requests import (
 from app.services.assumptions import ceilings_assumptions, transformer_assumptions
 from app.services.catalogs import Catalogs
 from app.services.explanations import batch_lines, memory_line, warnings_of
-from app.services.inputs import ModelInput, Resolved, model_input, resolve, spec_of
+from app.services.inputs import ModelInput, Resolved, chip_ref, model_input, resolve, spec_of
 
 
 def transformer_inputs(
@@ -50,7 +49,7 @@ def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
     chip = resolved.chip.chip
     return {
         "catalog_version": resolved.catalog.version,
-        "chip": ChipRef(id=chip.id, name=chip.name),
+        "chip": chip_ref(chip),
         "workload": model.workload,
         "model": model.ref,
         "warnings": warnings_of(model),
