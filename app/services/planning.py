@@ -19,7 +19,6 @@ from app.schemas.answers import (
     MemoryFitAnswer,
     OptimalBatchAnswer,
     ScalingAnswer,
-    SweepRow,
 )
 from app.schemas.requests import (
     CalculationRequest,
@@ -173,9 +172,6 @@ def _step_bound(request: CalculationRequest, phase: Phase) -> float | None:
     return None if bound is None else bound * MILLI
 
 
-_SWEEP_ROW = tuple(SweepRow.model_fields)
-
-
 def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchAnswer:
     """The optimal batch of a transformer workload (within its latency bound, if it gives one)
     and the sweep behind it."""
@@ -183,9 +179,21 @@ def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchA
     chip = resolved.chip.chip
     bound = _step_bound(request, model.workload.phase)
     answer = optimal_batch(model.arch, chip, spec_of(model.workload, request.stack), bound)
-    # the rows as plain data, each point's fields under the row's names in the same order
-    # (tests/api/test_answers.py): pydantic-core validates them with the answer, in one call
-    sweep = [dict(zip(_SWEEP_ROW, point, strict=True)) for point in answer.sweep]
+    # the rows as plain data: pydantic-core validates them with the answer, in one call
+    sweep = [
+        {
+            "batch": p.batch,
+            "compute_time_s": p.compute_time,
+            "memory_time_s": p.memory_time,
+            "expected_time_s": p.expected_time,
+            "realistic_time_s": p.realistic_time,
+            "memory_required_bytes": p.memory_required,
+            "fits": p.fits,
+            "tokens_per_s": p.tokens_per_s,
+            "bound": p.bound,
+        }
+        for p in answer.sweep
+    ]
     return OptimalBatchAnswer.model_validate(
         dict(
             **header(resolved, model),

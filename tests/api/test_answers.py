@@ -18,7 +18,6 @@ from starlette.types import Message, Receive, Scope, Send
 from app.api.stored_answers import ServeStoredAnswers, key_of
 from app.api.wire import query_parameters
 from app.engine import Bound
-from app.engine.batch import SweepPoint
 from app.main import create_app
 from app.schemas.answers import SweepRow
 from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
@@ -302,10 +301,3 @@ def test_catalogs_compare_without_their_cache(client: TestClient) -> None:
     catalogs: Catalogs = client.app.state.catalogs  # type: ignore[attr-defined]
     copy = dataclasses.replace(catalogs)
     assert copy == catalogs and copy.answers is not catalogs.answers
-
-
-def test_a_sweep_point_carries_its_rows_fields_in_their_order() -> None:
-    """The optimal batch's rows are built by position (app/services/planning.py): each
-    field of the engine's point is its row's field, named with its unit."""
-    pairs = list(zip(SweepPoint._fields, SweepRow.model_fields, strict=True))
-    assert all(row in (point, f"{point}_s", f"{point}_bytes") for point, row in pairs), pairs
