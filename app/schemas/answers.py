@@ -9,7 +9,9 @@ from pydantic import (
     ConfigDict,
     Field,
     computed_field,
+    with_config,
 )
+from typing_extensions import TypedDict
 
 from app.engine import AgainstPublished, Bound, Dtype, LimitedBy, Software, Unit, Verdict
 from app.engine.compare import Repeats
@@ -316,7 +318,10 @@ class MemoryFitAnswer(_Displayed):
     )
 
 
-class SweepRow(_Out):
+# a typed dict, not a model: a sweep validates a dozen rows or more, and a dict is validated
+# in two thirds of a model's instructions (docs/performance.md)
+@with_config(_Out.model_config)
+class SweepRow(TypedDict):
     """One batch size of the optimal-batch sweep."""
 
     batch: int

@@ -34,23 +34,23 @@ def sweep_svg(answer: OptimalBatchAnswer) -> str:
     """Throughput (tokens/s) and the ideal and realistic time per step (ms) against the batch,
     with the ridge batch, the memory and latency limits and the question's own batch marked;
     batches that do not fit are grey."""
-    rows = sorted(answer.sweep, key=lambda r: r.batch)
-    batches = [r.batch for r in rows] or [1]
+    rows = sorted(answer.sweep, key=lambda r: r["batch"])
+    batches = [r["batch"] for r in rows] or [1]
     if (batch := _user_batch(answer)) is not None:
         batches.append(batch)
     lo, hi = min(batches), max(*batches, 2)
-    off = [not r.fits for r in rows]
+    off = [not r["fits"] for r in rows]
     markers = _batch_markers(answer)
-    throughput = Series("tokens/s", [(r.batch, r.tokens_per_s) for r in rows], "a", off)
+    throughput = Series("tokens/s", [(r["batch"], r["tokens_per_s"]) for r in rows], "a", off)
     ideal = Series(
         "ideal time per step (ms)",
-        [(r.batch, ms_from_seconds(r.expected_time_s)) for r in rows],
+        [(r["batch"], ms_from_seconds(r["expected_time_s"])) for r in rows],
         "b",
         off,
     )
     realistic = Series(
         "realistic time per step (ms)",
-        [(r.batch, ms_from_seconds(r.realistic_time_s)) for r in rows],
+        [(r["batch"], ms_from_seconds(r["realistic_time_s"])) for r in rows],
         "c",
         off,
     )

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.engine import Bound
 from app.schemas.answers import ExpectedTime, OptimalBatchAnswer, ScalingAnswer, SweepRow
 from app.schemas.comparison import Comparison as ChipComparison
 from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
@@ -158,7 +159,7 @@ def _row(batch: int, fits: bool) -> SweepRow:
         memory_required_bytes=1e9 * batch,
         fits=fits,
         tokens_per_s=batch / step,
-        bound="memory",
+        bound=Bound.MEMORY,
     )
 
 
