@@ -227,15 +227,17 @@ class Practice:
 
     def median(self, busy: float, communication: float, expected: float) -> tuple[float, float]:
         """(realistic, overhead) of `times`: at the published median alone."""
-        ratio = self.published.ratio
-        return (
-            self._at(ratio, busy, communication, expected),
-            self.costs.on_top_of(busy * ratio),
-        )
+        return self._with_costs(busy * self.published.ratio, communication, expected)
 
     def _at(self, ratio: float, busy: float, communication: float, expected: float) -> float:
-        work = busy * ratio
-        return max(work + self.costs.on_top_of(work) + communication, expected)
+        return self._with_costs(busy * ratio, communication, expected)[0]
+
+    def _with_costs(
+        self, work: float, communication: float, expected: float
+    ) -> tuple[float, float]:
+        """(realistic, fixed costs) of `work` seconds at a published ratio."""
+        fixed = self.costs.on_top_of(work)
+        return max(work + fixed + communication, expected), fixed
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:
