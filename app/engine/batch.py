@@ -185,7 +185,7 @@ def search(
     def near_asymptote(b: int) -> bool:
         return at(b).tokens_per_s >= target
 
-    max_batch = largest_fitting_batch(arch, chip, spec)
+    max_batch = largest_fitting_batch(arch, chip, spec, at(1).memory)
     point: Callable[[int], SweepPoint]
     if spec.phase in (Phase.DECODE, Phase.PREFILL) and arch.moe is None:
         one_pass = _OnePass.through(at(1), unbounded, Practice.of(pass_realism(arch, spec)))

@@ -106,11 +106,18 @@ def _fewest_chips(arch: Architecture, chip: Chip, spec: TransformerSpec) -> dict
     return {"tp": tp, "pp": pp, "dp": parallel.dp, "ep": parallel.ep, "cp": parallel.cp}
 
 
-def max_batch(arch: Architecture, chip: Chip, spec: TransformerSpec) -> int:
-    """The largest batch whose memory fits each chip at `spec`'s layout (0 if not even 1)."""
-    return min(
-        largest_batch(lambda b: memory_needed(arch, chip, spec, b), chip.memory_bytes), MAX_BATCH
-    )
+def max_batch(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, at_one: MemoryBreakdown | None = None
+) -> int:
+    """The largest batch whose memory fits each chip at `spec`'s layout (0 if not even 1);
+    `at_one`: its memory at batch 1 where the caller has it (an estimate's)."""
+
+    def memory_at(batch: float) -> MemoryBreakdown:
+        if batch == 1 and at_one is not None:
+            return at_one
+        return memory_needed(arch, chip, spec, batch)
+
+    return min(largest_batch(memory_at, chip.memory_bytes), MAX_BATCH)
 
 
 def memory_fit(arch: Architecture, chip: Chip, spec: TransformerSpec) -> MemoryFit:

@@ -25,7 +25,7 @@ from app.engine import (
     estimate,
     memory_fit,
 )
-from app.engine.fit import _divisors, _fewest_chips, tensor_parallel_degrees
+from app.engine.fit import _divisors, _fewest_chips, max_batch, tensor_parallel_degrees
 from app.engine.memory import MemoryBreakdown, largest_batch
 from app.engine.scaling import ScalingMode, scaling
 from app.engine.training import Lora, Parallelism, Training, trainable
@@ -286,3 +286,13 @@ def test_the_closed_form_is_checked_only_near_a_whole_number_of_sequences():
     asked.clear()
     # room for exactly 5: the closed form is checked at 5 (fits) and at 6 (does not)
     assert largest_batch(memory_at, 10.0 + 3.0 * 5) == 5 and asked == [0.0, 1.0, 5.0, 6.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(arch=archs, chip=chips, spec=st.one_of(inference_specs, training_specs))
+def test_the_largest_batch_from_an_estimates_memory_at_batch_one_is_the_same(arch, chip, spec):
+    """The optimal batch's search hands max_batch its estimate's memory at batch 1."""
+    one = _outcome(estimate, arch, chip, spec.with_batch(1))
+    assume(not isinstance(one, tuple))
+    assert max_batch(arch, chip, spec, one.memory) == max_batch(arch, chip, spec)
+    assert one.memory == memory_needed(arch, chip, spec, 1.0)
