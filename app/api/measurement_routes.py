@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.stored_answers import Direct
-from app.api.wire import posted_body
+from app.api.wire import json_bytes, posted_body
 from app.db.availability import UNAVAILABLE
 from app.db.models import KEY_LENGTH
 from app.engine import InvalidInput
@@ -156,7 +156,7 @@ async def _stored(
         status = 412 if stored.gate and stored.gate.failed else 201
     # serialised once: the answer was validated when built (inside the transaction), so it
     # is not validated again against the response model
-    return Response(stored.model_dump_json().encode(), status, media_type="application/json")
+    return Response(json_bytes(stored), status, media_type="application/json")
 
 
 def _gate_choices(fail_on: str) -> frozenset[str]:

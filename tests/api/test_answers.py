@@ -16,10 +16,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from app.api.stored_answers import ServeStoredAnswers, key_of
-from app.api.wire import query_parameters
-from app.engine import Bound
+from app.api.wire import json_bytes, query_parameters
+from app.engine import Bound, Dtype, Unit
 from app.main import create_app
-from app.schemas.answers import SweepRow
+from app.schemas.answers import ModelRef, PeakUsed, SweepRow
 from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.services.answer_cache import AnswerCache
 from app.services.catalogs import Catalogs
@@ -302,3 +302,18 @@ def test_catalogs_compare_without_their_cache(client: TestClient) -> None:
     catalogs: Catalogs = client.app.state.catalogs  # type: ignore[attr-defined]
     copy = dataclasses.replace(catalogs)
     assert copy == catalogs and copy.answers is not catalogs.answers
+
+
+@given(
+    name=st.text(max_size=8),
+    total=st.integers(0, 2**62),
+    flops=st.floats(allow_nan=False, allow_infinity=False),
+)
+def test_json_bytes_are_the_models_json_encoded(name: str, total: int, flops: float) -> None:
+    """Non-ASCII text, integers and floats of any size: the bytes the answers are sent as."""
+    models = [
+        ModelRef(id=name, name=f"µ{name}", params_total=total, params_active=total),
+        PeakUsed(flops_per_s=flops, dtype=Dtype.BF16, unit=Unit.MATRIX),
+    ]
+    for model in models:
+        assert json_bytes(model) == model.model_dump_json().encode()
