@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from app.engine.prose import number, times
 from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
 
@@ -29,24 +27,27 @@ def percent(value: float, digits: int = 3) -> str:
     return f"{number(value * 100, digits)}%"
 
 
-# Texts already written, by writer, value and unit: an answer shows most of its times and
+# Texts already written, by writer and unit, then value: an answer shows most of its times and
 # sizes twice (its explanation and its `formatted` object) and the chip's peaks and capacity
-# in every answer. Bounded (cleared when full); zero is never kept, since 0.0 and -0.0 are
-# one key but read '0' and '-0'.
-Writer = Callable[[float, str], str]
-_WRITTEN: dict[tuple[Writer, float, str], str] = {}
+# in every answer. A dictionary per writer and unit, so that a text is found without building
+# a key. Bounded (each cleared when full); zero is never kept, since 0.0 and -0.0 are one key
+# but read '0' and '-0'.
 _MAX_WRITTEN = 4096
+_SECONDS: dict[float, str] = {}
+_SCALED: dict[str, dict[float, str]] = {}  # by unit
 
 
-def _kept(value: float, unit: str, write: Writer) -> str:
-    key = (write, value, unit)
-    text = _WRITTEN.get(key)
-    if text is None:
-        text = write(value, unit)
-        if value:
-            if len(_WRITTEN) >= _MAX_WRITTEN:
-                _WRITTEN.clear()
-            _WRITTEN[key] = text
+def forget_written() -> None:
+    """Drop every text kept (a test's fresh start)."""
+    _SECONDS.clear()
+    _SCALED.clear()
+
+
+def _keep(texts: dict[float, str], value: float, text: str) -> str:
+    if value:
+        if len(texts) >= _MAX_WRITTEN:
+            texts.clear()
+        texts[value] = text
     return text
 
 
@@ -59,10 +60,14 @@ def _write_scaled(value: float, unit: str) -> str:
 
 
 def _scaled(value: float, unit: str) -> str:
-    return _kept(value, unit, _write_scaled)
+    texts = _SCALED.get(unit)
+    if texts is None:
+        texts = _SCALED[unit] = {}
+    text = texts.get(value)
+    return _keep(texts, value, _write_scaled(value, unit)) if text is None else text
 
 
-def _write_seconds(value: float, _: str) -> str:
+def _write_seconds(value: float) -> str:
     if value >= 1.0:
         return f"{number(value)} s"
     if value >= MILLI:
@@ -74,7 +79,8 @@ def _write_seconds(value: float, _: str) -> str:
 
 def seconds(value: float) -> str:
     """1.5e-3 -> '1.5 ms'."""
-    return _kept(value, "s", _write_seconds)
+    text = _SECONDS.get(value)
+    return _keep(_SECONDS, value, _write_seconds(value)) if text is None else text
 
 
 def duration(value: float) -> str:
