@@ -30,7 +30,7 @@ MAX_EXPECTATIONS = 1024
 
 
 def _expectations() -> Memo[Hashable, object]:
-    return Memo(MAX_EXPECTATIONS)
+    return Memo(MAX_EXPECTATIONS, second_sight=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,8 @@ def test_a_new_measured_time_reuses_the_expectation(
     client = started("one")
     memo = client.app.state.catalogs.expectations  # type: ignore[attr-defined]
     first = client.get(f"{QUERY}&measured_ms=5").json()
+    # kept from its second time (a question asked once is not: app/services/memo.py)
+    assert client.get(f"{QUERY}&measured_ms=7").status_code == 200 and len(memo) == 1
     second = client.get(f"{QUERY}&measured_ms=50").json()
     assert memo.hits == 1 and len(memo) == 1
     # the same expectation, judged against each time: 50 ms is 10x the ratio of 5 ms
@@ -63,6 +65,7 @@ def test_a_new_measured_time_reuses_the_expectation(
 
     # any other field is another expectation, with what that field asks for
     def other(extra: str) -> dict[str, Any]:
+        client.get(f"{QUERY}{extra}&measured_ms=6")  # seen once, then kept
         answer: dict[str, Any] = client.get(f"{QUERY}{extra}&measured_ms=5").json()
         return answer
 
@@ -108,7 +111,8 @@ def test_a_kept_expectation_answers_as_a_computed_one(
     """Asked once with another time, then with this one: the same status and bytes as an
     app that computes every expectation."""
     kept, fresh = pair
-    kept.get("/check", params={**params, "measured_ms": times[0]})
+    for measured in (times[0], 123.456):  # seen, then kept (each new to the answer cache)
+        kept.get("/check", params={**params, "measured_ms": measured})
     ours = kept.get("/check", params={**params, "measured_ms": times[1]})
     theirs = fresh.get("/check", params={**params, "measured_ms": times[1]})
     assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
@@ -148,7 +152,8 @@ def test_operator_lists_kept_answer_as_computed(
     every time (it costs less than its key): both answer as an app that computes every one."""
     kept, fresh = pair
     memo = kept.app.state.catalogs.expectations  # type: ignore[attr-defined]
-    kept.post("/check", json={**body, "measured_ms": 3})
+    for measured in (3, 4):  # seen, then kept (each new to the answer cache)
+        kept.post("/check", json={**body, "measured_ms": measured})
     hits = memo.hits
     ours = kept.post("/check", json={**body, "measured_ms": [1, 2]})
     theirs = fresh.post("/check", json={**body, "measured_ms": [1, 2]})
@@ -192,6 +197,27 @@ def test_the_memo_takes_writers_from_several_threads() -> None:
     assert errors == [] and len(memo) == 64
 
 
+def test_a_memo_with_second_sight_keeps_a_key_put_twice() -> None:
+    memo: Memo[str, int] = Memo(2, second_sight=True)
+    memo.put("a", 1)
+    assert memo.get("a") is None and len(memo) == 0  # seen once: not kept
+    memo.put("a", 2)
+    assert memo.get("a") == 2 and len(memo) == 1
+    memo.put("b", 3)
+    memo.put("c", 4)
+    memo.put("b", 5)
+    memo.put("c", 6)
+    assert (memo.get("a"), memo.get("b"), memo.get("c")) == (None, 5, 6)  # 2 at most
+    # the keys seen once are at most 4 x max_entries = 8: the ninth forgets them
+    for key in range(9):
+        memo.put(str(key), key)
+    memo.put("0", 0)
+    assert memo.get("0") is None
+    memo.clear()
+    memo.put("c", 7)
+    assert memo.get("c") is None  # clearing forgets what was seen too
+
+
 # a value other than the default of every field an expectation depends on
 OTHER: dict[str, Any] = {
     "chip": "h100",
@@ -230,7 +256,7 @@ OTHER: dict[str, Any] = {
     "kind": "transformer",  # the only kind of a transformer: the same key
     "model": "llama-70b",
 }
-BASE = {
+BASE: dict[str, Any] = {
     "chip": "a100",
     "measured_ms": 5,
     "workload": {"kind": "transformer", "model": "llama-8b", "reserve_fraction": 0.0},

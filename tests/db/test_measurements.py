@@ -561,16 +561,18 @@ def test_a_retry_answers_as_the_first_post_did_baseline_included(db_client):
 
 
 def test_a_kept_expectation_stores_what_a_computed_one_does(db_client, db_app):
-    """The second post of a workload reuses the first one's expectation (the memo of
-    app/services/memo.py); with the memo emptied, the same post computes it: the stored
-    row's judgement is the same, column for column, on both backends."""
+    """The third post of a workload reuses the expectation the second kept (the memo of
+    app/services/memo.py keeps a question from its second time); with the memo emptied, the
+    same post computes it: the stored row's judgement is the same, column for column, on
+    both backends."""
     memo = db_app.state.catalogs.expectations
     submit(db_client, DECODE, measured_ms=9.0)
+    submit(db_client, DECODE, measured_ms=8.0)
     kept = submit(db_client, DECODE, measured_ms=[4.0, 5.0])
     assert memo.hits == 1
     memo.clear()
     computed = submit(db_client, DECODE, measured_ms=[4.0, 5.0])
-    assert memo.hits == 1 and len(memo) == 1
+    assert memo.hits == 1 and len(memo) == 0  # seen once since it was emptied
     judged = ("expectation", "verdict", "ratio", "efficiency", "advice", "expected_time_s")
     assert {k: kept[k] for k in judged} == {k: computed[k] for k in judged}
     sessions = db_app.state.database.sessions()
