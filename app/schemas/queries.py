@@ -80,11 +80,11 @@ class TransformerQuery(TransformerFields):
     breakdown: bool = BREAKDOWN
     what_if: bool = WHAT_IF
 
-    body: ClassVar[type[CalculationRequest]] = CalculationRequest
+    body: ClassVar[type[CalculationRequest]] = CalculationRequest  # the POST body it stands for
 
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
-        return self._body(CalculationRequest)
+        return self._body(self.body)
 
     @classmethod
     def body_of(cls, given: dict[str, Any]) -> CalculationRequest | None:
@@ -149,25 +149,23 @@ class CheckQuery(TransformerQuery, Measured):
     measured_time_s: Seconds | None = Field(None, description="Measured seconds.")
     measured_ms: Millis | None = Field(None, description="Measured milliseconds.")
 
-    body: ClassVar[type[CalculationRequest]] = CheckRequest
+    body: ClassVar[type[CheckRequest]] = CheckRequest
 
     def to_body(self) -> CheckRequest:
         """The equivalent POST body."""
         return self._body(
-            CheckRequest, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
+            self.body, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
         )
 
 
 class OptimalBatchQuery(LatencyBounds, TransformerQuery):
     """GET query parameters of /optimal-batch: a transformer workload and a latency bound."""
 
-    body: ClassVar[type[CalculationRequest]] = OptimalBatchRequest
+    body: ClassVar[type[OptimalBatchRequest]] = OptimalBatchRequest
 
     def to_body(self) -> OptimalBatchRequest:
         """The equivalent POST body."""
-        return self._body(
-            OptimalBatchRequest, max_tpot_ms=self.max_tpot_ms, max_ttft_ms=self.max_ttft_ms
-        )
+        return self._body(self.body, max_tpot_ms=self.max_tpot_ms, max_ttft_ms=self.max_ttft_ms)
 
 
 _COUNTS = r"^\s*\d{1,7}(\s*,\s*\d{1,7})*\s*$"
@@ -200,12 +198,12 @@ class ScalingQuery(TransformerQuery):
             raise ValueError(f"give 1 to {MAX_COUNTS} counts, each between 1 and {MAX_CHIPS}")
         return value
 
-    body: ClassVar[type[CalculationRequest]] = ScalingRequest
+    body: ClassVar[type[ScalingRequest]] = ScalingRequest
 
     def to_body(self) -> ScalingRequest:
         """The equivalent POST body."""
         return self._body(
-            ScalingRequest,
+            self.body,
             chip_counts=_counts(self.chip_counts),
             mode=self.mode,
             serial_fraction=self.serial_fraction,
