@@ -33,6 +33,7 @@ from app.engine.workload import (
     TransformerEstimate,
     TransformerSpec,
     estimate,
+    ideal_pass,
     pass_realism,
 )
 
@@ -178,17 +179,22 @@ def search(
     def compute_bound(b: int) -> bool:
         return at(b).roofline.roof is Bound.COMPUTE
 
-    unbounded = at(MAX_BATCH)
+    # a dense model's forward pass is read on its lines, which need no realistic times
+    lines = spec.phase in (Phase.DECODE, Phase.PREFILL) and arch.moe is None
+    if lines:
+        one, unbounded = (ideal_pass(arch, chip, spec.with_batch(b)) for b in (1, MAX_BATCH))
+    else:
+        one, unbounded = at(1), at(MAX_BATCH)
     asymptote = unbounded.tokens_per_s
     target = NEAR_ASYMPTOTE * asymptote
 
     def near_asymptote(b: int) -> bool:
         return at(b).tokens_per_s >= target
 
-    max_batch = largest_fitting_batch(arch, chip, spec, at(1).memory)
+    max_batch = largest_fitting_batch(arch, chip, spec, one.memory)
     point: Callable[[int], SweepPoint]
-    if spec.phase in (Phase.DECODE, Phase.PREFILL) and arch.moe is None:
-        one_pass = _OnePass.through(at(1), unbounded, Practice.of(pass_realism(arch, spec)))
+    if lines:
+        one_pass = _OnePass.through(one, unbounded, Practice.of(pass_realism(arch, spec)))
         ridge = _decided(one_pass.compute_bound, one_pass.ridge_guess(), compute_bound)
         near = _decided(
             lambda b: one_pass.reaches(b, target), one_pass.reach_guess(target), near_asymptote
@@ -200,15 +206,15 @@ def search(
     else:
         # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is
         # not): the lines through batches 1 and 2 give guesses that the searches check first
-        one, two = at(1).roofline, at(2).roofline
-        compute = _Line(one.compute_time, two.compute_time - one.compute_time)
-        memory = _Line(one.memory_time, two.memory_time - one.memory_time)
+        first, two = one.roofline, at(2).roofline
+        compute = _Line(first.compute_time, two.compute_time - first.compute_time)
+        memory = _Line(first.memory_time, two.memory_time - first.memory_time)
         ridge = smallest_batch(compute_bound, guess=compute.first_above(memory))
         # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition;
         # b tokens(1) >= 0.9 asymptote max(compute(b), memory(b)) holds past both lines'
         # crossings (communication and a pipeline's stretch left out: it is only a guess, and
         # checked)
-        scale = target / at(1).tokens
+        scale = target / one.tokens
         crossings = [_BATCH.first_above(line.scaled(scale)) for line in (compute, memory)]
         bounds = [c for c in crossings if c is not None]
         guess = max(bounds) if len(bounds) == len(crossings) else None

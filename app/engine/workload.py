@@ -65,8 +65,8 @@ class TransformerSpec:
     software: Software = Software.TYPICAL
 
     def with_batch(self, batch: int) -> TransformerSpec:
-        """The same workload at another batch size."""
-        return replace(self, batch=batch)
+        """The same workload at another batch size (itself at its own: it is immutable)."""
+        return self if batch == self.batch else replace(self, batch=batch)
 
 
 @quick_init
@@ -101,6 +101,9 @@ class TransformerEstimate:
         return self.tokens / self.roofline.realistic_time
 
 
+_ONE_PASS = (Phase.PREFILL, Phase.DECODE)  # the phases that are one forward pass
+
+
 def _validate(arch: Architecture, spec: TransformerSpec) -> None:
     if not 1 <= spec.batch <= MAX_BATCH:
         raise InvalidInput("batch", f"must be between 1 and {MAX_BATCH}, got {spec.batch}")
@@ -131,10 +134,16 @@ def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
 
 
 def _forward(
-    arch: Architecture, chip: Chip, spec: TransformerSpec, terms: list[Term], tokens: float
-) -> tuple[Roofline, tuple[Term, ...]]:
-    """A forward pass (a prefill or a decode step over `tokens` tokens) from its terms: its
-    roofline with the tensor-parallel all-reduces, and the terms with them."""
+    arch: Architecture, chip: Chip, spec: TransformerSpec
+) -> tuple[Roofline, tuple[Term, ...], int]:
+    """A forward pass, a prefill (B S tokens) or a decode step (B tokens), from its terms: its
+    roofline with the tensor-parallel all-reduces, the terms with them, and its tokens."""
+    if spec.phase is Phase.PREFILL:
+        tokens = spec.batch * spec.seq_len
+        terms = prefill_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+    else:
+        tokens = spec.batch
+        terms = decode_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
     comm = _forward_comm(arch, chip, tokens, spec)
     roof = place(work_of(terms, spec.precision), chip, comm)
     if comm:
@@ -142,7 +151,7 @@ def _forward(
             *terms,
             Term("tp_allreduce", 2 * arch.layers, seconds=comm, regime=Bound.COMMUNICATION),
         ]
-    return roof, tuple(terms)
+    return roof, tuple(terms), tokens
 
 
 def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roofline:
@@ -252,6 +261,19 @@ def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
     return _realism(kind, arch, spec)
 
 
+def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
+    """`estimate` of a prefill or a decode step without what real software adds: the ideal and
+    sustained roofline, memory and tokens, the realistic time left at the sustained one and
+    no time to first or per output token; for a search that applies the published ratio and
+    fixed costs itself (`Practice`), at a quarter less than the estimate."""
+    if spec.phase not in _ONE_PASS:
+        raise ValueError("an ideal pass is a prefill or a decode step")
+    _validate(arch, spec)
+    roof, terms, tokens = _forward(arch, chip, spec)
+    memory = memory_needed(arch, chip, spec, spec.batch)
+    return TransformerEstimate(roof, memory, chip.memory_bytes, tokens, None, None, terms=terms)
+
+
 def estimate(
     arch: Architecture, chip: Chip, spec: TransformerSpec, *, breakdown: bool = True
 ) -> TransformerEstimate:
@@ -260,27 +282,12 @@ def estimate(
     _validate(arch, spec)
     ttft = tpot = step = None
     terms: tuple[Term, ...] = ()
-    if spec.phase is Phase.PREFILL:
-        tokens = spec.batch * spec.seq_len
-        roof, terms = _forward(
-            arch,
-            chip,
-            spec,
-            prefill_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
-            tokens,
-        )
-        ttft = roof.expected_time
-        roof = realize(roof, pass_realism(arch, spec))
-    elif spec.phase is Phase.DECODE:
-        roof, terms = _forward(
-            arch,
-            chip,
-            spec,
-            decode_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp),
-            spec.batch,
-        )
-        tokens = spec.batch
-        tpot = roof.expected_time
+    if spec.phase in _ONE_PASS:
+        roof, terms, tokens = _forward(arch, chip, spec)
+        if spec.phase is Phase.PREFILL:
+            ttft = roof.expected_time
+        else:
+            tpot = roof.expected_time
         roof = realize(roof, pass_realism(arch, spec))
     elif spec.phase is Phase.GENERATE:
         first = _prefill(arch, chip, spec, spec.batch)

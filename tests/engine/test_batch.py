@@ -10,7 +10,7 @@ import app.engine.batch as batch_module
 from app.engine import Bound, LimitedBy, Phase, TransformerSpec, estimate, optimal_batch
 from app.engine.batch import _Line, search, smallest_batch
 from app.engine.training import Parallelism, Training
-from app.engine.workload import MAX_BATCH
+from app.engine.workload import MAX_BATCH, ideal_pass
 from tests.engine.chips import A100
 from tests.engine.models import LLAMA_8B, MIXTRAL
 
@@ -130,23 +130,29 @@ def test_a_dense_decode_search_evaluates_the_engine_twice_whatever_the_sizes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Llama 3.1 8B decoding on an A100: ridge 184 and 90% of the asymptote at 163 at 128
-    tokens of context (the worked example above) come from lines through the exact estimates
+    tokens of context (the worked example above) come from lines through the forward passes
     at batch 1 and at MAX_BATCH, and so does every row of the sweep: two evaluations, at any
-    context or batch, where bisecting and sweeping took about twenty."""
-    batches: list[int] = []
+    context or batch, where bisecting and sweeping took about twenty. The lines need no
+    realistic times: both are ideal passes, and no estimate is made."""
+    passes: list[int] = []
+    estimates: list[int] = []
 
-    def counted(arch: Any, chip: Any, spec: TransformerSpec) -> Any:
-        batches.append(spec.batch)
-        return estimate(arch, chip, spec)
+    def counted(calls: list[int], function: Any) -> Any:
+        def call(arch: Any, chip: Any, spec: TransformerSpec) -> Any:
+            calls.append(spec.batch)
+            return function(arch, chip, spec)
 
-    monkeypatch.setattr(batch_module, "estimate", counted)
+        return call
+
+    monkeypatch.setattr(batch_module, "ideal_pass", counted(passes, ideal_pass))
+    monkeypatch.setattr(batch_module, "estimate", counted(estimates, estimate))
     answer = search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.DECODE, seq_len=128))
     assert (answer.ridge_batch, answer.near_asymptote_batch) == (184, 163)
-    assert sorted(batches) == [1, MAX_BATCH]
+    assert (sorted(passes), estimates) == ([1, MAX_BATCH], [])
     for context in (1, 2048, 10**7):
-        batches.clear()
+        passes.clear()
         search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=context))
-        assert sorted(batches) == [1, MAX_BATCH]
+        assert (sorted(passes), estimates) == ([1, MAX_BATCH], [])
 
 
 def test_a_step_time_bound_applies_to_a_decode_step_or_a_prefill_only() -> None:

@@ -1,11 +1,13 @@
 """Invariants of the engine, checked on generated inputs (hypothesis)."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import (
     Bound,
     Dtype,
+    InvalidInput,
     LimitedBy,
     Phase,
     TransformerSpec,
@@ -18,6 +20,7 @@ from app.engine import (
 )
 from app.engine.roofline import busy_time
 from app.engine.transformer import experts_touched
+from app.engine.workload import ideal_pass
 from tests.engine.chips import A100, H100
 from tests.engine.models import GPT2, LLAMA_8B, MISTRAL_7B, MIXTRAL
 
@@ -105,3 +108,44 @@ def test_experts_touched_lies_between_k_and_all(experts, data):
     touched = experts_touched(experts, k, tokens)
     assert k - 1e-9 <= touched <= experts + 1e-9
     assert experts_touched(experts, k, tokens + 1) >= touched - 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    arch=archs,
+    chip=chips,
+    phase=st.sampled_from([Phase.DECODE, Phase.PREFILL]),
+    batch=batches,
+    length=lengths,
+    tp=st.sampled_from([1, 2, 8]),
+)
+def test_an_ideal_pass_is_the_estimate_before_what_software_adds(
+    arch, chip, phase, batch, length, *, tp
+):
+    """What the optimal batch's lines read of a forward pass (its ideal roofline, memory,
+    tokens and terms) is the estimate's, to the last bit; only the realistic time differs,
+    left at the sustained one."""
+    spec = TransformerSpec(phase=phase, batch=batch, seq_len=length, tp=tp)
+    full, ideal = estimate(arch, chip, spec), ideal_pass(arch, chip, spec)
+    assert (ideal.memory, ideal.tokens, ideal.terms) == (full.memory, full.tokens, full.terms)
+    a, b = ideal.roofline, full.roofline
+    read = ("flops", "bytes", "peak", "compute_time", "memory_time", "communication_time")
+    for name in (*read, "expected_time", "sustained_compute", "sustained_memory"):
+        assert getattr(a, name) == getattr(b, name), name
+    assert a.realistic_time == a.sustained_time == b.sustained_time
+    assert ideal.tokens_per_s == full.tokens_per_s
+    assert (ideal.time_to_first_token, ideal.time_per_output_token) == (None, None)
+
+
+def test_an_ideal_pass_is_a_forward_pass_of_a_valid_spec() -> None:
+    for phase in (Phase.GENERATE, Phase.TRAINING):
+        with pytest.raises(ValueError, match="prefill or a decode step"):
+            ideal_pass(LLAMA_8B, A100, TransformerSpec(phase=phase))
+    with pytest.raises(InvalidInput, match="gen_len"):  # validated as the estimate is
+        ideal_pass(LLAMA_8B, A100, TransformerSpec(phase=Phase.DECODE, gen_len=0))
+
+
+def test_a_spec_at_its_own_batch_is_itself() -> None:
+    spec = TransformerSpec(phase=Phase.DECODE, batch=8)
+    assert spec.with_batch(8) is spec
+    assert spec.with_batch(9) == TransformerSpec(phase=Phase.DECODE, batch=9)
