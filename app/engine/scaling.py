@@ -18,8 +18,15 @@ from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.records import quick_init, replace
+from app.engine.training.layout import layout
+from app.engine.training.step import step_on
 from app.engine.transformer import Phase
-from app.engine.workload import TransformerSpec, estimate
+from app.engine.workload import (
+    TransformerSpec,
+    check_batch,
+    training_memory_needed,
+    validate,
+)
 
 MAX_COUNTS = 64
 
@@ -97,18 +104,37 @@ def scaling(
     laws = scaling_laws(counts, serial_fraction)
     # the laws against one chip: the same formulas with a first count of 1
     vs_one = scaling_laws([1, *counts], serial_fraction)[1:]
-    # the given MFU is dropped once for every count: only the data-parallel degree changes
+    # each count's step is the estimate's (`estimate` of the spec at that count's dp and
+    # batch), built from its parts: the spec is checked once, and each count's batch; the
+    # given MFU is dropped once for every count; this chip's parameter share is the same at
+    # every count (only the data-parallel degree and the batch change)
+    validate(arch, spec)
     unpinned = replace(spec.training, mfu=None)
+    params = None
     points: list[ScalingPoint] = []
     for n, (amdahl, gustafson), (amdahl_1, gustafson_1) in zip(counts, laws, vs_one, strict=True):
         dp = n // group
         batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
-        training = replace(unpinned, parallel=replace(parallel, dp=dp))
-        result = estimate(
-            arch, chip, replace(spec, batch=batch, training=training), breakdown=False
+        check_batch(batch)
+        lay = layout(arch, spec.tp, batch, replace(parallel, dp=dp))
+        step = step_on(
+            arch,
+            chip,
+            lay,
+            batch=batch,
+            seq_len=spec.seq_len,
+            precision=spec.precision,
+            training=unpinned,
+            flash=spec.flash_attention,
+            recompute=spec.recompute,
+            software=spec.software,
+            breakdown=False,
+            params=params,
         )
-        step = result.roofline.realistic_time
-        rate = result.realistic_tokens_per_s
+        params = step.params
+        memory = training_memory_needed(arch, chip, spec, batch, lay, params=params)
+        roof = step.roofline
+        rate = step.tokens_per_step / roof.realistic_time
         speedup = rate / points[0].tokens_per_s if points else 1.0
         ratio = n / counts[0]
         points.append(
@@ -116,14 +142,14 @@ def scaling(
                 chips=n,
                 dp=dp,
                 batch=batch,
-                step_time=step,
+                step_time=roof.realistic_time,
                 tokens_per_s=rate,
                 speedup=speedup,
                 efficiency=speedup / ratio,
                 law_speedup=amdahl if mode is ScalingMode.STRONG else gustafson,
                 law_speedup_vs_one=amdahl_1 if mode is ScalingMode.STRONG else gustafson_1,
-                communication_time=result.roofline.communication_time,
-                fits=result.fits,
+                communication_time=roof.communication_time,
+                fits=memory.total <= chip.memory_bytes,
             )
         )
     return points

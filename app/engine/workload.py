@@ -104,9 +104,16 @@ class TransformerEstimate:
 _ONE_PASS = (Phase.PREFILL, Phase.DECODE)  # the phases that are one forward pass
 
 
-def _validate(arch: Architecture, spec: TransformerSpec) -> None:
-    if not 1 <= spec.batch <= MAX_BATCH:
-        raise InvalidInput("batch", f"must be between 1 and {MAX_BATCH}, got {spec.batch}")
+def check_batch(batch: int) -> None:
+    """A batch `estimate` takes: 1 to MAX_BATCH sequences."""
+    if not 1 <= batch <= MAX_BATCH:
+        raise InvalidInput("batch", f"must be between 1 and {MAX_BATCH}, got {batch}")
+
+
+def validate(arch: Architecture, spec: TransformerSpec) -> None:
+    """Raise InvalidInput, naming the field, for a spec `estimate` cannot take: its batch
+    first, then its lengths, reserve, phase and dtypes (the layout's degrees are `layout`'s)."""
+    check_batch(spec.batch)
     for name, value in (("seq_len", spec.seq_len), ("gen_len", spec.gen_len)):
         if not 1 <= value <= MAX_TOKENS:
             raise InvalidInput(name, f"must be between 1 and {MAX_TOKENS}, got {value}")
@@ -268,7 +275,7 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     fixed costs itself (`Practice`), at a quarter less than the estimate."""
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
-    _validate(arch, spec)
+    validate(arch, spec)
     roof, terms, tokens = _forward(arch, chip, spec)
     memory = memory_needed(arch, chip, spec, spec.batch)
     return TransformerEstimate(roof, memory, chip.memory_bytes, tokens, None, None, terms=terms)
@@ -279,7 +286,7 @@ def estimate(
 ) -> TransformerEstimate:
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`; a training
     step without `breakdown` has no terms (which a scaling curve of many steps never reads)."""
-    _validate(arch, spec)
+    validate(arch, spec)
     ttft = tpot = step = None
     terms: tuple[Term, ...] = ()
     if spec.phase in _ONE_PASS:

@@ -68,7 +68,40 @@ def training_step(
     software: Software = Software.TYPICAL,
     breakdown: bool = True,
 ) -> TrainingStep:
-    """The roofline of one training step per chip, with its pipeline bubble and communication.
+    """The roofline of one training step per chip, with its pipeline bubble and communication:
+    `step_on` the layout of `batch` over `tp` and `training`'s parallel degrees."""
+    return step_on(
+        arch,
+        chip,
+        layout(arch, tp, batch, training.parallel),
+        batch=batch,
+        seq_len=seq_len,
+        precision=precision,
+        training=training,
+        flash=flash,
+        recompute=recompute,
+        software=software,
+        breakdown=breakdown,
+    )
+
+
+def step_on(
+    arch: Architecture,
+    chip: Chip,
+    lay: Layout,
+    *,
+    batch: int,
+    seq_len: int,
+    precision: Precision,
+    training: Training,
+    flash: bool,
+    recompute: bool,
+    software: Software,
+    breakdown: bool,
+    params: Trainable | None = None,
+) -> TrainingStep:
+    """One training step of `batch` sequences laid out as `lay` (`layout`'s, whose degrees
+    stand for `training.parallel`'s).
 
     FLOPs: the forward F (the prefill count over all B S tokens), x3 for forward and backward
     (x4 with recomputation); LoRA's frozen weights need no weight gradients, x2 (x3), plus
@@ -78,11 +111,13 @@ def training_step(
     activations written then read, and the residual stream of each pass. Time: the roofline of
     that work stretched by the pipeline bubble, m / (m + p - 1) busy, plus exposed communication.
     Without `breakdown` the step has no terms (a scaling curve reads only its times).
+    `params`: this chip's parameter share (`trainable` at `lay`; the data-parallel degree and
+    the micro-batch do not change it), where the caller has it from another step.
     """
-    lay = layout(arch, tp, batch, training.parallel)
     dtype = precision.compute
     forward_terms, forward, trained = _forward_pass(arch, batch, seq_len, precision, training.lora)
-    params = trainable(arch, dtype, lay, training.lora)
+    if params is None:
+        params = trainable(arch, dtype, lay, training.lora)
     reads = 3 if recompute else 2
     passes = reads + (1 if training.lora is None else 0)
     tokens = batch * seq_len
