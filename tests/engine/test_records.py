@@ -172,3 +172,33 @@ def test_an_architecture_hashes_as_its_fields_do_computed_once(arch):
     assert deeper != arch and hash(deeper) == hash((fields[0], arch.layers + 1, *fields[2:]))
     assert {arch: 1}[twin] == 1
     assert "_hash" not in repr(arch)
+
+
+def test_built_as_its_twin_and_always_left_as_itself():
+    """The instance is switched to a plain twin class while its fields are assigned, and back:
+    what comes out is of the record's class and as frozen; a subclass's instance keeps its
+    own class, and a record whose slots are partly inherited (no twin fits its layout) is
+    built through the descriptors, the same fields either way."""
+
+    class Sub(Quick):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+    class Loose(Quick):  # type: ignore[misc,valid-type]  # has a __dict__: another layout
+        pass
+
+    @quick_init
+    @dataclass(frozen=True, slots=True)
+    class Extended(Quick):  # type: ignore[misc,valid-type]
+        extra: int = 7
+
+    for cls in (Quick, Sub, Loose, Extended):
+        record = cls("a", 2, ("t",), scale=0.5)
+        assert type(record) is cls
+        assert (record.name, record.count, record.tags, record.scale, record.late) == (
+            "a", 2, ("t",), 0.5, 4
+        )  # fmt: skip
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.count = 3
+    assert Quick.__init__.__globals__["_twin"] is not None
+    assert "_twin" not in Extended.__init__.__globals__  # its base's slots: no twin
+    assert Extended("a").extra == 7 and replace(Extended("a"), extra=1).extra == 1
