@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -358,7 +358,9 @@ class OptimalBatchAnswer(_Displayed):
     sweep: list[SweepRow]
 
 
-class ScalingRow(_Out):
+# a typed dict, like SweepRow
+@with_config(_Out.model_config)
+class ScalingRow(TypedDict):
     """One chip count of the scaling curve."""
 
     chips: int
@@ -368,13 +370,17 @@ class ScalingRow(_Out):
     tokens_per_s: float
     speedup: float
     efficiency: float
-    law_speedup: float = Field(
-        description="Amdahl (strong) or Gustafson (weak) at f, over base_chips (r = chips / "
-        "base_chips; f the serial share of the base run)."
-    )
-    law_speedup_vs_one: float = Field(
-        description="The same law over one chip (r = chips): Amdahl 1 / (f + (1-f)/chips)."
-    )
+    law_speedup: Annotated[
+        float,
+        Field(
+            description="Amdahl (strong) or Gustafson (weak) at f, over base_chips (r = chips / "
+            "base_chips; f the serial share of the base run)."
+        ),
+    ]
+    law_speedup_vs_one: Annotated[
+        float,
+        Field(description="The same law over one chip (r = chips): Amdahl 1 / (f + (1-f)/chips)."),
+    ]
     communication_time_s: float
     fits: bool
 

@@ -67,17 +67,17 @@ def scaling_svg(answer: ScalingAnswer) -> str:
     count) is the straight line of slope one, beside Amdahl's (or Gustafson's) law; and the
     efficiency. Counts that do not fit in memory are grey."""
     rows = answer.points
-    chips = [p.chips for p in rows]
+    chips = [p["chips"] for p in rows]
     lo, hi = min(chips), max(*chips, 2 * chips[0])
-    off = [not p.fits for p in rows]
+    off = [not p["fits"] for p in rows]
     first = chips[0]
     law = "Amdahl" if answer.mode == "strong" else "Gustafson"
     f = fmt.number(answer.serial_fraction, 6)
-    speedup = Series("speedup", [(p.chips, p.speedup) for p in rows], "a", off)
+    speedup = Series("speedup", [(p["chips"], p["speedup"]) for p in rows], "a", off)
     # ideal: speedup = chips / first, a straight line on log-log axes, drawn end to end
     linear = Series("linear scaling", [(lo, lo / first), (hi, hi / first)], "c")
-    limit = Series(f"{law} (f={f})", [(p.chips, p.law_speedup) for p in rows], "b")
-    efficiency = Series("efficiency", [(p.chips, p.efficiency) for p in rows], "a", off)
+    limit = Series(f"{law} (f={f})", [(p["chips"], p["law_speedup"]) for p in rows], "b")
+    efficiency = Series("efficiency", [(p["chips"], p["efficiency"]) for p in rows], "a", off)
     axis = XAxis(lo, hi, "chips", power_of_two_ticks(lo, hi), log=True)
     return stacked_svg(
         f"{answer.mode.capitalize()} scaling: speedup and efficiency",
