@@ -108,9 +108,9 @@ def communication(
         )
         / lay.pipeline_split
     )
-    pp_bw, _ = _link(chip, p, lay.chips)
     pp_time = 0.0
     if lay.pp > 1:
+        pp_bw, _ = _link(chip, p, lay.chips)
         pp_time = lay.micro_batches * 2 * micro_tokens * arch.hidden * s / lay.tp / pp_bw
     ep_time = 0.0
     if lay.ep > 1 and arch.moe is not None:
