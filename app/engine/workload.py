@@ -7,6 +7,7 @@ This composes the per-phase costs (transformer.py), communication (parallel.py) 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.breakdown import Term
@@ -204,12 +205,12 @@ def memory_needed(
     if spec.phase is Phase.TRAINING:
         lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
         return training_memory_needed(arch, chip, spec, batch, lay)
-    held = {
-        Phase.PREFILL: spec.seq_len,
-        Phase.DECODE: spec.seq_len + 1,
-        Phase.GENERATE: spec.seq_len + spec.gen_len,
-    }[spec.phase]
-    step_tokens = 1 if spec.phase is Phase.DECODE else spec.seq_len
+    if spec.phase is Phase.DECODE:  # the cache, and the token the step adds
+        held, step_tokens = spec.seq_len + 1, 1
+    elif spec.phase is Phase.PREFILL:
+        held, step_tokens = spec.seq_len, spec.seq_len
+    else:  # the prompt and every new token
+        held, step_tokens = spec.seq_len + spec.gen_len, spec.seq_len
     return inference_memory(
         arch,
         batch=batch,
@@ -251,14 +252,24 @@ def training_memory_needed(
 def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: int = 1) -> Realism:
     """How `forwards` forward passes run on the spec's software: their kernels, and, under
     tensor parallelism, the two all-reduces of every layer (Shoeybi et al. 2019)."""
-    tp_collectives = 2 * arch.layers if spec.tp > 1 else 0
+    parallel = spec.training.parallel
+    return _realism_of(
+        kind, arch, spec.software, tp=spec.tp, chips_per_node=parallel.chips_per_node, n=forwards
+    )
+
+
+@lru_cache(maxsize=1024)  # pure; asked by every estimate, of a few models on a few stacks
+def _realism_of(
+    kind: Kind, arch: Architecture, software: Software, *, tp: int, chips_per_node: int, n: int
+) -> Realism:
+    tp_collectives = 2 * arch.layers if tp > 1 else 0
     return Realism(
         kind,
-        spec.software,
-        kernels=step_kernels(arch, spec.software) * forwards,
-        steps=forwards,
-        collectives=tp_collectives * forwards,
-        across_nodes=spec.tp > spec.training.parallel.chips_per_node,
+        software,
+        kernels=step_kernels(arch, software) * n,
+        steps=n,
+        collectives=tp_collectives * n,
+        across_nodes=tp > chips_per_node,
     )
 
 

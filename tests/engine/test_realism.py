@@ -25,8 +25,11 @@ from app.engine import (
     step_kernels,
 )
 from app.engine.realism import fixed_costs
+from app.engine.training import Parallelism, Training
+from app.engine.transformer import Phase
+from app.engine.workload import TransformerSpec, pass_realism
 from tests.engine.chips import A100
-from tests.engine.models import LLAMA_8B, MIXTRAL
+from tests.engine.models import GPT2, LLAMA_8B, MIXTRAL
 
 US = 1e-6
 
@@ -144,3 +147,21 @@ def test_where_a_run_sits_against_the_published_range(measured, place_):
     assert math.isclose(judgement.realistic_ratio, measured / 1.5)
     if place_ is AgainstPublished.SLOWER:
         assert judgement.advice[-1].startswith(f"{measured / 1.5:.1f}x the realistic estimate")
+
+
+def test_a_forward_pass_realism_follows_every_field_it_is_kept_by():
+    """pass_realism is kept per (kind, model, stack, tp, chips per node): each of them
+    changes what it says, and asking again gives the same record."""
+    spec = TransformerSpec(phase=Phase.DECODE, tp=8)
+    base = pass_realism(LLAMA_8B, spec)
+    assert base == Realism(Kind.DECODE, Software.TYPICAL, 32 * 9 + 4, 1, 64, False)
+    assert pass_realism(LLAMA_8B, spec) is base
+    apart = TransformerSpec(
+        phase=Phase.DECODE, tp=8, training=Training(parallel=Parallelism(chips_per_node=4))
+    )
+    assert pass_realism(LLAMA_8B, apart).across_nodes
+    assert pass_realism(LLAMA_8B, TransformerSpec(phase=Phase.DECODE)).collectives == 0
+    assert pass_realism(LLAMA_8B, TransformerSpec(phase=Phase.PREFILL)).kind is Kind.PREFILL
+    eager = TransformerSpec(phase=Phase.DECODE, software=Software.EAGER)
+    assert pass_realism(LLAMA_8B, eager).kernels == 32 * 40 + 8
+    assert pass_realism(GPT2, spec).kernels == GPT2.layers * 9 + 4
