@@ -283,7 +283,7 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     """`estimate` of a prefill or a decode step without what real software adds: the ideal and
     sustained roofline, memory and tokens, the realistic time left at the sustained one and
     no time to first or per output token; for a search that applies the published ratio and
-    fixed costs itself (`Practice`), at a quarter less than the estimate."""
+    fixed costs itself (`Practice`), at about a fifth less than the estimate."""
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
