@@ -37,7 +37,7 @@ class MemoryFit:
     @property
     def fits(self) -> bool:
         """Whether the workload fits as given."""
-        return self.breakdown.total <= self.capacity
+        return self.breakdown.fits_in(self.capacity)
 
     @property
     def min_chips(self) -> int | None:

@@ -40,6 +40,10 @@ class MemoryBreakdown:
             + self.reserve
         )
 
+    def fits_in(self, capacity: float) -> bool:
+        """Whether it all fits in `capacity` bytes per chip."""
+        return self.total <= capacity
+
 
 def _mlp_width(arch: Architecture) -> int:
     """Widest MLP hidden activation per token (MoE: k experts plus the shared ones)."""

@@ -149,7 +149,7 @@ def scaling(
                 law_speedup=amdahl if mode is ScalingMode.STRONG else gustafson,
                 law_speedup_vs_one=amdahl_1 if mode is ScalingMode.STRONG else gustafson_1,
                 communication_time=roof.communication_time,
-                fits=memory.total <= chip.memory_bytes,
+                fits=memory.fits_in(chip.memory_bytes),
             )
         )
     return points

@@ -89,7 +89,7 @@ class TransformerEstimate:
     @property
     def fits(self) -> bool:
         """Whether the memory needed fits on each chip."""
-        return self.memory.total <= self.capacity
+        return self.memory.fits_in(self.capacity)
 
     @property
     def tokens_per_s(self) -> float:
@@ -252,23 +252,29 @@ def training_memory_needed(
 def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: int = 1) -> Realism:
     """How `forwards` forward passes run on the spec's software: their kernels, and, under
     tensor parallelism, the two all-reduces of every layer (Shoeybi et al. 2019)."""
-    parallel = spec.training.parallel
+    nodes = spec.training.parallel.chips_per_node
     return _realism_of(
-        kind, arch, spec.software, tp=spec.tp, chips_per_node=parallel.chips_per_node, n=forwards
+        kind, arch, spec.software, tp=spec.tp, chips_per_node=nodes, forwards=forwards
     )
 
 
 @lru_cache(maxsize=1024)  # pure; asked by every estimate, of a few models on a few stacks
 def _realism_of(
-    kind: Kind, arch: Architecture, software: Software, *, tp: int, chips_per_node: int, n: int
+    kind: Kind,
+    arch: Architecture,
+    software: Software,
+    *,
+    tp: int,
+    chips_per_node: int,
+    forwards: int,
 ) -> Realism:
     tp_collectives = 2 * arch.layers if tp > 1 else 0
     return Realism(
         kind,
         software,
-        kernels=step_kernels(arch, software) * n,
-        steps=n,
-        collectives=tp_collectives * n,
+        kernels=step_kernels(arch, software) * forwards,
+        steps=forwards,
+        collectives=tp_collectives * forwards,
         across_nodes=tp > chips_per_node,
     )
 

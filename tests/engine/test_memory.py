@@ -14,6 +14,7 @@ from app.engine import (
     Architecture,
     Attention,
     Dtype,
+    MemoryBreakdown,
     MoE,
     Phase,
     Precision,
@@ -209,3 +210,9 @@ def test_the_tensor_parallel_degrees_are_every_divisor_of_the_heads():
         arch = replace(LLAMA_8B, attention=replace(LLAMA_8B.attention, heads=heads, kv_heads=1))
         expected = [p for p in range(1, heads + 1) if heads % p == 0]
         assert tensor_parallel_degrees(arch) == expected
+
+
+def test_memory_fits_a_capacity_it_reaches_exactly():
+    # 10 + 5 + 1 = 16 bytes: 16 holds it, 15.999 does not
+    memory = MemoryBreakdown(weights=10.0, kv_cache=5.0, reserve=1.0)
+    assert memory.fits_in(16.0) and not memory.fits_in(15.999)
