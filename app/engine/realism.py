@@ -24,7 +24,7 @@ from functools import cache, lru_cache
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.published_runs import FITTED
-from app.engine.records import quick_init, replace
+from app.engine.records import quick_init
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.units import MICRO
@@ -244,21 +244,12 @@ class Practice:
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:
     """`roof` with its realistic time and range (`Practice.times`) from the sustained-kernel
     `busy` time (default: the roofline's, without communication)."""
-    sustained = roof.realistic_time
     if busy is None:
-        busy = sustained - roof.communication_time
+        busy = roof.realistic_time - roof.communication_time
     realistic, low, high, overhead = Practice.of(realism).times(
         busy, realistic_communication(roof), roof.expected_time
     )
-    return replace(
-        roof,
-        sustained_time=sustained,
-        realistic_time=realistic,
-        realistic_low=low,
-        realistic_high=high,
-        overhead_time=overhead,
-        kernels=realism.kernels,
-    )
+    return roof.realized(realistic, low, high, overhead, realism.kernels)
 
 
 def place_kernel(work: Work, chip: Chip, software: Software = Software.TYPICAL) -> Roofline:

@@ -18,7 +18,7 @@ from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.records import quick_init, replace
-from app.engine.training.layout import layout
+from app.engine.training.layout import layout, regroup
 from app.engine.training.step import step_on
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -108,7 +108,9 @@ def scaling(
     # batch), built from its parts: the spec is checked once, and each count's batch; the
     # given MFU is dropped once for every count; this chip's parameter share is the same at
     # every count (only the data-parallel degree and the batch change)
+    # the degrees other than dp are checked once, at the first count
     validate(arch, spec)
+    layout(arch, spec.tp, spec.batch, replace(parallel, dp=first_dp))
     unpinned = replace(spec.training, mfu=None)
     params = None
     points: list[ScalingPoint] = []
@@ -116,7 +118,7 @@ def scaling(
         dp = n // group
         batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
         check_batch(batch)
-        lay = layout(arch, spec.tp, batch, replace(parallel, dp=dp))
+        lay = regroup(arch, spec.tp, batch, parallel, dp)
         step = step_on(
             arch,
             chip,

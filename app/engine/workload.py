@@ -236,9 +236,11 @@ def training_memory_needed(
     grows with the batch. `params`: the chip's parameter share at `lay` (a training step's
     own), which the micro-batch does not change."""
     micro = batch / (lay.batch_shares * lay.micro_batches)
+    if micro != lay.micro_batch:  # not the layout's own batch (the same number: no copy)
+        lay = replace(lay, micro_batch=micro)
     return training_memory(
         arch,
-        replace(lay, micro_batch=micro),
+        lay,
         seq_len=spec.seq_len,
         dtype=spec.precision.compute,
         training=spec.training,

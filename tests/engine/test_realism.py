@@ -165,3 +165,24 @@ def test_a_forward_pass_realism_follows_every_field_it_is_kept_by():
     eager = TransformerSpec(phase=Phase.DECODE, software=Software.EAGER)
     assert pass_realism(LLAMA_8B, eager).kernels == 32 * 40 + 8
     assert pass_realism(GPT2, spec).kernels == GPT2.layers * 9 + 4
+
+
+def test_realized_is_the_roofline_with_its_realistic_figures_replaced():
+    # Roofline.realized builds by position what dataclasses.replace builds by name
+    roof = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100, 1e-3)
+    assert roof.realized(2.0, 1.0, 3.0) == replace(
+        roof,
+        sustained_time=roof.realistic_time,
+        realistic_time=2.0,
+        realistic_low=1.0,
+        realistic_high=3.0,
+    )
+    assert roof.realized(2.0, 1.0, 3.0, 0.5, 7) == replace(
+        roof,
+        sustained_time=roof.realistic_time,
+        realistic_time=2.0,
+        realistic_low=1.0,
+        realistic_high=3.0,
+        overhead_time=0.5,
+        kernels=7,
+    )

@@ -167,3 +167,19 @@ def test_an_fp8_model_all_reduces_its_activations_in_bf16():
     assert roof.communication_time == pytest.approx(32 * 2 * 2 * 7 / 8 * 65_536 / 450e9)
     bf16 = estimate(LLAMA_8B, H100, TransformerSpec(batch=8, tp=8)).roofline
     assert roof.communication_time == bf16.communication_time
+
+
+def test_a_regrouped_layout_is_the_layout_at_that_data_parallel_degree():
+    # a scaling curve checks the degrees once and regroups the batch at each count: the same
+    # layout, and the same errors for dp and the batch's split
+    from app.engine.training.layout import regroup  # noqa: PLC0415 (engine-internal)
+
+    parallel = Parallelism(pp=2, micro_batch=2)
+    for dp, batch in ((1, 8), (4, 64), (16, 512)):
+        assert regroup(LLAMA_8B, 2, batch, parallel, dp) == layout(
+            LLAMA_8B, 2, batch, replace(parallel, dp=dp)
+        )
+    for dp, batch, field in ((4, 6, "batch"), (4, 4, "micro_batch"), (0, 8, "dp")):
+        with pytest.raises(InvalidInput) as info:
+            regroup(LLAMA_8B, 2, batch, parallel, dp)
+        assert info.value.field == field

@@ -88,7 +88,16 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
         raise InvalidInput("chips_per_node", "must be >= 1")
     if not p.network_bandwidth > 0:
         raise InvalidInput("network_bandwidth", "must be > 0 bytes/s")
-    replicas = p.dp * p.ep
+    return regroup(arch, tp, batch, p, p.dp)
+
+
+def regroup(arch: Architecture, tp: int, batch: int, parallel: Parallelism, dp: int) -> Layout:
+    """`layout` at `dp` data-parallel replicas and `batch` sequences, of degrees that `layout`
+    has checked: only dp and the batch's split are checked again (a scaling curve's counts)."""
+    p = parallel
+    if not 1 <= dp <= MAX_CHIPS:
+        raise InvalidInput("dp", f"must be between 1 and {MAX_CHIPS}, got {dp}")
+    replicas = dp * p.ep
     if batch % replicas:
         raise InvalidInput(
             "batch", f"must be a multiple of dp x ep = {replicas} (one share per replica)"
@@ -99,4 +108,4 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, p.dp, p.pp, p.ep, micro, per_replica // micro, arch.layers, p.cp)
+    return Layout(tp, dp, p.pp, p.ep, micro, per_replica // micro, arch.layers, p.cp)

@@ -11,7 +11,7 @@ from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import fitted, realistic_communication
-from app.engine.records import quick_init, replace
+from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, busy_time, place
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
@@ -184,13 +184,7 @@ def step_on(
     if not 0 < training.mfu <= 1:
         raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
     at_mfu = _time_at_mfu(model_flops, lay.chips, roof, training.mfu)
-    at_given = replace(
-        roof,
-        sustained_time=roof.realistic_time,
-        realistic_time=at_mfu,
-        realistic_low=at_mfu,
-        realistic_high=at_mfu,
-    )
+    at_given = roof.realized(at_mfu, at_mfu, at_mfu)
     return TrainingStep(
         at_given,
         lay,
@@ -258,10 +252,4 @@ def _published(
     def at(ratio: float) -> float:
         return max(basis * ratio + communication, roof.realistic_time)
 
-    return replace(
-        roof,
-        sustained_time=roof.realistic_time,
-        realistic_time=at(published.ratio),
-        realistic_low=at(published.low),
-        realistic_high=at(published.high),
-    )
+    return roof.realized(at(published.ratio), at(published.low), at(published.high))
