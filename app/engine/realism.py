@@ -117,7 +117,8 @@ class FixedCosts:
         """What these costs add to `busy` seconds of device work: the gaps, graph launches and
         collective latencies always, the host dispatch only where it outlasts the device."""
         fixed = self.gaps + self.steps + self.collectives
-        return fixed + max(0.0, self.dispatch - busy - fixed)
+        beyond = self.dispatch - busy - fixed
+        return fixed + (beyond if beyond > 0.0 else 0.0)  # max(0, beyond), as roofline_time
 
 
 def fixed_costs(
@@ -238,7 +239,9 @@ class Practice:
     ) -> tuple[float, float]:
         """(realistic, fixed costs) of `work` seconds at a published ratio."""
         fixed = self.costs.on_top_of(work)
-        return max(work + fixed + communication, expected), fixed
+        total = work + fixed + communication
+        # max(total, expected), as roofline_time spells a maximum
+        return (expected if expected > total else total), fixed
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:

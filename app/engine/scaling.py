@@ -112,11 +112,12 @@ def scaling(
     validate(arch, spec)
     layout(arch, spec.tp, spec.batch, replace(parallel, dp=first_dp))
     unpinned = replace(spec.training, mfu=None)
+    strong = mode is ScalingMode.STRONG
     params = None
     points: list[ScalingPoint] = []
     for n, (amdahl, gustafson), (amdahl_1, gustafson_1) in zip(counts, laws, vs_one, strict=True):
         dp = n // group
-        batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
+        batch = spec.batch if strong else spec.batch // first_dp * dp
         check_batch(batch)
         lay = regroup(arch, spec.tp, batch, parallel, dp)
         step = step_on(
@@ -140,18 +141,18 @@ def scaling(
         speedup = rate / points[0].tokens_per_s if points else 1.0
         ratio = n / counts[0]
         points.append(
-            ScalingPoint(
-                chips=n,
-                dp=dp,
-                batch=batch,
-                step_time=roof.realistic_time,
-                tokens_per_s=rate,
-                speedup=speedup,
-                efficiency=speedup / ratio,
-                law_speedup=amdahl if mode is ScalingMode.STRONG else gustafson,
-                law_speedup_vs_one=amdahl_1 if mode is ScalingMode.STRONG else gustafson_1,
-                communication_time=roof.communication_time,
-                fits=memory.fits_in(chip.memory_bytes),
+            ScalingPoint(  # by position, in field order: half the cost of by name
+                n,
+                dp,
+                batch,
+                roof.realistic_time,  # step_time
+                rate,  # tokens_per_s
+                speedup,
+                speedup / ratio,  # efficiency
+                amdahl if strong else gustafson,  # law_speedup
+                amdahl_1 if strong else gustafson_1,  # law_speedup_vs_one
+                roof.communication_time,
+                memory.fits_in(chip.memory_bytes),  # fits
             )
         )
     return points

@@ -251,20 +251,12 @@ def training_memory(
         weights += (params.base_bytes * share + adapters) / w_div
         gradients += trained * grad / g_div
         optimizer += trained * opt / o_div
-    return MemoryBreakdown(
-        weights=weights,
-        gradients=gradients,
-        optimizer=optimizer,
-        activations=activation_bytes(
-            arch,
-            lay,
-            seq_len=seq_len,
-            dtype=dtype,
-            flash=flash,
-            recompute=recompute,
-        ),
-        reserve=reserve,
+    activations = activation_bytes(
+        arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
+    # by position (weights, no KV cache, activations, gradients, optimizer, reserve): a
+    # scaling curve builds one per count
+    return MemoryBreakdown(weights, 0.0, activations, gradients, optimizer, reserve)
 
 
 def max_trainable_params(

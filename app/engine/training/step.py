@@ -250,6 +250,8 @@ def _published(
     communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
-        return max(basis * ratio + communication, roof.realistic_time)
+        time = basis * ratio + communication
+        sustained = roof.realistic_time
+        return sustained if sustained > time else time  # max, as roofline_time spells it
 
     return roof.realized(at(published.ratio), at(published.low), at(published.high))
