@@ -1,7 +1,7 @@
 """Numbers for people: three significant digits, never an exponent."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app import formatting as fmt
@@ -92,3 +92,11 @@ def test_texts_read_the_same_the_first_time_and_after(values):
     first = [(fmt.seconds(v), fmt.bytes_(v), fmt.flops(v)) for v in values]
     fmt.forget_written()
     assert [(fmt.seconds(v), fmt.bytes_(v), fmt.flops(v)) for v in reversed(values)] == first[::-1]
+
+
+@given(st.floats(min_value=-999.4999, max_value=999.4999, allow_nan=False))
+def test_number_fast_path_writes_what_format_writes(value):
+    # the three-digit fast path spells 'g' printf-style: the same text as format's ',.3g'
+    # wherever it is taken (no exponent, nothing to group)
+    assume(abs(value) >= 1e-4)
+    assert fmt.number(value) == format(value, ",.3g")

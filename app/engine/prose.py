@@ -21,9 +21,10 @@ def number(value: float, digits: int = 3) -> str:
     """`digits` significant digits in positional notation, never an exponent:
     1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
     # the fast path, most of the numbers an answer shows: 'g' at 3 digits is positional
-    # from 1e-4 up to what rounds to 999 (its exponent from -4 to 2)
+    # from 1e-4 up to what rounds to 999 (its exponent from -4 to 2), with no thousands to
+    # group; printf-style '%g' writes what format's 'g' does, in half the time
     if digits == 3 and (1e-4 <= value < 999.5 or -999.5 < value <= -1e-4):
-        return format(value, ",.3g")
+        return "%.3g" % value  # noqa: UP031 (the faster spelling, on purpose)
     limit, spec = _POSITIONAL.get(digits) or _positional(digits)
     magnitude = abs(value)
     if 0 < magnitude < limit:  # 'g' is positional unless it needs an exponent

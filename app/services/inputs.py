@@ -163,22 +163,24 @@ def spec_of(workload: TransformerWorkload, software: Software) -> TransformerSpe
     """The engine's spec of a transformer workload (filled by `model_input`) on `software`."""
     if workload.dtype is None:
         raise ValueError("spec_of needs the workload model_input filled")
+    # by position, in field order: every transformer request builds one, and by name it
+    # costs twice the instructions
     return TransformerSpec(
-        software=software,
-        phase=workload.phase,
-        batch=workload.batch,
-        seq_len=workload.seq_len,
-        gen_len=workload.gen_len,
-        precision=Precision(
-            compute=workload.dtype,
-            weights=workload.weight_dtype or workload.dtype,
-            kv=workload.kv_dtype or workload.dtype,
+        workload.phase,
+        workload.batch,
+        workload.seq_len,
+        workload.gen_len,
+        Precision(  # compute, weights, KV cache
+            workload.dtype,
+            workload.weight_dtype or workload.dtype,
+            workload.kv_dtype or workload.dtype,
         ),
-        tp=workload.tp,
-        reserve_fraction=workload.reserve_fraction,
-        flash_attention=workload.flash_attention,
-        recompute=workload.recompute,
-        training=training_of(workload),
+        workload.tp,
+        workload.reserve_fraction,
+        workload.flash_attention,
+        workload.recompute,
+        training_of(workload),
+        software,
     )
 
 
