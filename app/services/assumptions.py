@@ -3,8 +3,10 @@ so that the form, the API and the CLI can never silently disagree."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from app import formatting as fmt
-from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine import AttentionKernel, Dtype, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.realism import EAGER_DISPATCH_S, GRAPHED
 from app.engine.tiling import TILE, output_tiles
 from app.schemas.ops_bodies import OpsWorkload
@@ -99,7 +101,32 @@ def _workload_lines(
     return [f"dtype {workload.dtype}"]
 
 
-def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> list[str]:
+def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]:
+    """What the realistic time assumed of the stack and the chip: the roofline's fractions,
+    peak and kernels are all it reads, so its lines are kept by those (a few per chip and
+    stack)."""
+    peak = roof.peak
+    return _stack_lines_of(
+        kind,
+        stack,
+        roof.sustained_compute,
+        peak.dtype,
+        peak.unit,
+        roof.sustained_memory,
+        roof.kernels,
+    )
+
+
+@lru_cache(maxsize=1024)
+def _stack_lines_of(  # noqa: PLR0917 (the roofline's figures it reads, as a cache key)
+    kind: Kind,
+    stack: Software,
+    sustained_compute: float,
+    peak_dtype: Dtype,
+    peak_unit: Unit,
+    sustained_memory: float,
+    kernels: int,
+) -> tuple[str, ...]:
     published, used = fitted(kind, stack)
     if published.runs == 0:
         lines = [f"no published runs of {kind} work: realistic = the sustained-kernel time"]
@@ -115,20 +142,20 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> list[str]:
             f"{published.sources} sources)"
         ]
     compute = (
-        f"{roof.sustained_compute:.0%} of the {roof.peak.dtype} matrix peak"
-        if roof.peak.unit is Unit.MATRIX
-        else f"the {roof.peak.dtype} vector peak"
+        f"{sustained_compute:.0%} of the {peak_dtype} matrix peak"
+        if peak_unit is Unit.MATRIX
+        else f"the {peak_dtype} vector peak"
     )
     lines.append(
-        f"sustained kernels reach {compute} and {roof.sustained_memory:.0%} of the bandwidth "
+        f"sustained kernels reach {compute} and {sustained_memory:.0%} of the bandwidth "
         "on this chip"
     )
-    kernels = f"{roof.kernels} kernel{'s' * (roof.kernels != 1)}"
+    launched = f"{kernels} kernel{'s' * (kernels != 1)}"
     if stack in GRAPHED:
-        lines.append(f"{kernels}, launched from a CUDA graph or compiled")
+        lines.append(f"{launched}, launched from a CUDA graph or compiled")
     else:
-        lines.append(f"{kernels}, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch")
-    return lines
+        lines.append(f"{launched}, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch")
+    return tuple(lines)
 
 
 def assumptions(
