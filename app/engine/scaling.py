@@ -111,7 +111,8 @@ def scaling(
     # the degrees other than dp are checked once, at the first count
     validate(arch, spec)
     layout(arch, spec.tp, spec.batch, replace(parallel, dp=first_dp))
-    unpinned = replace(spec.training, mfu=None)
+    training = spec.training
+    unpinned = training if training.mfu is None else replace(training, mfu=None)
     strong = mode is ScalingMode.STRONG
     params = None
     points: list[ScalingPoint] = []
