@@ -4,6 +4,7 @@ and the activations saved for the backward pass (docs/formulas.md, "Training")."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
@@ -111,6 +112,7 @@ def trainable(arch: Architecture, dtype: Dtype, lay: Layout, lora: Lora | None) 
     return Trainable(dense, expert, adapter_dense / shard, adapter_expert / (shard * lay.ep), base)
 
 
+@cache  # pure, of two enums: a training step and its collectives and memory each ask
 def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     """Bytes per trained parameter an optimizer step moves besides the forward/backward reads.
 
@@ -123,6 +125,7 @@ def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     return 2 * grad + 2 * opt + (s if _has_master(dtype) else 2 * s)
 
 
+@cache  # pure, as optimizer_traffic_per_param
 def state_bytes_per_param(optimizer: Optimizer, dtype: Dtype) -> tuple[float, float]:
     """(gradient, optimizer incl. master weights) bytes per trained parameter.
 
