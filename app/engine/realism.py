@@ -118,7 +118,8 @@ class FixedCosts:
         collective latencies always, the host dispatch only where it outlasts the device."""
         fixed = self.gaps + self.steps + self.collectives
         beyond = self.dispatch - busy - fixed
-        return fixed + (beyond if beyond > 0.0 else 0.0)  # max(0, beyond), as roofline_time
+        # max(0, beyond), spelled as roofline_time spells a maximum
+        return fixed + (beyond if beyond > 0.0 else 0.0)
 
 
 def fixed_costs(

@@ -108,8 +108,9 @@ def scaling(
     # batch), built from its parts: the spec is checked once, and each count's batch; the
     # given MFU is dropped once for every count; this chip's parameter share is the same at
     # every count (only the data-parallel degree and the batch change)
-    # the degrees other than dp are checked once, at the first count
     validate(arch, spec)
+    # the degrees are checked once, at the first count's layout; each count then regroups
+    # the batch at its own dp (`regroup` checks dp and the split again)
     layout(arch, spec.tp, spec.batch, replace(parallel, dp=first_dp))
     training = spec.training
     unpinned = training if training.mfu is None else replace(training, mfu=None)
