@@ -126,8 +126,8 @@ def largest_batch(memory_at: Callable[[float], MemoryBreakdown], capacity: float
     if min(room - batch, batch + 1 - room) > _CLEAR * room:
         return batch
     # guard the float division at the boundary
-    while memory_at(float(batch)).total > capacity:
+    while not memory_at(float(batch)).fits_in(capacity):
         batch -= 1
-    while memory_at(float(batch + 1)).total <= capacity:
+    while memory_at(float(batch + 1)).fits_in(capacity):
         batch += 1
     return batch

@@ -18,7 +18,7 @@ from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.records import quick_init, replace
-from app.engine.training.layout import layout, regroup
+from app.engine.training.layout import check_degrees, regroup
 from app.engine.training.step import step_on
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -109,9 +109,8 @@ def scaling(
     # given MFU is dropped once for every count; this chip's parameter share is the same at
     # every count (only the data-parallel degree and the batch change)
     validate(arch, spec)
-    # the degrees are checked once, at the first count's layout; each count then regroups
-    # the batch at its own dp (`regroup` checks dp and the split again)
-    layout(arch, spec.tp, spec.batch, replace(parallel, dp=first_dp))
+    # the degrees other than dp are checked once; each count regroups the batch at its dp
+    check_degrees(arch, parallel)
     training = spec.training
     unpinned = training if training.mfu is None else replace(training, mfu=None)
     strong = mode is ScalingMode.STRONG

@@ -61,7 +61,7 @@ def memory_line(memory: MemoryBreakdown, capacity: float) -> str:
         )
         if value
     ]
-    verdict = "fits" if memory.total <= capacity else "does NOT fit"
+    verdict = "fits" if memory.fits_in(capacity) else "does NOT fit"
     return (
         f"Memory per chip: {' + '.join(parts)} = {fmt.bytes_(memory.total)} of "
         f"{fmt.bytes_(capacity)}: {verdict}."
@@ -89,7 +89,7 @@ def warnings_of(model: ModelInput) -> list[str]:
 
 def unfit_warning(memory: MemoryBreakdown, capacity: float) -> list[str]:
     """A warning, when the work does not fit, that its times describe what cannot run."""
-    if memory.total <= capacity:
+    if memory.fits_in(capacity):
         return []
     return [
         f"Does not fit: {fmt.bytes_(memory.total)} per chip of {fmt.bytes_(capacity)}; the "

@@ -71,8 +71,14 @@ class Layout:
 
 def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> Layout:
     """Check the degrees against the model and the batch, and split the batch."""
+    check_degrees(arch, parallel)
+    return regroup(arch, tp, batch, parallel, parallel.dp)
+
+
+def check_degrees(arch: Architecture, parallel: Parallelism) -> None:
+    """Check the degrees other than dp (and the options beside them) against the model."""
     p = parallel
-    for name, value in (("dp", p.dp), ("pp", p.pp), ("ep", p.ep), ("cp", p.cp)):
+    for name, value in (("pp", p.pp), ("ep", p.ep), ("cp", p.cp)):
         if not 1 <= value <= MAX_CHIPS:
             raise InvalidInput(name, f"must be between 1 and {MAX_CHIPS}, got {value}")
     if p.pp > arch.layers:
@@ -88,12 +94,12 @@ def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> La
         raise InvalidInput("chips_per_node", "must be >= 1")
     if not p.network_bandwidth > 0:
         raise InvalidInput("network_bandwidth", "must be > 0 bytes/s")
-    return regroup(arch, tp, batch, p, p.dp)
 
 
 def regroup(arch: Architecture, tp: int, batch: int, parallel: Parallelism, dp: int) -> Layout:
-    """`layout` at `dp` data-parallel replicas and `batch` sequences, of degrees that `layout`
-    has checked: only dp and the batch's split are checked again (a scaling curve's counts)."""
+    """The layout of `batch` sequences over `dp` data-parallel replicas and `parallel`'s other
+    degrees (`check_degrees`'): dp and the batch's split checked (a scaling curve checks the
+    other degrees once, then regroups at each count)."""
     p = parallel
     if not 1 <= dp <= MAX_CHIPS:
         raise InvalidInput("dp", f"must be between 1 and {MAX_CHIPS}, got {dp}")
