@@ -29,36 +29,16 @@ Instance = TypeVar("Instance")
 def quick_init(cls: Record) -> Record:
     """Replace the `__init__` of `cls`, a `dataclass(frozen=True, slots=True)`, by one that
     builds it as its twin (or through the slots' descriptors), with the same parameters, every
-    default and factory evaluated before the instance is touched. Raises TypeError for
+    default and factory evaluated before the instance is touched. Where `cls` has a static
+    `_derive`, its fields with neither init nor default are `_derive(*init fields)`, a
+    tuple in field order: values read often, set as cheaply as the others. Raises TypeError for
     any other class, or one whose `__init__` takes what it does not build (an InitVar)."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} is not a dataclass(frozen=True, slots=True)")
     names: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
     twin = _twin(cls)
-    positional: list[str] = []
-    keyword: list[str] = []
-    prelude: list[str] = []  # every value computed before the instance is touched
-    assigned: list[tuple[str, str]] = []  # (field, value)
-    for field in dataclasses.fields(cls):
-        name = field.name
-        value = name  # what the field is set to: its parameter, or a local of the prelude
-        if field.default_factory is not dataclasses.MISSING:
-            names[f"_factory_{name}"] = field.default_factory
-            parameter = f"{name}=_MISSING"
-            fill = f"if {name} is _MISSING: {name} = " if field.init else f"{name} = "
-            prelude.append(fill + f"_factory_{name}()")
-        elif field.default is not dataclasses.MISSING:
-            names[f"_default_{name}"] = field.default
-            parameter = f"{name}=_default_{name}"
-            value = value if field.init else f"_default_{name}"
-        elif not field.init:
-            continue  # no default, no parameter: left to __post_init__
-        else:
-            parameter = name
-        if field.init:
-            (keyword if field.kw_only else positional).append(parameter)
-        assigned.append((name, value))
+    positional, keyword, prelude, assigned = _fields(cls, names)
     names.update({f"_set_{f}": _slot(cls, f).__set__ for f, _ in assigned})
     through_slots = [f"_set_{f}(self, {value})" for f, value in assigned]
     body = prelude.copy()
@@ -91,6 +71,47 @@ def quick_init(cls: Record) -> Record:
     cls.__init__ = init
     cls._quick_replace = _copier(cls)
     return cls
+
+
+def _fields(
+    cls: type[Any], names: dict[str, Any]
+) -> tuple[list[str], list[str], list[str], list[tuple[str, str]]]:
+    """The `__init__` of `cls` in parts: its positional and keyword-only parameters, the
+    prelude that computes every value before the instance is touched, and the (field, value)
+    pairs it assigns; the names those parts read go into `names`."""
+    positional: list[str] = []
+    keyword: list[str] = []
+    prelude: list[str] = []
+    assigned: list[tuple[str, str]] = []
+    derive = cls.__dict__.get("_derive")
+    derived: list[str] = []  # fields computed by the class's _derive from the init fields
+    for field in dataclasses.fields(cls):
+        name = field.name
+        value = name  # what the field is set to: its parameter, or a local of the prelude
+        if field.default_factory is not dataclasses.MISSING:
+            names[f"_factory_{name}"] = field.default_factory
+            parameter = f"{name}=_MISSING"
+            fill = f"if {name} is _MISSING: {name} = " if field.init else f"{name} = "
+            prelude.append(fill + f"_factory_{name}()")
+        elif field.default is not dataclasses.MISSING:
+            names[f"_default_{name}"] = field.default
+            parameter = f"{name}=_default_{name}"
+            value = value if field.init else f"_default_{name}"
+        elif not field.init:
+            if derive is not None:  # derived; else left to __post_init__
+                derived.append(name)
+                assigned.append((name, name))
+            continue
+        else:
+            parameter = name
+        if field.init:
+            (keyword if field.kw_only else positional).append(parameter)
+        assigned.append((name, value))
+    if derived:
+        names["_derive"] = derive.__func__ if isinstance(derive, staticmethod) else derive
+        arguments = ", ".join(f.name for f in dataclasses.fields(cls) if f.init)
+        prelude.append(f"{', '.join(derived)}, = _derive({arguments})")
+    return positional, keyword, prelude, assigned
 
 
 def replace(record: Instance, /, **changes: Any) -> Instance:

@@ -202,3 +202,22 @@ def test_built_as_its_twin_and_always_left_as_itself():
     assert Quick.__init__.__globals__["_twin"] is not None
     assert "_twin" not in Extended.__init__.__globals__  # its base's slots: no twin
     assert Extended("a").extra == 7 and replace(Extended("a"), extra=1).extra == 1
+
+
+def test_derived_fields_are_set_from_derive_at_construction_and_at_every_copy():
+    @quick_init
+    @dataclass(frozen=True, slots=True)
+    class Box:
+        width: int
+        height: int = 2
+        area: int = field(init=False, repr=False, compare=False)
+        half: float = field(init=False, repr=False, compare=False)
+
+        @staticmethod
+        def _derive(width: int, height: int) -> tuple[int, float]:
+            return width * height, width * height / 2
+
+    box = Box(3)
+    assert (box.area, box.half) == (6, 3.0)
+    assert (replace(box, height=5).area, dataclasses.replace(box, width=4).half) == (15, 4.0)
+    assert box == Box(3) and repr(box).endswith("Box(width=3, height=2)")

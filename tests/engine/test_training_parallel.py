@@ -1,6 +1,7 @@
 """Training across chips: tensor, expert, pipeline and context parallel traffic and layout, each a
 worked example with its arithmetic in the comments (docs/formulas.md, "Training")."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -183,3 +184,21 @@ def test_a_regrouped_layout_is_the_layout_at_that_data_parallel_degree():
         with pytest.raises(InvalidInput) as info:
             regroup(LLAMA_8B, 2, batch, parallel, dp)
         assert info.value.field == field
+
+
+@pytest.mark.parametrize(
+    "degrees",  # pp, dp, ep, cp, batch, micro-batch
+    [(1, 1, 1, 1, 8, None), (4, 2, 1, 1, 64, 4), (3, 2, 1, 2, 12, 1), (5, 1, 8, 1, 16, 2)],
+)
+def test_a_layouts_derived_degrees_follow_its_fields_and_its_copies(degrees):
+    # derived once at construction: they must agree with the fields, also after a copy with
+    # another micro-batch (as a training step's memory at another batch makes)
+    pp, dp, ep, cp, batch, micro_batch = degrees
+    parallel = Parallelism(dp=dp, pp=pp, ep=ep, cp=cp, micro_batch=micro_batch)
+    for lay in (built := layout(MIXTRAL, 2, batch, parallel), replace(built, micro_batch=0.5)):
+        m, layers = lay.micro_batches, MIXTRAL.layers
+        stage = math.ceil(layers / pp)
+        assert (lay.stage_layers, lay.pipeline_split) == (stage, layers / stage)
+        assert lay.chips == 2 * dp * pp * ep * cp and lay.replicas == dp * ep * cp
+        assert (lay.batch_shares, lay.expert_replicas) == (dp * ep, dp * cp)
+        assert (lay.bubble_fraction, lay.in_flight) == ((pp - 1) / (m + pp - 1), min(pp, m))
