@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from app.engine.architecture import (
     Architecture,
@@ -78,6 +79,26 @@ def linear_terms(
     per MoE layer); the norms' weights and the biases, in the compute dtype, with no FLOPs
     counted. Lookup tables (positions, an untied input embedding) are only indexed, not
     streamed."""
+    ops, (moe, routed_expert, s_w) = _linear_ops(arch, precision)
+    return [
+        Term(
+            name,
+            count,
+            twice_used * tokens / tp,
+            (s_w * (moe * experts_read * routed_expert) if streamed is None else streamed) / tp,
+        )
+        for name, count, twice_used, streamed in ops
+    ]
+
+
+@lru_cache(maxsize=256)  # pure; of a few models at a few precisions, read by every forward pass
+def _linear_ops(
+    arch: Architecture, precision: Precision
+) -> tuple[tuple[tuple[str, int, float, float | None], ...], tuple[int, float, float]]:
+    """`linear_terms`'s operations, independent of the tokens: (name, count, 2 x matrix
+    parameters used per token, bytes streamed) of each (the routed experts' bytes None: they
+    depend on the experts read), and the (MoE layers, parameters per routed expert, bytes per
+    weight) those bytes are counted from."""
     c = param_counts(arch)
     p = c.parts
     s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
@@ -94,23 +115,20 @@ def linear_terms(
         ),
         ("mlp_down", arch.dense_layers, p.mlp_down, p.mlp_down, s_w),
         ("router", moe, p.router, p.router, s_w),
-        (
-            "experts",
-            moe,
-            moe * c.experts_per_token * c.routed_expert,
-            moe * experts_read * c.routed_expert,
-            s_w,
-        ),
+        # the routed experts stream moe x experts_read x routed_expert parameters: some
+        # wherever tokens use any (no expert is read for tokens routed to none)
+        ("experts", moe, moe * c.experts_per_token * c.routed_expert, None, s_w),
         ("shared_experts", moe, p.shared_experts, p.shared_experts, s_w),
         ("pooler", 1, p.pooler, p.pooler, s_w),
         ("lm_head", 1, c.head_matmul, c.head_matmul, s_c),
         ("norms_and_biases", arch.layers, 0, c.other, s_c),
     )
-    return [
-        Term(name, count, 2.0 * used * tokens / tp, size * streamed / tp)
+    ops = tuple(
+        (name, count, 2.0 * used, None if streamed is None else size * streamed)
         for name, count, used, streamed, size in per_op
         if used or streamed
-    ]
+    )
+    return ops, (moe, c.routed_expert, s_w)
 
 
 def kv_shards(arch: Architecture, tp: int) -> int:
