@@ -136,7 +136,7 @@ def scaling(
             params=params,
         )
         params = step.params
-        memory = training_memory_needed(arch, chip, spec, batch, lay, params=params)
+        memory = training_memory_needed(arch, chip, spec, batch, lay, step=step)
         roof = step.roofline
         rate = step.tokens_per_step / roof.realistic_time
         speedup = rate / points[0].tokens_per_s if points else 1.0

@@ -21,7 +21,6 @@ from app.engine.roofline import Bound, Roofline, Work, combine, place, place_ste
 from app.engine.stacks import Kind, Software
 from app.engine.training import (
     Layout,
-    Trainable,
     Training,
     TrainingStep,
     layout,
@@ -229,15 +228,19 @@ def training_memory_needed(
     batch: float,
     lay: Layout,
     *,
-    params: Trainable | None = None,
+    step: TrainingStep | None = None,
 ) -> MemoryBreakdown:
     """Training memory per chip of `spec` at `batch`, laid out as `lay` (`memory_needed`'s
     layout, or that at another tp or pp): at its micro-batches per replica, each micro-batch
-    grows with the batch. `params`: the chip's parameter share at `lay` (a training step's
-    own), which the micro-batch does not change."""
+    grows with the batch. `step`: a training step at `lay`, whose parameter share (which the
+    micro-batch does not change) and, at its own batch, micro-batch activations it reads."""
+    params = activations = None
+    if step is not None:
+        params, activations = step.params, step.activations
     micro = batch / (lay.batch_shares * lay.micro_batches)
     if micro != lay.micro_batch:  # not the layout's own batch (the same number: no copy)
         lay = replace(lay, micro_batch=micro)
+        activations = None
     return training_memory(
         arch,
         lay,
@@ -248,6 +251,7 @@ def training_memory_needed(
         recompute=spec.recompute,
         reserve=spec.reserve_fraction * chip.memory_bytes,
         params=params,
+        micro_batch=activations,
     )
 
 
@@ -333,7 +337,7 @@ def estimate(
     memory = (
         memory_needed(arch, chip, spec, spec.batch)
         if step is None
-        else training_memory_needed(arch, chip, spec, spec.batch, step.layout, params=step.params)
+        else training_memory_needed(arch, chip, spec, spec.batch, step.layout, step=step)
     )
     return TransformerEstimate(
         roofline=roof,

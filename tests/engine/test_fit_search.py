@@ -29,6 +29,7 @@ from app.engine.fit import _divisors, _fewest_chips, max_batch, tensor_parallel_
 from app.engine.memory import MemoryBreakdown, largest_batch
 from app.engine.scaling import ScalingMode, scaling
 from app.engine.training import Lora, Parallelism, Training, trainable
+from app.engine.training.footprint import micro_batch_activations
 from app.engine.training.step import _forward_pass
 from app.engine.workload import memory_needed, training_memory_needed
 from app.settings import Settings
@@ -254,14 +255,23 @@ def test_a_training_step_without_its_breakdown_is_the_same_step(arch, chip, spec
 @settings(max_examples=150, deadline=None)
 @given(arch=archs, chip=chips, spec=training_specs)
 def test_a_training_steps_memory_from_its_own_parameter_share_is_the_same(arch, chip, spec):
-    # the estimate reads the step's parameter share for its memory rather than computing it
-    # again at the same layout: the same floats as computing it from the layout alone
+    # the estimate reads the step's parameter share and micro-batch activations for its memory
+    # rather than computing them again at the same layout: the same floats as computing them
+    # from the layout alone; at another batch, the step's activations are not read
     result = _outcome(estimate, arch, chip, spec, breakdown=False)
     assume(not isinstance(result, tuple))
-    step = result.training
-    assert step.params == trainable(arch, spec.precision.compute, step.layout, spec.training.lora)
-    assert result.memory == training_memory_needed(arch, chip, spec, spec.batch, step.layout)
+    step, lay, dtype = result.training, result.training.layout, spec.precision.compute
+    assert step.params == trainable(arch, dtype, lay, spec.training.lora)
+    assert step.activations == micro_batch_activations(
+        arch, lay, seq_len=spec.seq_len, dtype=dtype, flash=spec.flash_attention,
+        recompute=spec.recompute,
+    )  # fmt: skip
+    assert result.memory == training_memory_needed(arch, chip, spec, spec.batch, lay)
     assert result.memory == memory_needed(arch, chip, spec, spec.batch)
+    for batch in (0.5, 2.0 * spec.batch):
+        assert training_memory_needed(arch, chip, spec, batch, lay, step=step) == (
+            training_memory_needed(arch, chip, spec, batch, lay)
+        )
 
 
 @settings(max_examples=300, deadline=None)

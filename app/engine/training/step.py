@@ -42,6 +42,8 @@ class TrainingStep:
     trained_params: float  # whole model
     tokens_per_step: float
     tokens: float | None  # to train on
+    # one micro-batch's activations: (those its stage's layers save, its logits), bytes
+    activations: tuple[float, float]
     given_mfu: float | None = None  # the MFU the realistic time assumes, when one was given
     terms: tuple[Term, ...] = ()  # the step by operation: its FLOPs and bytes add up to these
 
@@ -115,33 +117,34 @@ def step_on(
     the micro-batch do not change it), where the caller has it from another step.
     """
     dtype = precision.compute
-    forward_terms, forward, trained = _forward_pass(arch, batch, seq_len, precision, training.lora)
-    if params is None:
-        params = trainable(arch, dtype, lay, training.lora)
     reads = 3 if recompute else 2
     passes = reads + (1 if training.lora is None else 0)
+    named, flops_x_passes, forward, trained = _forward_pass(
+        arch, batch, seq_len, precision, training.lora, passes=passes
+    )
+    if params is None:
+        params = trainable(arch, dtype, lay, training.lora)
     tokens = batch * seq_len
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     model_flops = forward * (passes - (1 if recompute else 0)) + adapters
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
     share = lay.chips // lay.pp * lay.pipeline_split
-    # (name, count, FLOPs) and (name, count, bytes) of the step's terms: the work is their
-    # sum, and the breakdown, when asked for, these as Terms
-    computed = [(t.name, t.count, t.flops * passes / share) for t in forward_terms if t.flops]
+    # the FLOPs of the step's terms (those of `named`, then the adapters) and its (name,
+    # count, bytes): the work is their sum, and the breakdown, when asked for, these as Terms
+    computed = [flops / share for flops in flops_x_passes]
     if adapters:
-        computed.append(("lora_adapters", arch.layers, adapters / share))
+        computed.append(adapters / share)
+        named = (*named, ("lora_adapters", arch.layers))
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # one micro-batch's activations and logits, written in the forward, read in the backward
-    saved = sum(
-        micro_batch_activations(
-            arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
-        )
+    activations = micro_batch_activations(
+        arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
     micro = lay.micro_batches
     moved = [
         ("weight_reads", micro * reads, micro * reads * params.base_bytes),
-        ("saved_activations", micro, micro * 2 * saved),
+        ("saved_activations", micro, micro * 2 * sum(activations)),
         (
             "residual_stream",
             arch.layers,
@@ -153,7 +156,7 @@ def step_on(
             params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype),
         ),
     ]
-    work = Work(sum(f for _, _, f in computed), sum(b for _, _, b in moved), dtype, Unit.MATRIX)
+    work = Work(sum(computed), sum(b for _, _, b in moved), dtype, Unit.MATRIX)
 
     busy = busy_time(work, chip)
     comm = communication(
@@ -172,14 +175,26 @@ def step_on(
     if breakdown:
         idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
         terms = (
-            *(Term(name, count, flops) for name, count, flops in computed),
+            *(
+                Term(name, count, flops)
+                for (name, count), flops in zip(named, computed, strict=True)
+            ),
             *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
             *_beside_the_roofs(comm, roof, idle),
         )
     if training.mfu is None:
         published = _published(roof, model_flops, lay.chips, chip, software)
         return TrainingStep(
-            published, lay, comm, params, model_flops, trained, tokens, training.tokens, terms=terms
+            published,
+            lay,
+            comm,
+            params,
+            model_flops,
+            trained,
+            tokens,
+            training.tokens,
+            activations,
+            terms=terms,
         )
     if not 0 < training.mfu <= 1:
         raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
@@ -194,6 +209,7 @@ def step_on(
         trained,
         tokens,
         training.tokens,
+        activations,
         given_mfu=training.mfu,
         terms=terms,
     )
@@ -207,15 +223,27 @@ def _time_at_mfu(model_flops: float, chips: int, roof: Roofline, mfu: float) -> 
 
 @lru_cache(maxsize=256)
 def _forward_pass(
-    arch: Architecture, batch: int, seq_len: int, precision: Precision, lora: Lora | None
-) -> tuple[tuple[Term, ...], float, float]:
-    """The forward pass over the step's B S tokens (its terms, their FLOPs) and the parameters
-    trained, whole model: the same at any layout, so a scaling curve computes them once."""
-    forward_terms = prefill_terms(arch, batch, seq_len, precision, tp=1)
+    arch: Architecture,
+    batch: int,
+    seq_len: int,
+    precision: Precision,
+    lora: Lora | None,
+    *,
+    passes: int,
+) -> tuple[tuple[tuple[str, int | float], ...], tuple[float, ...], float, float]:
+    """The forward pass over the step's B S tokens, the same at any layout (a scaling curve
+    computes it once): the (name, count) of its terms with FLOPs, their FLOPs x `passes`, its
+    FLOPs, and the parameters trained, whole model."""
+    forward_terms = [t for t in prefill_terms(arch, batch, seq_len, precision, tp=1) if t.flops]
     trained = float(param_counts(arch).total)
     if lora is not None:
         trained = sum(lora_params(arch, lora))
-    return tuple(forward_terms), totals(forward_terms)[0], trained
+    return (
+        tuple((t.name, t.count) for t in forward_terms),
+        tuple(t.flops * passes for t in forward_terms),
+        totals(forward_terms)[0],
+        trained,
+    )
 
 
 def _beside_the_roofs(comm: Communication, roof: Roofline, idle: float) -> list[Term]:
