@@ -97,17 +97,19 @@ def communication(
     # activation collectives run in the forward, the backward and any recomputed forward
     activation_passes = 3 if recompute else 2
     # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them
-    tp_time = (
-        tensor_parallel_time(
-            arch,
-            chip,
-            tokens=lay.micro_batches * micro_tokens,
-            dtype=dtype,
-            tp=lay.tp,
-            allreduces_per_layer=2 * activation_passes,
+    tp_time = 0.0
+    if lay.tp > 1:
+        tp_time = (
+            tensor_parallel_time(
+                arch,
+                chip,
+                tokens=lay.micro_batches * micro_tokens,
+                dtype=dtype,
+                tp=lay.tp,
+                allreduces_per_layer=2 * activation_passes,
+            )
+            / lay.pipeline_split
         )
-        / lay.pipeline_split
-    )
     pp_time = 0.0
     if lay.pp > 1:
         pp_bw, _ = _link(chip, p, lay.chips)
@@ -132,13 +134,8 @@ def communication(
         cp_time = lay.micro_batches * arch.layers / lay.pipeline_split * ring_passes * ring / cp_bw
     grad = state_bytes_per_param(training.optimizer, dtype)[0]
     dp_bw, over_network = _link(chip, p, lay.tp * lay.cp * lay.ep * lay.dp)
-    dp_bytes = sum(
-        _gradient_sync_bytes(trained * grad, replicas, p)
-        for trained, replicas in (
-            (params.trained_dense, lay.replicas),
-            (params.trained_expert, lay.expert_replicas),
-        )
-    )
+    dense = _gradient_sync_bytes(params.trained_dense * grad, lay.replicas, p)
+    dp_bytes = dense + _gradient_sync_bytes(params.trained_expert * grad, lay.expert_replicas, p)
     dp_time = dp_bytes / dp_bw if dp_bytes else 0.0
     exposed = max(0.0, dp_time - backward_time) if p.overlap else dp_time
     return Communication(

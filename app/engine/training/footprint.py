@@ -141,6 +141,7 @@ def _has_master(dtype: Dtype) -> bool:
     return dtype_bytes(dtype) < MASTER_WEIGHT_BYTES
 
 
+@cache  # pure, of two small integers; asked three times by every training step and its memory
 def zero_divisors(stage: int, replicas: int) -> tuple[int, int, int]:
     """How many ways ZeRO stage `stage` splits (weights, gradients, optimizer state) over
     `replicas` data-parallel replicas: stage 1 the optimizer state, 2 also the gradients, 3 also
@@ -248,12 +249,13 @@ def training_memory(
         params = trainable(arch, dtype, lay, training.lora)
     grad, opt = state_bytes_per_param(training.optimizer, dtype)
     weights = gradients = optimizer = 0.0
+    all_stored = params.stored
     for stored, trained, replicas in (
         (params.dense, params.trained_dense, lay.replicas),
         (params.expert, params.trained_expert, lay.expert_replicas),
     ):
         w_div, g_div, o_div = zero_divisors(training.parallel.zero, replicas)
-        share = stored / params.stored if params.stored else 0.0
+        share = stored / all_stored if all_stored else 0.0
         adapters = 0.0 if training.lora is None else trained * dtype_bytes(dtype)
         weights += (params.base_bytes * share + adapters) / w_div
         gradients += trained * grad / g_div
