@@ -7,7 +7,7 @@ can be sent to every phase."""
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import SerializationInfo, SerializerFunctionWrapHandler, WrapSerializer
 
@@ -31,6 +31,20 @@ APPLIES: dict[Phase, frozenset[str]] = {
 }
 _IGNORED = {phase: [name for name in _FIELDS if name not in APPLIES[phase]] for phase in Phase}
 _APPLYING = {phase: [name for name in _FIELDS if name in APPLIES[phase]] for phase in Phase}
+
+
+def _converted(annotation: Any) -> bool:
+    """Whether a field of this type may hold an enum or a list (which the echo converts)."""
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return True
+    return get_origin(annotation) is list or any(_converted(a) for a in get_args(annotation))
+
+
+# of the fields applying to each phase, those the echo converts (the others it copies)
+_CONVERTING = {
+    phase: [name for name in names if _converted(_FIELDS[name].annotation)]
+    for phase, names in _APPLYING.items()
+}
 _DEFAULTS = {name: _FIELDS[name].get_default(call_default_factory=True) for name in ONLY_IN}
 
 
@@ -61,14 +75,17 @@ def _echo(workload: Any, handler: SerializerFunctionWrapHandler, info: Serializa
     if not isinstance(workload, TransformerWorkload):
         return handler(workload)
     if info.mode == "json" and _plain(info):
-        fields, echoed = workload.__dict__, dict[str, Any]()
-        for name in _APPLYING[workload.phase]:
-            value = fields[name]
+        fields, phase = workload.__dict__, workload.phase
+        # every applying field in order, then those of an enum or list type converted in
+        # place (a field whose type holds neither is copied as it is)
+        echoed = {name: fields[name] for name in _APPLYING[phase]}
+        for name in _CONVERTING[phase]:
+            value = echoed[name]
             if isinstance(value, Enum):
-                value = value._value_  # the attribute (`.value` is a property: two calls more)
+                # the attribute (`.value` is a property: two calls more)
+                echoed[name] = value._value_
             elif type(value) is list:
-                value = [v._value_ if isinstance(v, Enum) else v for v in value]
-            echoed[name] = value
+                echoed[name] = [v._value_ if isinstance(v, Enum) else v for v in value]
         return echoed
     return applicable(handler(workload), workload.phase)
 
