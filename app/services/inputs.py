@@ -124,11 +124,17 @@ def _chip_ref(chip_id: str, name: str) -> ChipRef:
 def training_of(workload: TransformerWorkload) -> Training:
     """The engine's training options of a transformer workload: its TrainingFields alone,
     which most requests leave at their defaults, so they are built once."""
-    values = map(workload.__dict__.__getitem__, _TRAINING_FIELDS)
-    return _training(tuple([tuple(v) if type(v) is list else v for v in values]))
+    fields = workload.__dict__
+    scalars = map(fields.__getitem__, _SCALAR_TRAINING_FIELDS)
+    return _training((*scalars, tuple(fields["lora_targets"])))
 
 
-_TRAINING_FIELDS = tuple(TrainingFields.model_fields)
+# the training fields in the order `_training` takes them: the scalars (hashable as they are),
+# then the one list, lora_targets, as a tuple
+_SCALAR_TRAINING_FIELDS = tuple(
+    name for name in TrainingFields.model_fields if name != "lora_targets"
+)
+_TRAINING_FIELDS = (*_SCALAR_TRAINING_FIELDS, "lora_targets")
 
 
 @lru_cache(maxsize=256)  # pure
