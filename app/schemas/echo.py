@@ -46,6 +46,9 @@ _CONVERTING = {
     for phase, names in _APPLYING.items()
 }
 _DEFAULTS = {name: _FIELDS[name].get_default(call_default_factory=True) for name in ONLY_IN}
+_IGNORED_DEFAULTS = {
+    phase: tuple(_DEFAULTS[name] for name in names) for phase, names in _IGNORED.items()
+}
 
 
 def applicable(fields: dict[str, Any], phase: Phase) -> dict[str, Any]:
@@ -57,9 +60,13 @@ def applicable(fields: dict[str, Any], phase: Phase) -> dict[str, Any]:
 def ignored(workload: TransformerWorkload) -> dict[Phase, list[str]]:
     """The fields `workload` sets away from their defaults that its phase ignores, in their
     declared order, by the phase they apply to."""
+    names = _IGNORED[workload.phase]
+    values = tuple(map(workload.__dict__.__getitem__, names))
+    if values == _IGNORED_DEFAULTS[workload.phase]:  # as most requests leave them: one test
+        return {}
     found: dict[Phase, list[str]] = {}
-    for name in _IGNORED[workload.phase]:
-        if getattr(workload, name) != _DEFAULTS[name]:
+    for name, value in zip(names, values, strict=True):
+        if value != _DEFAULTS[name]:
             found.setdefault(ONLY_IN[name], []).append(name)
     return found
 

@@ -10,7 +10,7 @@ from pydantic_core import to_json
 
 from app.engine import Dtype, Phase
 from app.engine.training.options import DataParallelAlgorithm, LoraTarget, Optimizer
-from app.schemas.echo import EchoedWorkload, applicable
+from app.schemas.echo import ONLY_IN, EchoedWorkload, applicable, ignored
 from app.schemas.requests import MatmulWorkload, TransformerWorkload
 
 
@@ -75,3 +75,18 @@ def test_a_kernel_is_echoed_whole() -> None:
     assert Echo(workload=matmul).model_dump(mode="json")["workload"] == matmul.model_dump(
         mode="json"
     )
+
+
+@given(workloads)
+def test_the_ignored_fields_are_those_set_away_from_their_defaults_the_phase_ignores(
+    workload: TransformerWorkload,
+) -> None:
+    # field by field, as the warning's definition reads (ignored() tests them all at once
+    # first, since most requests leave them at their defaults)
+    expected: dict[Phase, list[str]] = {}
+    for name, field in TransformerWorkload.model_fields.items():
+        phase = ONLY_IN.get(name)
+        default = field.get_default(call_default_factory=True)
+        if phase not in (None, workload.phase) and getattr(workload, name) != default:
+            expected.setdefault(phase, []).append(name)
+    assert ignored(workload) == expected
