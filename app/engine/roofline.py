@@ -217,7 +217,7 @@ def critical_path(
     return ideal, stretch * busy + communication_time
 
 
-def _on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
+def on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
     """The peak `work` runs at on `chip`, and its compute and memory times at the peaks."""
     if not work.bytes > 0:
         raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
@@ -227,23 +227,21 @@ def _on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
     return peak, work.flops / peak.flops_per_s, work.bytes / chip.memory_bandwidth
 
 
-def busy_time(work: Work, chip: Chip) -> float:
-    """`work` alone on `chip`, max(FLOPs / peak, bytes / bandwidth): the expected time `place`
-    gives it without communication or stretch, with no Roofline built."""
-    _, compute_time, memory_time = _on_the_roofs(work, chip)
-    return roofline_time(compute_time, memory_time)
-
-
 def place(
-    work: Work, chip: Chip, communication_time: float = 0.0, stretch: float = 1.0
+    work: Work,
+    chip: Chip,
+    communication_time: float = 0.0,
+    stretch: float = 1.0,
+    roofs: tuple[Peak, float, float] | None = None,
 ) -> Roofline:
     """Place `work` on `chip`'s roofline.
 
     `communication_time` (tensor-parallel collectives) sits on the critical path between
     layers, so it adds to the roofline time rather than overlapping it. `stretch` >= 1 scales
-    the busy time for idle slots the schedule imposes (a pipeline's bubble).
+    the busy time for idle slots the schedule imposes (a pipeline's bubble). `roofs`:
+    `on_the_roofs(work, chip)`, where the caller has them already.
     """
-    peak, compute_time, memory_time = _on_the_roofs(work, chip)
+    peak, compute_time, memory_time = roofs or on_the_roofs(work, chip)
     # The catalog holds measured fractions for matrix work and for memory traffic only;
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
     # best-shape kernels reach the chip's measured fraction; a GEMM that cannot fill the

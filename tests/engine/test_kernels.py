@@ -23,7 +23,7 @@ from app.engine import (
     row_op,
     saxpy,
 )
-from app.engine.roofline import busy_time
+from app.engine.roofline import on_the_roofs
 from tests.engine.chips import A100, A100_40GB, H100
 
 
@@ -165,7 +165,7 @@ def test_custom_work_and_its_errors():
         (Work(1.0, 0.0, Dtype.BF16, Unit.MATRIX), "bytes"),
         (Work(-1.0, 1.0, Dtype.BF16, Unit.MATRIX), "flops"),
     ):
-        for placing in (place, busy_time):
+        for placing in (place, on_the_roofs):
             with pytest.raises(InvalidInput, match=field):
                 placing(work, A100)
 

@@ -18,7 +18,7 @@ from app.engine import (
     optimal_batch,
     place,
 )
-from app.engine.roofline import busy_time
+from app.engine.roofline import on_the_roofs, roofline_time
 from app.engine.transformer import experts_touched
 from app.engine.workload import ideal_pass
 from tests.engine.chips import A100, H100
@@ -44,8 +44,11 @@ def test_time_is_never_below_either_term(flops, nbytes, dtype, unit):
     assert roof.expected_time == max(roof.compute_time, roof.memory_time)
     assert roof.realistic_time >= roof.expected_time
     assert (roof.roof is Bound.COMPUTE) == (roof.arithmetic_intensity >= roof.ridge_intensity)
-    # what a training step's communication overlaps, without a Roofline built: the same float
-    assert busy_time(custom(flops, nbytes, dtype, unit), A100) == roof.expected_time
+    # what a training step's communication overlaps, before its Roofline is built: the same
+    # float; and the roofline placed from those roofs is the same one
+    roofs = on_the_roofs(custom(flops, nbytes, dtype, unit), A100)
+    assert roofline_time(roofs[1], roofs[2]) == roof.expected_time
+    assert place(custom(flops, nbytes, dtype, unit), A100, roofs=roofs) == roof
 
 
 @settings(max_examples=150, deadline=None)

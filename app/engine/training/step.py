@@ -12,7 +12,7 @@ from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import fitted, realistic_communication
 from app.engine.records import quick_init
-from app.engine.roofline import Bound, Roofline, Work, busy_time, place
+from app.engine.roofline import Bound, Roofline, Work, on_the_roofs, place, roofline_time
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
 from app.engine.training.footprint import (
@@ -142,23 +142,20 @@ def step_on(
         arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
     micro = lay.micro_batches
-    moved = [
-        ("weight_reads", micro * reads, micro * reads * params.base_bytes),
-        ("saved_activations", micro, micro * 2 * sum(activations)),
-        (
-            "residual_stream",
-            arch.layers,
-            micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split,
-        ),
-        (
-            "optimizer_update",
-            1,
-            params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype),
-        ),
-    ]
-    work = Work(sum(computed), sum(b for _, _, b in moved), dtype, Unit.MATRIX)
+    weight_reads = micro * reads * params.base_bytes
+    saved = micro * 2 * sum(activations)
+    residual = micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
+    update = params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
+    moved = (
+        ("weight_reads", micro * reads, weight_reads),
+        ("saved_activations", micro, saved),
+        ("residual_stream", arch.layers, residual),
+        ("optimizer_update", 1, update),
+    )
+    work = Work(sum(computed), weight_reads + saved + residual + update, dtype, Unit.MATRIX)
 
-    busy = busy_time(work, chip)
+    roofs = on_the_roofs(work, chip)
+    busy = roofline_time(roofs[1], roofs[2])  # the compute and memory terms, overlapped
     comm = communication(
         arch,
         chip,
@@ -170,7 +167,7 @@ def step_on(
         recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
     )
-    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
+    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction), roofs=roofs)
     terms: tuple[Term, ...] = ()
     if breakdown:
         idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
