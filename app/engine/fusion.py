@@ -217,6 +217,7 @@ def _kernel(parts: Sequence[Roofline], traffic: float, chip: Chip) -> Roofline:
     compute = sum(r.compute_time for r in parts)
     memory = traffic / chip.memory_bandwidth
     sustained = _sustained_compute(parts)
+    realistic = roofline_time(compute / sustained, memory / chip.sustained_memory)
     return Roofline(
         flops=sum(r.flops for r in parts),
         bytes=traffic,
@@ -226,14 +227,18 @@ def _kernel(parts: Sequence[Roofline], traffic: float, chip: Chip) -> Roofline:
         memory_time=memory,
         communication_time=0.0,
         expected_time=roofline_time(compute, memory),
-        realistic_time=roofline_time(compute / sustained, memory / chip.sustained_memory),
+        realistic_time=realistic,
         sustained_compute=sustained,
         sustained_memory=chip.sustained_memory,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
     )
 
 
 def in_sequence(kernels: Sequence[Roofline]) -> Roofline:
     """Kernels run one after another: every term adds."""
+    realistic = sum(r.realistic_time for r in kernels)
     return Roofline(
         flops=sum(r.flops for r in kernels),
         bytes=sum(r.bytes for r in kernels),
@@ -243,9 +248,12 @@ def in_sequence(kernels: Sequence[Roofline]) -> Roofline:
         memory_time=sum(r.memory_time for r in kernels),
         communication_time=0.0,
         expected_time=sum(r.expected_time for r in kernels),
-        realistic_time=sum(r.realistic_time for r in kernels),
+        realistic_time=realistic,
         sustained_compute=_sustained_compute(kernels),
         sustained_memory=kernels[0].sustained_memory,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
     )
 
 

@@ -91,24 +91,13 @@ class Roofline:
     sustained_memory: float
     # what real software adds (app/engine/realism.py): the time at the sustained fractions
     # alone, the range published runs of this kind of work fall in, the fixed costs, and the
-    # kernels launched; until realized, the realistic time is the sustained one
-    sustained_time: float = math.nan
-    realistic_low: float = math.nan
-    realistic_high: float = math.nan
+    # kernels launched; until realized, the realistic time is the sustained one and its range
+    # (every constructor says so: a __post_init__ filling them cost every estimate a call)
+    sustained_time: float
+    realistic_low: float
+    realistic_high: float
     overhead_time: float = 0.0
     kernels: int = 1
-
-    def __post_init__(self) -> None:
-        # each figure left unset (NaN, the one float unequal to itself: a comparison costs a
-        # fraction of a call to math.isnan) is the realistic time; spelled out, since a loop
-        # over their names made building one, which every estimate does several times, 2.8 µs
-        # instead of 1.6
-        if self.sustained_time != self.sustained_time:
-            object.__setattr__(self, "sustained_time", self.realistic_time)
-        if self.realistic_low != self.realistic_low:
-            object.__setattr__(self, "realistic_low", self.realistic_time)
-        if self.realistic_high != self.realistic_high:
-            object.__setattr__(self, "realistic_high", self.realistic_time)
 
     def realized(
         self,
@@ -287,6 +276,7 @@ def combine(first: Roofline, second: Roofline) -> Roofline:
     """Two rooflines run one after the other (e.g. prefill then decode): times add."""
     if first.peak != second.peak:
         raise ValueError("cannot combine work that runs at different peaks")
+    realistic = first.realistic_time + second.realistic_time
     return Roofline(
         flops=first.flops + second.flops,
         bytes=first.bytes + second.bytes,
@@ -296,9 +286,12 @@ def combine(first: Roofline, second: Roofline) -> Roofline:
         memory_time=first.memory_time + second.memory_time,
         communication_time=first.communication_time + second.communication_time,
         expected_time=first.expected_time + second.expected_time,
-        realistic_time=first.realistic_time + second.realistic_time,
+        realistic_time=realistic,
         sustained_compute=first.sustained_compute,
         sustained_memory=first.sustained_memory,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
     )
 
 
@@ -335,7 +328,7 @@ def _linear_run(first: Roofline, last: Roofline, lo: int, hi: int, comm: float) 
     ideal = _sum_max_linear(
         lo, hi, (first.compute_time, last.compute_time), (first.memory_time, last.memory_time)
     )
-    realistic = _sum_max_linear(
+    realistic = n * comm + _sum_max_linear(
         lo,
         hi,
         (first.compute_time / s_c, last.compute_time / s_c),
@@ -350,9 +343,12 @@ def _linear_run(first: Roofline, last: Roofline, lo: int, hi: int, comm: float) 
         memory_time=_sum_linear(lo, hi, first.memory_time, last.memory_time),
         communication_time=n * comm,
         expected_time=ideal + n * comm,
-        realistic_time=realistic + n * comm,
+        realistic_time=realistic,
         sustained_compute=s_c,
         sustained_memory=s_m,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
     )
 
 
