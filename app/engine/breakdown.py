@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 from app.engine.records import quick_init
@@ -47,7 +48,12 @@ class Share:
 
 def totals(terms: Sequence[Term]) -> tuple[float, float]:
     """The FLOPs and bytes of the terms together."""
-    return sum(t.flops for t in terms), sum(t.bytes for t in terms)
+    # the fields read in C (a generator's resumption per term cost four times as much); the
+    # same floats added in the same order
+    return sum(map(_FLOPS, terms)), sum(map(_BYTES, terms))
+
+
+_FLOPS, _BYTES = attrgetter("flops"), attrgetter("bytes")
 
 
 def shares(terms: Sequence[Term], roof: Roofline) -> tuple[Share, ...]:

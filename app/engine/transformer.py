@@ -64,8 +64,14 @@ def experts_touched(experts: int, per_token: int, tokens: float) -> float:
 def weight_bytes(arch: Architecture, precision: Precision) -> float:
     """Bytes of all the weights, resident in memory (what a forward pass streams of them, by
     operation, is `linear_terms`'s)."""
+    return _weight_bytes(arch, precision.weights, precision.compute)
+
+
+# keyed by the dtypes (hashed in C) rather than the Precision holding them (a Python call)
+@lru_cache(maxsize=256)  # pure; of a few models at a few precisions, read by every estimate
+def _weight_bytes(arch: Architecture, weights: Dtype, compute: Dtype) -> float:
     c = param_counts(arch)
-    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
+    s_w, s_c = dtype_bytes(weights), dtype_bytes(compute)
     unquantised = c.other + c.head_matmul
     return s_w * (c.block_linear + c.routed_total) + s_c * (unquantised + c.lookup_only)
 
@@ -79,7 +85,7 @@ def linear_terms(
     per MoE layer); the norms' weights and the biases, in the compute dtype, with no FLOPs
     counted. Lookup tables (positions, an untied input embedding) are only indexed, not
     streamed."""
-    ops, (moe, routed_expert, s_w) = _linear_ops(arch, precision)
+    ops, (moe, routed_expert, s_w) = _linear_ops(arch, precision.weights, precision.compute)
     return [
         Term(
             name,
@@ -93,7 +99,7 @@ def linear_terms(
 
 @lru_cache(maxsize=256)  # pure; of a few models at a few precisions, read by every forward pass
 def _linear_ops(
-    arch: Architecture, precision: Precision
+    arch: Architecture, weights: Dtype, compute: Dtype
 ) -> tuple[tuple[tuple[str, int, float, float | None], ...], tuple[int, float, float]]:
     """`linear_terms`'s operations, independent of the tokens: (name, count, 2 x matrix
     parameters used per token, bytes streamed) of each (the routed experts' bytes None: they
@@ -101,7 +107,7 @@ def _linear_ops(
     weight) those bytes are counted from."""
     c = param_counts(arch)
     p = c.parts
-    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
+    s_w, s_c = dtype_bytes(weights), dtype_bytes(compute)
     moe = c.moe_layers
     per_op = (  # name, count, matrix parameters used per token, parameters streamed, bytes each
         ("qkv_projection", arch.layers, p.qkv, p.qkv, s_w),
