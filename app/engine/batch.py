@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 from app.engine.architecture import Architecture
@@ -87,6 +87,13 @@ class SweepPoint(NamedTuple):
             result.tokens_per_s,
             roof.bound,
         )
+
+
+# A SweepPoint from all its fields, built in C by tuple's own constructor (its generated
+# constructor is a Python function, twice the instructions; a sweep builds one per row)
+_sweep_point: Callable[
+    [tuple[int, float, float, float, float, float, bool, float, Bound]], SweepPoint
+] = partial(tuple.__new__, SweepPoint)
 
 
 @quick_init
@@ -378,16 +385,18 @@ class _OnePass:
         realistic, overhead = self.practice.median(
             sustained - communication, at_collective_bandwidth(communication), expected
         )
-        return SweepPoint(
-            batch,
-            compute,
-            memory,
-            expected,
-            realistic,
-            self.held.at(batch),
-            fits,
-            self.tokens.at(batch) / expected,
-            regime(compute, memory, communication, expected, realistic, overhead),
+        return _sweep_point(
+            (
+                batch,
+                compute,
+                memory,
+                expected,
+                realistic,
+                self.held.at(batch),
+                fits,
+                self.tokens.at(batch) / expected,
+                regime(compute, memory, communication, expected, realistic, overhead),
+            )
         )
 
 

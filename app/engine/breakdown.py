@@ -9,8 +9,9 @@ idle slots); its share is that time over the sum of the terms' times.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -30,6 +31,14 @@ class Term(NamedTuple):
     bytes: float = 0.0
     seconds: float = 0.0  # beside the roofs: a collective, pipeline idle
     regime: Bound | None = None  # what `seconds` are (communication, overhead)
+
+
+# A Term from all six of its fields, (name, count, flops, bytes, seconds, regime), built in
+# C by tuple's own constructor: the named tuple's generated one is a Python function, which
+# costs twice the instructions, and every forward pass builds about ten
+term_of: Callable[[tuple[str, float, float, float, float, Bound | None]], Term] = partial(
+    tuple.__new__, Term
+)
 
 
 @quick_init

@@ -19,7 +19,7 @@ from app.engine.architecture import (
     kv_elements_per_token,
     param_counts,
 )
-from app.engine.breakdown import Term, totals
+from app.engine.breakdown import Term, term_of, totals
 from app.engine.errors import InvalidInput
 from app.engine.kernels import attention_pairs
 from app.engine.records import quick_init
@@ -87,11 +87,15 @@ def linear_terms(
     streamed."""
     ops, (moe, routed_expert, s_w) = _linear_ops(arch, precision.weights, precision.compute)
     return [
-        Term(
-            name,
-            count,
-            twice_used * tokens / tp,
-            (s_w * (moe * experts_read * routed_expert) if streamed is None else streamed) / tp,
+        term_of(
+            (
+                name,
+                count,
+                twice_used * tokens / tp,
+                (s_w * (moe * experts_read * routed_expert) if streamed is None else streamed) / tp,
+                0.0,
+                None,
+            )
         )
         for name, count, twice_used, streamed in ops
     ]
@@ -224,9 +228,18 @@ def prefill_terms(
     linear = linear_terms(arch, tokens, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, pairs / tp, written_kv),
+        term_of(("attention", arch.layers, pairs / tp, written_kv, 0.0, None)),
         *linear[1:],
-        Term("residual_stream", arch.layers, 0.0, residual_bytes(arch, tokens, precision.compute)),
+        term_of(
+            (
+                "residual_stream",
+                arch.layers,
+                0.0,
+                residual_bytes(arch, tokens, precision.compute),
+                0.0,
+                None,
+            )
+        ),
     ]
 
 
@@ -269,7 +282,7 @@ def decode_terms(
     linear = linear_terms(arch, batch, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, pairs / tp, kv_read + kv_written),
+        term_of(("attention", arch.layers, pairs / tp, kv_read + kv_written, 0.0, None)),
         *linear[1:],
     ]
 
