@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.engine.architecture import Architecture, param_counts
-from app.engine.breakdown import Term, totals
+from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import fitted, realistic_communication
@@ -232,13 +232,14 @@ def _forward_pass(
     computes it once): the (name, count) of its terms with FLOPs, their FLOPs x `passes`, its
     FLOPs, and the parameters trained, whole model."""
     forward_terms = [t for t in prefill_terms(arch, batch, seq_len, precision, tp=1) if t.flops]
+    flops = [t.flops for t in forward_terms]
     trained = float(param_counts(arch).total)
     if lora is not None:
         trained = sum(lora_params(arch, lora))
     return (
-        tuple((t.name, t.count) for t in forward_terms),
-        tuple(t.flops * passes for t in forward_terms),
-        totals(forward_terms)[0],
+        tuple([(t.name, t.count) for t in forward_terms]),
+        tuple([f * passes for f in flops]),
+        sum(flops),
         trained,
     )
 
