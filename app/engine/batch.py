@@ -20,6 +20,7 @@ from enum import StrEnum
 from functools import lru_cache, partial
 from typing import NamedTuple
 
+from app.engine.affine import BATCH, Line
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
@@ -214,15 +215,15 @@ def search(
         # FLOPs and bytes are affine in the batch for a dense model (MoE weight traffic is
         # not): the lines through batches 1 and 2 give guesses that the searches check first
         first, two = one.roofline, at(2).roofline
-        compute = _Line(first.compute_time, two.compute_time - first.compute_time)
-        memory = _Line(first.memory_time, two.memory_time - first.memory_time)
+        compute = Line(first.compute_time, two.compute_time - first.compute_time)
+        memory = Line(first.memory_time, two.memory_time - first.memory_time)
         ridge = smallest_batch(compute_bound, guess=compute.first_above(memory))
         # throughput grows with the batch and reaches `asymptote` at MAX_BATCH by definition;
         # b tokens(1) >= 0.9 asymptote max(compute(b), memory(b)) holds past both lines'
         # crossings (communication and a pipeline's stretch left out: it is only a guess, and
         # checked)
         scale = target / one.tokens
-        crossings = [_BATCH.first_above(line.scaled(scale)) for line in (compute, memory)]
+        crossings = [BATCH.first_above(line.scaled(scale)) for line in (compute, memory)]
         bounds = [c for c in crossings if c is not None]
         guess = max(bounds) if len(bounds) == len(crossings) else None
         near = smallest_batch(near_asymptote, guess=guess)
@@ -289,42 +290,6 @@ def _at_least(value: float, bound: float) -> bool | None:
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class _Line:
-    """value(b) = at_one + slope (b - 1): a quantity that is affine in the batch."""
-
-    at_one: float
-    slope: float
-
-    @classmethod
-    def through(cls, at_one: float, at_max: float) -> _Line:
-        """The line through its values at batch 1 and at MAX_BATCH (so wide apart that the
-        slope keeps all its digits, even beside a large constant such as the weights)."""
-        return cls(at_one, (at_max - at_one) / (MAX_BATCH - 1))
-
-    def at(self, batch: int) -> float:
-        return self.at_one + self.slope * (batch - 1)
-
-    def scaled(self, factor: float) -> _Line:
-        return _Line(self.at_one * factor, self.slope * factor)
-
-    def plus(self, other: _Line) -> _Line:
-        return _Line(self.at_one + other.at_one, self.slope + other.slope)
-
-    def first_above(self, other: _Line) -> int | None:
-        """The smallest batch >= 1 where self >= other, or None if there is none."""
-        gap, closing = other.at_one - self.at_one, self.slope - other.slope
-        if gap <= 0:
-            return 1
-        if closing <= 0:
-            return None
-        return 1 + math.ceil(gap / closing)
-
-
-_BATCH = _Line(1.0, 1.0)  # the batch itself
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
 class _OnePass:
     """One forward pass of a dense model as a function of the batch: its compute, memory and
     communication times, its memory and its tokens are affine in it (decode_terms,
@@ -332,11 +297,11 @@ class _OnePass:
     batch, and its ideal and realistic times and regime follow from the functions the
     estimate itself uses (critical_path, Practice.times, regime)."""
 
-    compute: _Line
-    memory: _Line
-    communication: _Line
-    held: _Line  # memory needed, bytes
-    tokens: _Line
+    compute: Line
+    memory: Line
+    communication: Line
+    held: Line  # memory needed, bytes
+    tokens: Line
     sustained: tuple[float, float]  # the (compute, memory) fractions of the peaks
     practice: Practice
 
@@ -347,11 +312,11 @@ class _OnePass:
         """The pass through its estimates at batch 1 and at MAX_BATCH."""
         a, b = one.roofline, top.roofline
         return cls(
-            _Line.through(a.compute_time, b.compute_time),
-            _Line.through(a.memory_time, b.memory_time),
-            _Line.through(a.communication_time, b.communication_time),
-            _Line.through(one.memory.total, top.memory.total),
-            _Line.through(one.tokens, top.tokens),
+            Line.through(a.compute_time, b.compute_time),
+            Line.through(a.memory_time, b.memory_time),
+            Line.through(a.communication_time, b.communication_time),
+            Line.through(one.memory.total, top.memory.total),
+            Line.through(one.tokens, top.tokens),
             (a.sustained_compute, a.sustained_memory),
             practice,
         )

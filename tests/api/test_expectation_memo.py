@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from app.main import create_app
 from app.schemas.requests import CalculationRequest, CheckRequest, TransformerWorkload
-from app.services.expectations import memo_key
+from app.services.expectation_key import memo_key
 from app.services.memo import Memo
 from app.settings import Settings
 from tests.api import test_fuzz as fuzz

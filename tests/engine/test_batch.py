@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 import app.engine.batch as batch_module
 from app.engine import Bound, LimitedBy, Phase, TransformerSpec, estimate, optimal_batch
-from app.engine.batch import _Line, search, smallest_batch
+from app.engine.affine import Line
+from app.engine.batch import search, smallest_batch
 from app.engine.training import Parallelism, Training
 from app.engine.workload import MAX_BATCH, ideal_pass
 from tests.engine.chips import A100
@@ -119,11 +120,11 @@ def test_a_guess_never_changes_the_answer(threshold: int, guess: int | None) -> 
 def test_the_guesses_come_from_lines_through_batches_one_and_two():
     # compute(b) = 1 + 2 (b - 1), memory(b) = 10 + 0.5 (b - 1): compute >= memory from
     # 2 (b - 1) - 0.5 (b - 1) >= 9, b - 1 >= 6, b = 7
-    compute, memory = _Line(1.0, 2.0), _Line(10.0, 0.5)
+    compute, memory = Line(1.0, 2.0), Line(10.0, 0.5)
     assert compute.first_above(memory) == 7
     assert memory.first_above(compute) == 1  # already above at batch 1
-    assert _Line(1.0, 0.5).first_above(memory) is None  # never: it grows no faster
-    assert memory.scaled(2.0) == _Line(20.0, 1.0)
+    assert Line(1.0, 0.5).first_above(memory) is None  # never: it grows no faster
+    assert memory.scaled(2.0) == Line(20.0, 1.0)
 
 
 def test_a_dense_decode_search_evaluates_the_engine_twice_whatever_the_sizes(
