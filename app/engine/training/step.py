@@ -180,25 +180,14 @@ def step_on(
             *_beside_the_roofs(comm, roof, idle),
         )
     if training.mfu is None:
-        published = _published(roof, model_flops, lay.chips, chip, software)
-        return TrainingStep(
-            published,
-            lay,
-            comm,
-            params,
-            model_flops,
-            trained,
-            tokens,
-            training.tokens,
-            activations,
-            terms=terms,
-        )
-    if not 0 < training.mfu <= 1:
-        raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
-    at_mfu = _time_at_mfu(model_flops, lay.chips, roof, training.mfu)
-    at_given = roof.realized(at_mfu, at_mfu, at_mfu)
+        realized = _published(roof, model_flops, lay.chips, chip, software)
+    else:
+        if not 0 < training.mfu <= 1:
+            raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
+        at_mfu = _time_at_mfu(model_flops, lay.chips, roof, training.mfu)
+        realized = roof.realized(at_mfu, at_mfu, at_mfu)
     return TrainingStep(
-        at_given,
+        realized,
         lay,
         comm,
         params,
