@@ -251,7 +251,7 @@ def training_memory_needed(
         recompute=spec.recompute,
         reserve=spec.reserve_fraction * chip.memory_bytes,
         params=params,
-        micro_batch=activations,
+        saved=activations,
     )
 
 

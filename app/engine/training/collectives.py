@@ -96,7 +96,8 @@ def communication(
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # activation collectives run in the forward, the backward and any recomputed forward
     activation_passes = 3 if recompute else 2
-    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them
+    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them (it
+    # is 0 at tp = 1, which the test here says without a call at every count of a curve)
     tp_time = 0.0
     if lay.tp > 1:
         tp_time = (

@@ -214,12 +214,12 @@ def activation_bytes(
     dtype: Dtype,
     flash: bool,
     recompute: bool,
-    micro_batch: tuple[float, float] | None = None,
+    saved: tuple[float, float] | None = None,
 ) -> float:
     """Saved activations per chip: the first pipeline stage holds min(p, m) micro-batches of its
     ceil(L/p) layers (1F1B), plus the fp32 logits of the micro-batch in the loss.
-    `micro_batch`: `micro_batch_activations` at `lay`, when the caller has them already."""
-    layers, logits = micro_batch or micro_batch_activations(
+    `saved`: `micro_batch_activations` at `lay`, when the caller has them already."""
+    layers, logits = saved or micro_batch_activations(
         arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
     return lay.in_flight * layers + logits
@@ -236,13 +236,13 @@ def training_memory(
     recompute: bool,
     reserve: float,
     params: Trainable | None = None,
-    micro_batch: tuple[float, float] | None = None,
+    saved: tuple[float, float] | None = None,
 ) -> MemoryBreakdown:
     """Weights, gradients, optimizer state (ZeRO-sharded) and saved activations per chip.
 
     Dense parameters are sharded over the dp x ep x cp replicas, routed experts over dp x cp.
-    LoRA keeps its adapters in `dtype` beside the frozen base. `params` and `micro_batch`:
-    this chip's share (`trainable` at `lay`) and one micro-batch's activations
+    LoRA keeps its adapters in `dtype` beside the frozen base. `params` and `saved`: this
+    chip's share (`trainable` at `lay`) and what one micro-batch saves
     (`micro_batch_activations` at `lay`), when the caller has them already.
     """
     if params is None:
@@ -267,7 +267,7 @@ def training_memory(
         dtype=dtype,
         flash=flash,
         recompute=recompute,
-        micro_batch=micro_batch,
+        saved=saved,
     )
     # by position (weights, no KV cache, activations, gradients, optimizer, reserve): a
     # scaling curve builds one per count
