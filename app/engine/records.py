@@ -1,19 +1,20 @@
-"""A faster `__init__` and `replace` for the engine's frozen, slotted dataclasses.
+"""A faster construction and `replace` for the engine's frozen, slotted dataclasses.
 
 A frozen dataclass's generated `__init__` sets each field through `object.__setattr__`, the
 generic path that looks the attribute up on the class every time: about 1 µs for a six-field
 record, which made the construction of records a fifth of a training estimate's CPU
-(docs/performance.md). `quick_init` gives the class an `__init__` that builds the instance
-as its *twin*, a plain class with the same slots in the same layout: it switches the new
-instance's class to the twin, assigns each field as an ordinary slot (which the interpreter
-specialises into a direct store), and switches it back, before `__post_init__` and before
-anything else can see it. That is about 40% of the instructions of assigning through each
-slot's descriptor (the way taken where no twin fits: slots inherited from a base record,
-or an instance of a subclass). Everything else (the fields, defaults and factories,
-`__post_init__`, equality, hashing, repr, immutability after construction) stays the
-dataclass's. `replace` is `dataclasses.replace` for such a record through a copier generated
-with it: the standard one walks the fields' metadata on every call (about 2 µs; a scaling
-curve makes 26 copies).
+(docs/performance.md). `quick_init` builds the instance in a generated `__new__` instead (the
+class keeps object's `__init__`, which then costs nothing): it makes the instance as its
+*twin*, a plain class with the same slots in the same layout, assigns each field as an
+ordinary slot (which the interpreter specialises into a direct store), and sets its class to
+the record's, before `__post_init__` and before anything else can see it. That is about 40%
+of the instructions of assigning through each slot's descriptor (the way taken where no twin
+fits: slots inherited from a base record, or an instance of a subclass), and a fifth fewer
+than an `__init__` that switched the instance to its twin and back. Everything else (the
+fields, defaults and factories, `__post_init__`, equality, hashing, repr, copies and pickles,
+immutability after construction) stays the dataclass's. `replace` is `dataclasses.replace`
+for such a record through a copier generated with it: the standard one walks the fields'
+metadata on every call (about 2 µs; a scaling curve makes 26 copies).
 """
 
 from __future__ import annotations
@@ -27,29 +28,32 @@ Instance = TypeVar("Instance")
 
 
 def quick_init(cls: Record) -> Record:
-    """Replace the `__init__` of `cls`, a `dataclass(frozen=True, slots=True)`, by one that
-    builds it as its twin (or through the slots' descriptors), with the same parameters, every
-    default and factory evaluated before the instance is touched. Where `cls` has a static
-    `_derive`, its fields with neither init nor default are `_derive(*init fields)`, a
-    tuple in field order: values read often, set as cheaply as the others. Raises TypeError for
+    """Build the instances of `cls`, a `dataclass(frozen=True, slots=True)`, in a generated
+    `__new__` (its `__init__` is then object's) with the parameters of its `__init__`: every
+    default and factory evaluated first, then the instance made as its twin, its fields
+    assigned as plain slots, and its class set to `cls` (or, for a subclass's instance, made as
+    itself and assigned through the slots' descriptors), then `__post_init__`. Where `cls` has a
+    static `_derive`, its fields with neither init nor default are `_derive(*init fields)`, a
+    tuple in field order: values read often, set as cheaply as the others. Copies and pickles
+    rebuild an instance through the same `__new__` (`__getnewargs_ex__`). Raises TypeError for
     any other class, or one whose `__init__` takes what it does not build (an InitVar)."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} is not a dataclass(frozen=True, slots=True)")
-    names: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    names: dict[str, Any] = {"_MISSING": dataclasses.MISSING, "_new": object.__new__}
     twin = _twin(cls)
     positional, keyword, prelude, assigned = _fields(cls, names)
     names.update({f"_set_{f}": _slot(cls, f).__set__ for f, _ in assigned})
-    through_slots = [f"_set_{f}(self, {value})" for f, value in assigned]
+    through_slots = ["self = _new(cls)", *(f"_set_{f}(self, {value})" for f, value in assigned)]
     body = prelude.copy()
-    if twin is None or not assigned:
+    if twin is None:
         body += through_slots
-    else:  # switched to the twin, assigned as plain slots, switched back; a subclass's
-        # instance (whose layout may differ) through the slots' descriptors
-        names.update(_cls=cls, _twin=twin, _become=object.__setattr__)
+    else:  # made as the twin, assigned as plain slots, switched to the record's class; a
+        # subclass's instance (whose layout may differ) through the slots' descriptors
+        names.update(_cls=cls, _twin=twin)
         body += [
-            "if type(self) is _cls:",
-            "    _become(self, '__class__', _twin)",
+            "if cls is _cls:",
+            "    self = _new(_twin)",
             *(f"    self.{f} = {value}" for f, value in assigned),
             "    self.__class__ = _cls",
             "else:",
@@ -57,20 +61,52 @@ def quick_init(cls: Record) -> Record:
         ]
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
-    body = [f"    {line}" for line in body]
-    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    source = f"def __init__({signature}):\n" + "\n".join(body or ["    pass"]) + "\n"
+    body = [f"    {line}" for line in [*body, "return self"]]
+    signature = ", ".join(["cls", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __new__({signature}):\n" + "\n".join(body) + "\n"
     # from the class's own field names, as dataclasses does; named for tracebacks
     exec(compile(source, f"<quick_init {cls.__qualname__}>", "exec"), names)
-    init = names["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__annotations__ = cls.__init__.__annotations__
-    if _parameters(init) != _parameters(cls.__init__):  # an InitVar, or anything not built here
+    new = names["__new__"]
+    new.__qualname__ = f"{cls.__qualname__}.__new__"
+    new.__module__ = cls.__module__
+    new.__annotations__ = cls.__init__.__annotations__
+    if _parameters(new) != _parameters(cls.__init__):  # an InitVar, or anything not built here
         raise TypeError(f"{cls.__name__}: quick_init cannot build its __init__'s parameters")
-    cls.__init__ = init
+    cls.__new__ = staticmethod(new)
+    del cls.__init__  # object's: it accepts the arguments __new__ took
+    cls.__init_subclass__ = _subclass_hook(new)
+    cls.__getnewargs_ex__ = _arguments(cls)
     cls._quick_replace = _copier(cls)
     return cls
+
+
+def _subclass_hook(record_new: Any) -> Any:
+    """`__init_subclass__` for a record whose `__new__` is `record_new`: a subclass's instance
+    is built by it, unless the subclass has an `__init__` of its own (a dataclass subclass's,
+    which sets every field itself)."""
+
+    def __new__(cls: type[Any], /, *args: Any, **kwargs: Any) -> Any:
+        if cls.__init__ is object.__init__:
+            return record_new(cls, *args, **kwargs)
+        return object.__new__(cls)
+
+    def hook(sub: type[Any]) -> None:
+        sub.__new__ = staticmethod(__new__)
+
+    return classmethod(hook)
+
+
+def _arguments(cls: type[Any]) -> Any:
+    """`__getnewargs_ex__` for `cls`: its init fields, positional and keyword-only, which
+    `__new__` rebuilds a copy or an unpickled instance from."""
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    positional = ", ".join(f"self.{f.name}" for f in fields if f.kw_only is not True)
+    keyword = ", ".join(f"'{f.name}': self.{f.name}" for f in fields if f.kw_only is True)
+    arguments = f"({positional}{',' if positional else ''}), {{{keyword}}}"
+    source = f"def __getnewargs_ex__(self):\n    return {arguments}\n"
+    names: dict[str, Any] = {}
+    exec(compile(source, f"<quick_init {cls.__qualname__} arguments>", "exec"), names)
+    return names["__getnewargs_ex__"]
 
 
 def _fields(
