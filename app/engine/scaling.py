@@ -19,7 +19,7 @@ from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.records import quick_init, replace
 from app.engine.training.layout import check_degrees, regroup
-from app.engine.training.step import step_on
+from app.engine.training.step import step_on, step_plan
 from app.engine.transformer import Phase
 from app.engine.workload import (
     TransformerSpec,
@@ -56,20 +56,20 @@ class ScalingPoint:
     fits: bool
 
 
-def scaling_laws(counts: Sequence[int], serial_fraction: float) -> list[tuple[float, float]]:
-    """(Amdahl, Gustafson) speedups over the first count, for a serial fraction f.
+def law_speedup(mode: ScalingMode, serial_fraction: float, first: int, chips: int) -> float:
+    """Amdahl's (strong) or Gustafson's (weak) speedup at `chips` over `first` chips, for a
+    serial fraction f.
 
     Strong scaling: 1 / (f + (1-f)/r) (Amdahl 1967), limited to 1/f; weak scaling:
-    f + (1-f) r (Gustafson 1988), with r the ratio of chips to the first count: f is then the
-    serial share of the first count's run, not of a one-chip run. Against one chip, pass a
-    first count of 1: at 64 chips and f = 0.02, 1 / (0.02 + 0.98/64) = 28.3 over one chip, but
-    1 / (0.02 + 0.98/8) = 7.02 over 8 chips.
+    f + (1-f) r (Gustafson 1988), with r = chips / first: f is then the serial share of the
+    first count's run, not of a one-chip run. Against one chip, pass a first count of 1: at 64
+    chips and f = 0.02, 1 / (0.02 + 0.98/64) = 28.3 over one chip, but 1 / (0.02 + 0.98/8) =
+    7.02 over 8 chips.
     """
-    if not 0 <= serial_fraction <= 1:
-        raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
-    first = counts[0]
     f = serial_fraction
-    return [(1 / (f + (1 - f) * first / n), f + (1 - f) * n / first) for n in counts]
+    if mode is ScalingMode.STRONG:
+        return 1 / (f + (1 - f) * first / chips)
+    return f + (1 - f) * chips / first
 
 
 def scaling(
@@ -95,15 +95,15 @@ def scaling(
             "chip_counts",
             f"every count must be a multiple of tp x cp x pp x ep = {group}, got {list(counts)}",
         )
-    first_dp = counts[0] // group
+    first = counts[0]
+    first_dp = first // group
     if mode is ScalingMode.WEAK and spec.batch % (first_dp * parallel.ep):
         raise InvalidInput(
             "batch",
-            f"must be a multiple of dp x ep = {first_dp * parallel.ep} at {counts[0]} chips",
+            f"must be a multiple of dp x ep = {first_dp * parallel.ep} at {first} chips",
         )
-    laws = scaling_laws(counts, serial_fraction)
-    # the laws against one chip: the same formulas with a first count of 1
-    vs_one = scaling_laws([1, *counts], serial_fraction)[1:]
+    if not 0 <= serial_fraction <= 1:
+        raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
     # each count's step is the estimate's (`estimate` of the spec at that count's dp and
     # batch), built from its parts: the spec is checked once, and each count's batch; the
     # given MFU is dropped once for every count; this chip's parameter share is the same at
@@ -114,33 +114,34 @@ def scaling(
     training = spec.training
     unpinned = training if training.mfu is None else replace(training, mfu=None)
     strong = mode is ScalingMode.STRONG
-    params = None
+    params = plan = None
     points: list[ScalingPoint] = []
-    for n, (amdahl, gustafson), (amdahl_1, gustafson_1) in zip(counts, laws, vs_one, strict=True):
+    for n in counts:
         dp = n // group
-        batch = spec.batch if strong else spec.batch // first_dp * dp
-        check_batch(batch)
+        batch = spec.batch  # strong: the spec's, which `validate` checked
+        if not strong:
+            batch = batch // first_dp * dp
+            check_batch(batch)
         lay = regroup(arch, spec.tp, batch, parallel, dp)
-        step = step_on(
-            arch,
-            chip,
-            lay,
-            batch=batch,
-            seq_len=spec.seq_len,
-            precision=spec.precision,
-            training=unpinned,
-            flash=spec.flash_attention,
-            recompute=spec.recompute,
-            software=spec.software,
-            breakdown=False,
-            params=params,
-        )
+        if plan is None or not strong:  # the same batch at every count of a strong curve
+            plan = step_plan(
+                arch,
+                chip,
+                batch=batch,
+                seq_len=spec.seq_len,
+                precision=spec.precision,
+                training=unpinned,
+                flash=spec.flash_attention,
+                recompute=spec.recompute,
+                software=spec.software,
+            )
+        step = step_on(plan, lay, False, params)
         params = step.params
         memory = training_memory_needed(arch, chip, spec, batch, lay, step=step)
         roof = step.roofline
         rate = step.tokens_per_step / roof.realistic_time
         speedup = rate / points[0].tokens_per_s if points else 1.0
-        ratio = n / counts[0]
+        ratio = n / first
         points.append(
             ScalingPoint(  # by position, in field order: half the cost of by name
                 n,
@@ -150,8 +151,8 @@ def scaling(
                 rate,  # tokens_per_s
                 speedup,
                 speedup / ratio,  # efficiency
-                amdahl if strong else gustafson,  # law_speedup
-                amdahl_1 if strong else gustafson_1,  # law_speedup_vs_one
+                law_speedup(mode, serial_fraction, first, n),
+                law_speedup(mode, serial_fraction, 1, n),  # vs one chip
                 roof.communication_time,
                 memory.fits_in(chip.memory_bytes),  # fits
             )

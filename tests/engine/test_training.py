@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from app.engine import Chip, Dtype, InvalidInput, Phase, TransformerSpec, estimate, memory_fit
 from app.engine import architecture_from_config as from_config
 from app.engine.parallel import ring_allreduce_bytes
-from app.engine.scaling import ScalingMode, scaling, scaling_laws
+from app.engine.scaling import ScalingMode, law_speedup, scaling
 from app.engine.training import (
     DataParallelAlgorithm,
     Lora,
@@ -309,10 +309,10 @@ def test_bad_training_specs_name_their_field(spec, field):
 def test_amdahl_limit_is_one_over_the_serial_fraction():
     # f = 0.05 serial: speedup 1 / (f + (1 - f) / r) tends to 1 / f = 20 (with p = 1 - f the
     # parallel fraction, the familiar 1 / (1 - p)); Gustafson: f + (1 - f) r
-    laws = scaling_laws([1, 10, 10**6], 0.05)
-    assert laws[1][0] == pytest.approx(1 / (0.05 + 0.95 / 10))  # 6.897
-    assert laws[2][0] == pytest.approx(20, rel=1e-4)
-    assert laws[1][1] == pytest.approx(0.05 + 0.95 * 10)  # 9.55
+    strong, weak = ScalingMode.STRONG, ScalingMode.WEAK
+    assert law_speedup(strong, 0.05, 1, 10) == pytest.approx(1 / (0.05 + 0.95 / 10))  # 6.897
+    assert law_speedup(strong, 0.05, 1, 10**6) == pytest.approx(20, rel=1e-4)
+    assert law_speedup(weak, 0.05, 1, 10) == pytest.approx(0.05 + 0.95 * 10)  # 9.55
 
 
 def test_amdahl_over_the_first_count_and_over_one_chip():
@@ -321,7 +321,7 @@ def test_amdahl_over_the_first_count_and_over_one_chip():
     # 1 / (0.02 + 0.98 / 64) = 1 / 0.0353125 = 28.32; Gustafson over one chip 0.02 + 0.98 * 64
     # = 62.74
     counts = [8, 16, 32, 64, 128]
-    assert scaling_laws(counts, 0.02)[3][0] == pytest.approx(7.018, abs=1e-3)
+    assert law_speedup(ScalingMode.STRONG, 0.02, 8, 64) == pytest.approx(7.018, abs=1e-3)
     spec = _train(batch=512, zero=1)
     strong = scaling(LLAMA_8B, H100, spec, counts, mode=ScalingMode.STRONG, serial_fraction=0.02)
     assert strong[3].law_speedup == pytest.approx(1 / 0.1425)

@@ -135,8 +135,9 @@ def communication(
         cp_time = lay.micro_batches * arch.layers / lay.pipeline_split * ring_passes * ring / cp_bw
     grad = state_bytes_per_param(training.optimizer, dtype)[0]
     dp_bw, over_network = _link(chip, p, lay.tp * lay.cp * lay.ep * lay.dp)
-    dense = _gradient_sync_bytes(params.trained_dense * grad, lay.replicas, p)
-    dp_bytes = dense + _gradient_sync_bytes(params.trained_expert * grad, lay.expert_replicas, p)
+    dp_bytes = _gradient_sync_bytes(params.trained_dense * grad, lay.replicas, p)
+    if params.trained_expert:  # routed experts' gradients (none to send in a dense model)
+        dp_bytes += _gradient_sync_bytes(params.trained_expert * grad, lay.expert_replicas, p)
     dp_time = dp_bytes / dp_bw if dp_bytes else 0.0
     exposed = max(0.0, dp_time - backward_time) if p.overlap else dp_time
     return Communication(

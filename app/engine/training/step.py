@@ -10,7 +10,7 @@ from app.engine.architecture import Architecture, param_counts
 from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.realism import fitted, realistic_communication
+from app.engine.realism import Fitted, fitted, realistic_communication
 from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, on_the_roofs, place, roofline_time
 from app.engine.stacks import Kind, Software
@@ -56,6 +56,74 @@ class TrainingStep:
         return None if self.tokens is None else self.tokens / self.tokens_per_step * time
 
 
+@quick_init
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """A training step of one batch before it is laid out on chips: what it is at any layout
+    (a scaling curve plans its batch once, then lays the plan out at each chip count)."""
+
+    arch: Architecture
+    chip: Chip
+    batch: int
+    seq_len: int
+    precision: Precision
+    training: Training
+    flash: bool
+    recompute: bool
+    software: Software
+    reads: int  # weight reads per micro-batch: forward, backward (and a recomputed forward)
+    passes: int  # the forward's FLOPs over the step: reads, plus the weight gradients
+    named: tuple[tuple[str, int | float], ...]  # the (name, count) of the forward's terms
+    flops_x_passes: tuple[float, ...]  # their FLOPs x passes, whole batch
+    trained: float  # parameters trained, whole model
+    adapters: float  # LoRA's adapter FLOPs, whole batch (6 P_lora per token)
+    model_flops: float  # 6 N T + attention (no recomputation)
+    tokens: int  # per step
+    published: Fitted  # the ratio published training runs on the stack reach
+
+
+def step_plan(
+    arch: Architecture,
+    chip: Chip,
+    *,
+    batch: int,
+    seq_len: int,
+    precision: Precision,
+    training: Training,
+    flash: bool,
+    recompute: bool,
+    software: Software,
+) -> StepPlan:
+    """The plan of a training step of `batch` sequences (FLOPs as `step_on` counts them)."""
+    reads = 3 if recompute else 2
+    passes = reads + (1 if training.lora is None else 0)
+    named, flops_x_passes, forward, trained = _forward_pass(
+        arch, batch, seq_len, precision, training.lora, passes=passes
+    )
+    tokens = batch * seq_len
+    adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
+    return StepPlan(
+        arch,
+        chip,
+        batch,
+        seq_len,
+        precision,
+        training,
+        flash,
+        recompute,
+        software,
+        reads,
+        passes,
+        named,
+        flops_x_passes,
+        trained,
+        adapters,
+        forward * (passes - (1 if recompute else 0)) + adapters,  # model_flops
+        tokens,
+        fitted(Kind.TRAINING, software)[0],
+    )
+
+
 def training_step(
     arch: Architecture,
     chip: Chip,
@@ -72,10 +140,10 @@ def training_step(
 ) -> TrainingStep:
     """The roofline of one training step per chip, with its pipeline bubble and communication:
     `step_on` the layout of `batch` over `tp` and `training`'s parallel degrees."""
-    return step_on(
+    lay = layout(arch, tp, batch, training.parallel)
+    plan = step_plan(
         arch,
         chip,
-        layout(arch, tp, batch, training.parallel),
         batch=batch,
         seq_len=seq_len,
         precision=precision,
@@ -83,27 +151,15 @@ def training_step(
         flash=flash,
         recompute=recompute,
         software=software,
-        breakdown=breakdown,
     )
+    return step_on(plan, lay, breakdown)
 
 
 def step_on(
-    arch: Architecture,
-    chip: Chip,
-    lay: Layout,
-    *,
-    batch: int,
-    seq_len: int,
-    precision: Precision,
-    training: Training,
-    flash: bool,
-    recompute: bool,
-    software: Software,
-    breakdown: bool,
-    params: Trainable | None = None,
+    plan: StepPlan, lay: Layout, breakdown: bool, params: Trainable | None = None
 ) -> TrainingStep:
-    """One training step of `batch` sequences laid out as `lay` (`layout`'s, whose degrees
-    stand for `training.parallel`'s).
+    """One training step of `plan` laid out as `lay` (`layout`'s, whose degrees stand for
+    the plan's `training.parallel`'s).
 
     FLOPs: the forward F (the prefill count over all B S tokens), x3 for forward and backward
     (x4 with recomputation); LoRA's frozen weights need no weight gradients, x2 (x3), plus
@@ -116,42 +172,31 @@ def step_on(
     `params`: this chip's parameter share (`trainable` at `lay`; the data-parallel degree and
     the micro-batch do not change it), where the caller has it from another step.
     """
-    dtype = precision.compute
-    reads = 3 if recompute else 2
-    passes = reads + (1 if training.lora is None else 0)
-    named, flops_x_passes, forward, trained = _forward_pass(
-        arch, batch, seq_len, precision, training.lora, passes=passes
-    )
+    arch, chip, training, seq_len = plan.arch, plan.chip, plan.training, plan.seq_len
+    dtype = plan.precision.compute
+    recompute, reads, passes = plan.recompute, plan.reads, plan.passes
     if params is None:
         params = trainable(arch, dtype, lay, training.lora)
-    tokens = batch * seq_len
-    adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
-    model_flops = forward * (passes - (1 if recompute else 0)) + adapters
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
     share = lay.chips // lay.pp * lay.pipeline_split
     # the FLOPs of the step's terms (those of `named`, then the adapters) and its (name,
     # count, bytes): the work is their sum, and the breakdown, when asked for, these as Terms
-    computed = [flops / share for flops in flops_x_passes]
-    if adapters:
-        computed.append(adapters / share)
+    named = plan.named
+    computed = [flops / share for flops in plan.flops_x_passes]
+    if plan.adapters:
+        computed.append(plan.adapters / share)
         named = (*named, ("lora_adapters", arch.layers))
     _, _, o_div = zero_divisors(training.parallel.zero, lay.replicas)
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # one micro-batch's activations and logits, written in the forward, read in the backward
     activations = micro_batch_activations(
-        arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
+        arch, lay, seq_len=seq_len, dtype=dtype, flash=plan.flash, recompute=recompute
     )
     micro = lay.micro_batches
     weight_reads = micro * reads * params.base_bytes
     saved = micro * 2 * sum(activations)
     residual = micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
     update = params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
-    moved = (
-        ("weight_reads", micro * reads, weight_reads),
-        ("saved_activations", micro, saved),
-        ("residual_stream", arch.layers, residual),
-        ("optimizer_update", 1, update),
-    )
     work = Work(sum(computed), weight_reads + saved + residual + update, dtype, Unit.MATRIX)
 
     roofs = on_the_roofs(work, chip)
@@ -170,6 +215,12 @@ def step_on(
     roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction), roofs=roofs)
     terms: tuple[Term, ...] = ()
     if breakdown:
+        moved = (
+            ("weight_reads", micro * reads, weight_reads),
+            ("saved_activations", micro, saved),
+            ("residual_stream", arch.layers, residual),
+            ("optimizer_update", 1, update),
+        )
         idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
         terms = (
             *(
@@ -180,20 +231,20 @@ def step_on(
             *_beside_the_roofs(comm, roof, idle),
         )
     if training.mfu is None:
-        realized = _published(roof, model_flops, lay.chips, chip, software)
+        realized = _published(roof, plan, lay.chips)
     else:
         if not 0 < training.mfu <= 1:
             raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
-        at_mfu = _time_at_mfu(model_flops, lay.chips, roof, training.mfu)
+        at_mfu = _time_at_mfu(plan.model_flops, lay.chips, roof, training.mfu)
         realized = roof.realized(at_mfu, at_mfu, at_mfu)
     return TrainingStep(
         realized,
         lay,
         comm,
         params,
-        model_flops,
-        trained,
-        tokens,
+        plan.model_flops,
+        plan.trained,
+        plan.tokens,
         training.tokens,
         activations,
         given_mfu=training.mfu,
@@ -253,15 +304,14 @@ def _beside_the_roofs(comm: Communication, roof: Roofline, idle: float) -> list[
     return terms
 
 
-def _published(
-    roof: Roofline, model_flops: float, chips: int, chip: Chip, software: Software
-) -> Roofline:
+def _published(roof: Roofline, plan: StepPlan, chips: int) -> Roofline:
     """The step's roofline `roof` with the realistic time published training runs reach: their
     ratio to the model FLOPs at the chip's sustained matrix rate (1 / ratio of that rate is
     their MFU), plus this layout's exposed communication at the bandwidth collectives reach;
     never faster than the step's own sustained time (bubble and communication included)."""
-    published, _ = fitted(Kind.TRAINING, software)
-    basis = _time_at_mfu(model_flops, chips, roof, chip.sustained_matrix_of(roof.peak.dtype))
+    published = plan.published
+    sustained_rate = plan.chip.sustained_matrix_of(roof.peak.dtype)
+    basis = _time_at_mfu(plan.model_flops, chips, roof, sustained_rate)
     communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
