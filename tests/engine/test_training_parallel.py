@@ -10,7 +10,7 @@ from app.engine import Dtype, InvalidInput, Phase, Precision, TransformerSpec, e
 from app.engine import architecture_from_config as from_config
 from app.engine.training import Lora, Parallelism, Training, layout
 from tests.engine.chips import H100
-from tests.engine.models import LLAMA_8B, MIXTRAL
+from tests.engine.models import GPT2, LLAMA_8B, MIXTRAL
 
 NVLINK = 450e9  # H100 SXM5: 900 GB/s bidirectional, one direction
 
@@ -180,10 +180,17 @@ def test_a_regrouped_layout_is_the_layout_at_that_data_parallel_degree():
         assert regroup(LLAMA_8B, 2, batch, parallel, dp) == layout(
             LLAMA_8B, 2, batch, replace(parallel, dp=dp)
         )
-    for dp, batch, field in ((4, 6, "batch"), (4, 4, "micro_batch"), (0, 8, "dp")):
-        with pytest.raises(InvalidInput) as info:
-            regroup(LLAMA_8B, 2, batch, parallel, dp)
-        assert info.value.field == field
+    for _ in range(2):  # errors are not cached: the second time raises as the first
+        for dp, batch, field in ((4, 6, "batch"), (4, 4, "micro_batch"), (0, 8, "dp")):
+            with pytest.raises(InvalidInput) as info:
+                regroup(LLAMA_8B, 2, batch, parallel, dp)
+            assert info.value.field == field
+    # remembered by its integers: the same layout again, for any model of as many layers and
+    # any options beside the degrees; another degree, another layout
+    again = regroup(LLAMA_8B, 2, 64, replace(parallel, zero=3, overlap=False), 4)
+    assert again is regroup(LLAMA_8B, 2, 64, parallel, 4)
+    assert regroup(LLAMA_8B, 2, 64, replace(parallel, cp=2), 4).cp == 2
+    assert regroup(GPT2, 2, 64, parallel, 4).layers == GPT2.layers == 12
 
 
 @pytest.mark.parametrize(

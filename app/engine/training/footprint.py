@@ -250,10 +250,10 @@ def training_memory(
     grad, opt = state_bytes_per_param(training.optimizer, dtype)
     weights = gradients = optimizer = 0.0
     all_stored = params.stored
-    for stored, trained, replicas in (
-        (params.dense, params.trained_dense, lay.replicas),
-        (params.expert, params.trained_expert, lay.expert_replicas),
-    ):
+    shares = [(params.dense, params.trained_dense, lay.replicas)]
+    if params.expert or params.trained_expert:  # routed experts (none in a dense model)
+        shares.append((params.expert, params.trained_expert, lay.expert_replicas))
+    for stored, trained, replicas in shares:
         w_div, g_div, o_div = zero_divisors(training.parallel.zero, replicas)
         share = stored / all_stored if all_stored else 0.0
         adapters = 0.0 if training.lora is None else trained * dtype_bytes(dtype)

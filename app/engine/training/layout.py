@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
@@ -95,17 +96,27 @@ def regroup(arch: Architecture, tp: int, batch: int, parallel: Parallelism, dp: 
     degrees (`check_degrees`'): dp and the batch's split checked (a scaling curve checks the
     other degrees once, then regroups at each count)."""
     p = parallel
+    return _regrouped(arch.layers, tp, batch, dp, p.pp, p.ep, p.cp, p.micro_batch)
+
+
+# pure, of small integers: a scaling curve regroups at every count, and a job's next
+# question (another sequence length, dtype or option) at the same counts; a hit costs a
+# fifth of a layout's construction
+@lru_cache(maxsize=1024)
+def _regrouped(  # noqa: PLR0917  (positional: the cache's key is then built in C)
+    layers: int, tp: int, batch: int, dp: int, pp: int, ep: int, cp: int, micro_batch: int | None
+) -> Layout:
     if not 1 <= dp <= MAX_CHIPS:
         raise InvalidInput("dp", f"must be between 1 and {MAX_CHIPS}, got {dp}")
-    replicas = dp * p.ep
+    replicas = dp * ep
     if batch % replicas:
         raise InvalidInput(
             "batch", f"must be a multiple of dp x ep = {replicas} (one share per replica)"
         )
     per_replica = batch // replicas
-    micro = p.micro_batch or per_replica
+    micro = micro_batch or per_replica
     if micro < 1 or per_replica % micro:
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, dp, p.pp, p.ep, micro, per_replica // micro, arch.layers, p.cp)
+    return Layout(tp, dp, pp, ep, micro, per_replica // micro, layers, cp)
