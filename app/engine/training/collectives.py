@@ -139,7 +139,9 @@ def communication(
     if params.trained_expert:  # routed experts' gradients (none to send in a dense model)
         dp_bytes += _gradient_sync_bytes(params.trained_expert * grad, lay.expert_replicas, p)
     dp_time = dp_bytes / dp_bw if dp_bytes else 0.0
-    exposed = max(0.0, dp_time - backward_time) if p.overlap else dp_time
+    exposed = dp_time
+    if p.overlap:  # what of it the backward pass does not hide: max(0, dp - backward)
+        exposed = dp_time - backward_time if dp_time > backward_time else 0.0
     return Communication(
         tp_time, pp_time, ep_time, cp_time, dp_time, exposed, dp_bytes, over_network
     )
