@@ -6,6 +6,7 @@ This composes the per-phase costs (transformer.py), communication (parallel.py) 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -141,16 +142,16 @@ def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
 
 
 def _forward(
-    arch: Architecture, chip: Chip, spec: TransformerSpec
+    arch: Architecture, chip: Chip, spec: TransformerSpec, *, remembered: bool = False
 ) -> tuple[Roofline, tuple[Term, ...], int]:
     """A forward pass, a prefill (B S tokens) or a decode step (B tokens), from its terms: its
-    roofline with the tensor-parallel all-reduces, the terms with them, and its tokens."""
-    if spec.phase is Phase.PREFILL:
-        tokens = spec.batch * spec.seq_len
-        terms = prefill_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
-    else:
-        tokens = spec.batch
-        terms = decode_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+    roofline with the tensor-parallel all-reduces, the terms with them, and its tokens; the
+    terms `_remembered` where asked."""
+    prefilled = spec.phase is Phase.PREFILL
+    tokens = spec.batch * spec.seq_len if prefilled else spec.batch
+    terms_of = prefill_terms if prefilled else decode_terms
+    inputs = (arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+    terms: Sequence[Term] = _remembered(terms_of, *inputs) if remembered else terms_of(*inputs)
     comm = _forward_comm(arch, chip, tokens, spec)
     roof = place(work_of(terms, spec.precision), chip, comm)
     if comm:
@@ -291,6 +292,22 @@ def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
     return _realism(kind, arch, spec)
 
 
+# The terms of a search's anchors: an optimal-batch search reads the passes at batch 1 and at
+# MAX_BATCH, which every question on the same model, length, dtypes and tp shares, whatever
+# its latency bound, reserve, stack or chip (the terms are the work, not its time); typed, so
+# that batches of 1 and of 1.0 are told apart, as the answers they give are
+@lru_cache(maxsize=256, typed=True)
+def _remembered(  # noqa: PLR0917  (positional: the cache's key is then built in C)
+    terms_of: Callable[[Architecture, float, int, Precision, int], list[Term]],
+    arch: Architecture,
+    batch: float,
+    length: int,
+    precision: Precision,
+    tp: int,
+) -> tuple[Term, ...]:
+    return tuple(terms_of(arch, batch, length, precision, tp))
+
+
 def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
     """`estimate` of a prefill or a decode step without what real software adds: the ideal and
     sustained roofline, memory and tokens, the realistic time left at the sustained one and
@@ -299,7 +316,7 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
-    roof, terms, tokens = _forward(arch, chip, spec)
+    roof, terms, tokens = _forward(arch, chip, spec, remembered=True)
     memory = memory_needed(arch, chip, spec, spec.batch)
     return TransformerEstimate(roof, memory, chip.memory_bytes, tokens, None, None, terms=terms)
 

@@ -1,5 +1,6 @@
 """The optimal batch: worked examples and the definition's invariants."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +12,9 @@ from app.engine import Bound, LimitedBy, Phase, TransformerSpec, estimate, optim
 from app.engine.affine import Line
 from app.engine.batch import search, smallest_batch
 from app.engine.training import Parallelism, Training
+from app.engine.transformer import Precision, decode_terms
 from app.engine.workload import MAX_BATCH, ideal_pass
-from tests.engine.chips import A100
+from tests.engine.chips import A100, H100
 from tests.engine.models import LLAMA_8B, MIXTRAL
 
 
@@ -154,6 +156,33 @@ def test_a_dense_decode_search_evaluates_the_engine_twice_whatever_the_sizes(
         passes.clear()
         search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=context))
         assert (sorted(passes), estimates) == ([1, MAX_BATCH], [])
+
+
+def test_a_searchs_anchor_passes_are_remembered_across_its_options():
+    # the passes at batch 1 and MAX_BATCH are the work, not its time or memory: a second
+    # search on the same model, length, dtypes and tp (another reserve, chip or gen_len) reads
+    # their terms from the first; they are the terms the estimate itself computes
+    from app.engine.workload import _remembered  # noqa: PLC0415 (engine-internal)
+
+    spec = TransformerSpec(phase=Phase.DECODE, seq_len=333, gen_len=7)
+    search.__wrapped__(LLAMA_8B, A100, spec)
+    hits = _remembered.cache_info().hits
+    other = replace(spec, reserve_fraction=0.3, gen_len=9)
+    search.__wrapped__(LLAMA_8B, H100, other)
+    assert _remembered.cache_info().hits == hits + 2
+    for b in (1, MAX_BATCH):
+        remembered = ideal_pass(LLAMA_8B, H100, other.with_batch(b))
+        assert remembered.terms == estimate(LLAMA_8B, H100, other.with_batch(b)).terms
+        assert (
+            remembered.roofline.expected_time
+            == estimate(LLAMA_8B, H100, other.with_batch(b)).roofline.expected_time
+        )
+    # typed: a batch of 1.0 is another key than the batch of 1 (its terms are computed from
+    # the float), not a hit on it
+    _remembered(decode_terms, LLAMA_8B, 1, 333, Precision(), 1)
+    misses = _remembered.cache_info().misses
+    _remembered(decode_terms, LLAMA_8B, 1.0, 333, Precision(), 1)
+    assert _remembered.cache_info().misses == misses + 1
 
 
 def test_a_step_time_bound_applies_to_a_decode_step_or_a_prefill_only() -> None:
