@@ -9,7 +9,6 @@ latent cache is replicated); the residual stream is replicated on every chip.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -252,7 +251,7 @@ def prefill(
     return work_of(prefill_terms(arch, batch, prompt, precision, tp), precision)
 
 
-def work_of(terms: Sequence[Term], precision: Precision) -> Work:
+def work_of(terms: list[Term], precision: Precision) -> Work:
     """The work of a forward pass's terms: their FLOPs and bytes together, on the matrix
     unit in the compute dtype."""
     flops, traffic = totals(terms)

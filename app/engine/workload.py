@@ -6,7 +6,6 @@ This composes the per-phase costs (transformer.py), communication (parallel.py) 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -142,16 +141,16 @@ def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
 
 
 def _forward(
-    arch: Architecture, chip: Chip, spec: TransformerSpec, *, remembered: bool = False
+    arch: Architecture, chip: Chip, spec: TransformerSpec
 ) -> tuple[Roofline, tuple[Term, ...], int]:
     """A forward pass, a prefill (B S tokens) or a decode step (B tokens), from its terms: its
-    roofline with the tensor-parallel all-reduces, the terms with them, and its tokens; the
-    terms `_remembered` where asked."""
-    prefilled = spec.phase is Phase.PREFILL
-    tokens = spec.batch * spec.seq_len if prefilled else spec.batch
-    terms_of = prefill_terms if prefilled else decode_terms
-    inputs = (arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
-    terms: Sequence[Term] = _remembered(terms_of, *inputs) if remembered else terms_of(*inputs)
+    roofline with the tensor-parallel all-reduces, the terms with them, and its tokens."""
+    if spec.phase is Phase.PREFILL:
+        tokens = spec.batch * spec.seq_len
+        terms = prefill_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+    else:
+        tokens = spec.batch
+        terms = decode_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
     comm = _forward_comm(arch, chip, tokens, spec)
     roof = place(work_of(terms, spec.precision), chip, comm)
     if comm:
@@ -292,22 +291,6 @@ def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
     return _realism(kind, arch, spec)
 
 
-# The terms of a search's anchors: an optimal-batch search reads the passes at batch 1 and at
-# MAX_BATCH, which every question on the same model, length, dtypes and tp shares, whatever
-# its latency bound, reserve, stack or chip (the terms are the work, not its time); typed, so
-# that batches of 1 and of 1.0 are told apart, as the answers they give are
-@lru_cache(maxsize=256, typed=True)
-def _remembered(  # noqa: PLR0917  (positional: the cache's key is then built in C)
-    terms_of: Callable[[Architecture, float, int, Precision, int], list[Term]],
-    arch: Architecture,
-    batch: float,
-    length: int,
-    precision: Precision,
-    tp: int,
-) -> tuple[Term, ...]:
-    return tuple(terms_of(arch, batch, length, precision, tp))
-
-
 def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
     """`estimate` of a prefill or a decode step without what real software adds: the ideal and
     sustained roofline, memory and tokens, the realistic time left at the sustained one and
@@ -316,8 +299,44 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
-    roof, terms, tokens = _forward(arch, chip, spec, remembered=True)
-    memory = memory_needed(arch, chip, spec, spec.batch)
+    return _ideal_pass(
+        arch,
+        chip,
+        spec.phase,
+        spec.batch,
+        spec.seq_len,
+        spec.precision,
+        spec.tp,
+        spec.reserve_fraction,
+    )
+
+
+# An optimal-batch search anchors on the passes at batch 1 and at MAX_BATCH, which every
+# question on the same model, chip, length, dtypes, tp and reserve shares, whatever its latency
+# bound, stack or generated length: remembered by what a pass reads (typed, so that equal
+# numbers of another type, whose answers could print otherwise, are other keys)
+@lru_cache(maxsize=256, typed=True)
+def _ideal_pass(  # noqa: PLR0917  (positional: the cache's key is then built in C)
+    arch: Architecture,
+    chip: Chip,
+    phase: Phase,
+    batch: int,
+    seq_len: int,
+    precision: Precision,
+    tp: int,
+    reserve_fraction: float,
+) -> TransformerEstimate:
+    # every field a prefill's or a decode step's pass and memory read (_forward, memory_needed)
+    spec = TransformerSpec(
+        phase=phase,
+        batch=batch,
+        seq_len=seq_len,
+        precision=precision,
+        tp=tp,
+        reserve_fraction=reserve_fraction,
+    )
+    roof, terms, tokens = _forward(arch, chip, spec)
+    memory = memory_needed(arch, chip, spec, batch)
     return TransformerEstimate(roof, memory, chip.memory_bytes, tokens, None, None, terms=terms)
 
 

@@ -8,11 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import app.engine.batch as batch_module
-from app.engine import Bound, LimitedBy, Phase, TransformerSpec, estimate, optimal_batch
+from app.engine import (
+    Bound,
+    InvalidInput,
+    LimitedBy,
+    Phase,
+    Software,
+    TransformerSpec,
+    estimate,
+    optimal_batch,
+)
 from app.engine.affine import Line
 from app.engine.batch import search, smallest_batch
 from app.engine.training import Parallelism, Training
-from app.engine.transformer import Precision, decode_terms
 from app.engine.workload import MAX_BATCH, ideal_pass
 from tests.engine.chips import A100, H100
 from tests.engine.models import LLAMA_8B, MIXTRAL
@@ -159,30 +167,31 @@ def test_a_dense_decode_search_evaluates_the_engine_twice_whatever_the_sizes(
 
 
 def test_a_searchs_anchor_passes_are_remembered_across_its_options():
-    # the passes at batch 1 and MAX_BATCH are the work, not its time or memory: a second
-    # search on the same model, length, dtypes and tp (another reserve, chip or gen_len) reads
-    # their terms from the first; they are the terms the estimate itself computes
-    from app.engine.workload import _remembered  # noqa: PLC0415 (engine-internal)
+    # a pass reads the model, chip, phase, batch, length, dtypes, tp and reserve: a second
+    # search that differs elsewhere (gen_len, stack, a latency bound) reads the first one's
+    # anchors, the passes at batch 1 and MAX_BATCH; a new reserve or chip computes its own
+    from app.engine.workload import _ideal_pass  # noqa: PLC0415 (engine-internal)
 
     spec = TransformerSpec(phase=Phase.DECODE, seq_len=333, gen_len=7)
     search.__wrapped__(LLAMA_8B, A100, spec)
-    hits = _remembered.cache_info().hits
-    other = replace(spec, reserve_fraction=0.3, gen_len=9)
-    search.__wrapped__(LLAMA_8B, H100, other)
-    assert _remembered.cache_info().hits == hits + 2
-    for b in (1, MAX_BATCH):
-        remembered = ideal_pass(LLAMA_8B, H100, other.with_batch(b))
-        assert remembered.terms == estimate(LLAMA_8B, H100, other.with_batch(b)).terms
-        assert (
-            remembered.roofline.expected_time
-            == estimate(LLAMA_8B, H100, other.with_batch(b)).roofline.expected_time
-        )
-    # typed: a batch of 1.0 is another key than the batch of 1 (its terms are computed from
-    # the float), not a hit on it
-    _remembered(decode_terms, LLAMA_8B, 1, 333, Precision(), 1)
-    misses = _remembered.cache_info().misses
-    _remembered(decode_terms, LLAMA_8B, 1.0, 333, Precision(), 1)
-    assert _remembered.cache_info().misses == misses + 1
+    hits, misses = _ideal_pass.cache_info().hits, _ideal_pass.cache_info().misses
+    other = replace(spec, gen_len=9, software=Software.EAGER)
+    search.__wrapped__(LLAMA_8B, A100, other, 0.05)
+    assert _ideal_pass.cache_info().hits == hits + 2
+    search.__wrapped__(LLAMA_8B, H100, replace(spec, reserve_fraction=0.3))
+    assert _ideal_pass.cache_info().misses == misses + 2
+    # what it remembers is the pass as computed for the question itself: the estimate's
+    # roofline before realism, its memory and terms
+    for chip, question in ((A100, other), (H100, replace(spec, reserve_fraction=0.3))):
+        for b in (1, MAX_BATCH):
+            remembered = ideal_pass(LLAMA_8B, chip, question.with_batch(b))
+            whole = estimate(LLAMA_8B, chip, question.with_batch(b))
+            assert remembered.terms == whole.terms and remembered.memory == whole.memory
+            assert remembered.roofline.expected_time == whole.roofline.expected_time
+            assert remembered.roofline.sustained_time == whole.roofline.sustained_time
+    # errors are the question's own: an invalid field beside the key still raises
+    with pytest.raises(InvalidInput):
+        ideal_pass(LLAMA_8B, A100, replace(spec, gen_len=0))
 
 
 def test_a_step_time_bound_applies_to_a_decode_step_or_a_prefill_only() -> None:
