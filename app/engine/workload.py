@@ -299,45 +299,28 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
-    return _ideal_pass(
-        arch,
-        chip,
-        spec.phase,
-        spec.batch,
-        spec.seq_len,
-        spec.precision,
-        spec.tp,
-        spec.reserve_fraction,
-    )
+    # remembered by what a pass reads (_forward, memory_needed), each number with its type
+    # (equal numbers of another type could print otherwise in an answer)
+    batch, reserve = spec.batch, spec.reserve_fraction
+    key = (arch, chip, spec.phase, batch, spec.seq_len, spec.precision, spec.tp, reserve)
+    typed_key = (*key, type(batch), type(reserve))
+    found = _IDEAL_PASSES.get(typed_key)
+    if found is None:
+        roof, terms, tokens = _forward(arch, chip, spec)
+        memory = memory_needed(arch, chip, spec, batch)
+        capacity = chip.memory_bytes
+        found = TransformerEstimate(roof, memory, capacity, tokens, None, None, terms=terms)
+        if len(_IDEAL_PASSES) >= _IDEAL_PASSES_KEPT:  # forgotten together: one step, atomic
+            _IDEAL_PASSES.clear()  # under the threads that answer requests at once
+        _IDEAL_PASSES[typed_key] = found
+    return found
 
 
 # An optimal-batch search anchors on the passes at batch 1 and at MAX_BATCH, which every
 # question on the same model, chip, length, dtypes, tp and reserve shares, whatever its latency
-# bound, stack or generated length: remembered by what a pass reads (typed, so that equal
-# numbers of another type, whose answers could print otherwise, are other keys)
-@lru_cache(maxsize=256, typed=True)
-def _ideal_pass(  # noqa: PLR0917  (positional: the cache's key is then built in C)
-    arch: Architecture,
-    chip: Chip,
-    phase: Phase,
-    batch: int,
-    seq_len: int,
-    precision: Precision,
-    tp: int,
-    reserve_fraction: float,
-) -> TransformerEstimate:
-    # every field a prefill's or a decode step's pass and memory read (_forward, memory_needed)
-    spec = TransformerSpec(
-        phase=phase,
-        batch=batch,
-        seq_len=seq_len,
-        precision=precision,
-        tp=tp,
-        reserve_fraction=reserve_fraction,
-    )
-    roof, terms, tokens = _forward(arch, chip, spec)
-    memory = memory_needed(arch, chip, spec, batch)
-    return TransformerEstimate(roof, memory, chip.memory_bytes, tokens, None, None, terms=terms)
+# bound, stack or generated length: `ideal_pass` keeps the latest passes it computed
+_IDEAL_PASSES: dict[tuple[object, ...], TransformerEstimate] = {}
+_IDEAL_PASSES_KEPT = 256
 
 
 def estimate(

@@ -170,16 +170,22 @@ def test_a_searchs_anchor_passes_are_remembered_across_its_options():
     # a pass reads the model, chip, phase, batch, length, dtypes, tp and reserve: a second
     # search that differs elsewhere (gen_len, stack, a latency bound) reads the first one's
     # anchors, the passes at batch 1 and MAX_BATCH; a new reserve or chip computes its own
-    from app.engine.workload import _ideal_pass  # noqa: PLC0415 (engine-internal)
+    from app.engine.workload import _IDEAL_PASSES  # noqa: PLC0415 (engine-internal)
 
     spec = TransformerSpec(phase=Phase.DECODE, seq_len=333, gen_len=7)
+    _IDEAL_PASSES.clear()
     search.__wrapped__(LLAMA_8B, A100, spec)
-    hits, misses = _ideal_pass.cache_info().hits, _ideal_pass.cache_info().misses
+    first = dict(_IDEAL_PASSES)
+    assert len(first) == 2  # batch 1 and MAX_BATCH
     other = replace(spec, gen_len=9, software=Software.EAGER)
     search.__wrapped__(LLAMA_8B, A100, other, 0.05)
-    assert _ideal_pass.cache_info().hits == hits + 2
+    # read, not computed again: the same two passes, the same objects
+    assert len(_IDEAL_PASSES) == 2 and all(_IDEAL_PASSES[k] is v for k, v in first.items())
     search.__wrapped__(LLAMA_8B, H100, replace(spec, reserve_fraction=0.3))
-    assert _ideal_pass.cache_info().misses == misses + 2
+    assert len(_IDEAL_PASSES) == 4
+    # typed: a batch of 1.0 is another pass than the batch of 1, not a hit on it
+    ideal_pass(LLAMA_8B, A100, replace(spec, batch=1.0))  # type: ignore[arg-type]
+    assert len(_IDEAL_PASSES) == 5
     # what it remembers is the pass as computed for the question itself: the estimate's
     # roofline before realism, its memory and terms
     for chip, question in ((A100, other), (H100, replace(spec, reserve_fraction=0.3))):
