@@ -235,11 +235,11 @@ def place(
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
     # best-shape kernels reach the chip's measured fraction; a GEMM that cannot fill the
     # chip's compute units reaches that share of it (app/engine/tiling.py)
-    sustained_compute = 1.0
-    if peak.unit is Unit.MATRIX:
-        sustained_compute = chip.sustained_matrix_of(peak.dtype)
-        if work.tiles:  # one GEMM (`fill` is 1 for any other work)
-            sustained_compute *= fill(work.tiles, work.tile_fill, chip.compute_units)
+    sustained_compute = (
+        chip.sustained_matrix_of(peak.dtype) * fill(work.tiles, work.tile_fill, chip.compute_units)
+        if peak.unit is Unit.MATRIX
+        else 1.0
+    )
     if work.warp_mma and peak.unit is Unit.MATRIX:
         sustained_compute = min(sustained_compute, chip.warp_mma)
     expected, realistic = critical_path(

@@ -135,7 +135,7 @@ def scaling(
                 recompute=spec.recompute,
                 software=spec.software,
             )
-        step = step_on(plan, lay, False, params)
+        step = step_on(plan, lay, breakdown=False, params=params)
         params = step.params
         memory = training_memory_needed(arch, chip, spec, batch, lay, step=step)
         roof = step.roofline

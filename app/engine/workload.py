@@ -302,9 +302,9 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     # remembered by what a pass reads (_forward, memory_needed), each number with its type
     # (equal numbers of another type could print otherwise in an answer)
     batch, reserve = spec.batch, spec.reserve_fraction
-    key = (arch, chip, spec.phase, batch, spec.seq_len, spec.precision, spec.tp, reserve)
-    typed_key = (*key, type(batch), type(reserve))
-    found = _IDEAL_PASSES.get(typed_key)
+    numbers = (batch, reserve, type(batch), type(reserve))
+    key = (arch, chip, spec.phase, spec.seq_len, spec.precision, spec.tp, *numbers)
+    found = _IDEAL_PASSES.get(key)
     if found is None:
         roof, terms, tokens = _forward(arch, chip, spec)
         memory = memory_needed(arch, chip, spec, batch)
@@ -312,13 +312,13 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
         found = TransformerEstimate(roof, memory, capacity, tokens, None, None, terms=terms)
         if len(_IDEAL_PASSES) >= _IDEAL_PASSES_KEPT:  # forgotten together: one step, atomic
             _IDEAL_PASSES.clear()  # under the threads that answer requests at once
-        _IDEAL_PASSES[typed_key] = found
+        _IDEAL_PASSES[key] = found
     return found
 
 
 # An optimal-batch search anchors on the passes at batch 1 and at MAX_BATCH, which every
 # question on the same model, chip, length, dtypes, tp and reserve shares, whatever its latency
-# bound, stack or generated length: `ideal_pass` keeps the latest passes it computed
+# bound, stack or generated length: `ideal_pass` keeps up to 256 of the passes it computed
 _IDEAL_PASSES: dict[tuple[object, ...], TransformerEstimate] = {}
 _IDEAL_PASSES_KEPT = 256
 

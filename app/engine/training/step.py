@@ -64,13 +64,11 @@ class StepPlan:
 
     arch: Architecture
     chip: Chip
-    batch: int
     seq_len: int
     precision: Precision
     training: Training
     flash: bool
     recompute: bool
-    software: Software
     reads: int  # weight reads per micro-batch: forward, backward (and a recomputed forward)
     passes: int  # the forward's FLOPs over the step: reads, plus the weight gradients
     named: tuple[tuple[str, int | float], ...]  # the (name, count) of the forward's terms
@@ -78,7 +76,7 @@ class StepPlan:
     trained: float  # parameters trained, whole model
     adapters: float  # LoRA's adapter FLOPs, whole batch (6 P_lora per token)
     model_flops: float  # 6 N T + attention (no recomputation)
-    tokens: int  # per step
+    tokens: int  # per step: the batch's sequences x their length
     published: Fitted  # the ratio published training runs on the stack reach
 
 
@@ -105,13 +103,11 @@ def step_plan(
     return StepPlan(
         arch,
         chip,
-        batch,
         seq_len,
         precision,
         training,
         flash,
         recompute,
-        software,
         reads,
         passes,
         named,
