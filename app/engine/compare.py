@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.engine.errors import InvalidInput
+from app.engine.exact import sample_stdev
 from app.engine.rank_test import RankTest, mann_whitney_greater
 from app.engine.records import quick_init
 
@@ -38,7 +39,7 @@ def summarise_times(times: Sequence[float]) -> Repeats:
     for value in times:
         if not (math.isfinite(value) and value > 0):
             raise InvalidInput("measured", f"times must be positive and finite, got {value}")
-    stdev = statistics.stdev(times) if len(times) > 1 else 0.0
+    stdev = sample_stdev(times) if len(times) > 1 else 0.0  # statistics.stdev's float, sooner
     return Repeats(len(times), statistics.fmean(times), min(times), max(times), stdev)
 
 
