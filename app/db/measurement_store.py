@@ -7,11 +7,22 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Connection, Row, Select, Table, bindparam, func, insert, select, tuple_
+from sqlalchemy import (
+    JSON,
+    Connection,
+    Row,
+    Select,
+    Table,
+    bindparam,
+    func,
+    insert,
+    select,
+    tuple_,
+)
 from sqlalchemy.orm import Session, defer
 
-from app.db.base import utc_now
-from app.db.models import MeasurementRow
+from app.db.base import EncodedJSON, json_text, utc_now
+from app.db.models import Measurement, MeasurementRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +92,14 @@ def _filtered(query: _Q, filters: Filters) -> _Q:
 
 _TABLE: Table = MeasurementRow.__table__  # type: ignore[assignment]
 _STORED = tuple(column.key for column in _TABLE.columns if column.key != "id")
-# built once (and compiled once, in the engine's cache), not per write
-_INSERT = insert(_TABLE).returning(_TABLE.c.id)
+_JSON_COLUMNS = tuple(c.key for c in _TABLE.columns if isinstance(c.type, JSON))
+# built once (and compiled once, in the engine's cache), not per write; its JSON columns take
+# their text, encoded by `add`
+_INSERT = (
+    insert(_TABLE)
+    .values({key: bindparam(key, type_=EncodedJSON()) for key in _JSON_COLUMNS})
+    .returning(_TABLE.c.id)
+)
 _PREVIOUS: Select[int, float] = (
     select(_TABLE.c.id, _TABLE.c.measured_time_s)
     .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
@@ -91,16 +108,20 @@ _PREVIOUS: Select[int, float] = (
 )
 
 
-def column_values(row: MeasurementRow) -> dict[str, Any]:
+def column_values(row: Measurement) -> dict[str, Any]:
     """`row`'s stored columns (all but the id) as an INSERT takes them."""
     return {name: getattr(row, name) for name in _STORED}
 
 
-def add(connection: Connection, row: MeasurementRow) -> None:
+def add(connection: Connection, row: Measurement) -> None:
     """Store a new measurement with one Core INSERT, not the ORM's unit of work (`row` stays
-    outside any session); its created_at and id are set on return."""
+    outside any session), its JSON columns encoded by pydantic-core (`json_text`); its
+    created_at and id are set on return."""
     row.created_at = utc_now()
-    row.id = connection.execute(_INSERT, column_values(row)).scalar_one()
+    values = column_values(row)
+    for key in _JSON_COLUMNS:
+        values[key] = json_text(values[key])
+    row.id = connection.execute(_INSERT, values).scalar_one()
 
 
 def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
@@ -201,7 +222,7 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     return [Run(*row) for row in reversed(newest)]
 
 
-def previous(db: Session | Connection, row: MeasurementRow) -> Row[int, float] | None:
+def previous(db: Session | Connection, row: Measurement) -> Row[int, float] | None:
     """The id and measured time of the measurement of the same workload stored just before
     `row` (one probe of the index on (workload_key, id))."""
     return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()

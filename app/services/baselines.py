@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app import formatting as fmt
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import MeasurementRow
+from app.db.models import Measurement
 from app.engine import InvalidInput
 from app.engine.compare import (
     DEFAULT_CONFIDENCE,
@@ -51,14 +51,14 @@ def seconds_of(values: Sequence[float], unit: str) -> list[float]:
     return [v if unit == "s" else seconds_from_ms(v) for v in values]
 
 
-def _sample(run: store.BaselineRun | MeasurementRow) -> RunSample:
+def _sample(run: store.BaselineRun | Measurement) -> RunSample:
     """A run as the gate reads it, with its mean as stored (the time it was judged by)."""
     repeats = tuple(seconds_of(run.measured_values, run.measured_unit))
     return RunSample(repeats, run.measured_time_s, run.expected_time_s)
 
 
 def _window(
-    db: Session | Connection, row: MeasurementRow, against: Against
+    db: Session | Connection, row: Measurement, against: Against
 ) -> list[store.BaselineRun]:
     """The baseline runs of `row`, newest first (one query)."""
     if against.baseline_id is None:
@@ -117,7 +117,7 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
     return f"{text}{verdict} (threshold {against.threshold:.1%})."
 
 
-def comparison(db: Session | Connection, row: MeasurementRow, against: Against) -> Comparison:
+def comparison(db: Session | Connection, row: Measurement, against: Against) -> Comparison:
     """`row` against the run before it and its baseline window, gated (docs/formulas.md,
     "Statistics")."""
     runs = _window(db, row, against)

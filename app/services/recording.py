@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import MeasurementRow
+from app.db.models import Measurement, NewMeasurement
 from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
@@ -75,13 +75,13 @@ def judged_row(
     *,
     writer: str | None = None,
     idempotency_key: str | None = None,
-) -> MeasurementRow:
+) -> NewMeasurement:
     """`body` judged against the roofline, as the row that stores it with its verdict."""
     judged = check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
     kind = workload["kind"]
     fields = identity(judged.workload)
-    return MeasurementRow(
+    return NewMeasurement(
         catalog_version=judged.catalog_version,
         chip_id=judged.chip.id,
         kind=kind,
@@ -136,14 +136,14 @@ def record(
 
 
 def _stored_and_answered(
-    row: MeasurementRow, body: MeasurementIn, connection: Connection
+    row: NewMeasurement, body: MeasurementIn, connection: Connection
 ) -> MeasurementOut:
     """`row` stored, and the answer to `body`, in the transaction on `connection`."""
     store.add(connection, row)
     return _answer(connection, row, body)
 
 
-def _answer(connection: Connection, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
+def _answer(connection: Connection, row: Measurement, body: MeasurementIn) -> MeasurementOut:
     """The answer to `body`, stored as `row`: gated, in the transaction on `connection`,
     against the baseline window it names (one indexed query, columns only)."""
     against = Against(
@@ -164,13 +164,13 @@ _POSTED = (
 )  # fmt: skip
 
 
-def _as_posted(row: MeasurementRow) -> tuple[object, ...]:
+def _as_posted(row: Measurement) -> tuple[object, ...]:
     settings = (row.expectation.get(name) for name in ("stack", "ceilings"))
     return (*(getattr(row, name) for name in _POSTED), *settings)
 
 
 def _stored_under(
-    sessions: sessionmaker[Session], posted: MeasurementRow, body: MeasurementIn
+    sessions: sessionmaker[Session], posted: NewMeasurement, body: MeasurementIn
 ) -> MeasurementOut | None:
     """The measurement stored under `posted`'s idempotency key, if any; InvalidInput when it
     was stored from another body (as payment APIs answer a key reused for another payment)."""

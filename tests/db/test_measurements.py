@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.catalog.loader import CatalogError
+from app.db.measurement_store import column_values
 from app.db.models import MeasurementRow
 from app.engine.compare import summarise_times
 from app.main import create_app
@@ -488,7 +489,8 @@ def test_the_previous_run_is_the_newest_earlier_one_of_the_same_workload(db_clie
 
 def test_a_measurement_is_stored_as_the_orm_stores_it(db_app, db_client):
     """A post is stored with one Core INSERT: column for column the row that the ORM's unit of
-    work stores for the same judged measurement (the JSON columns as the same text)."""
+    work stores for the same judged measurement. The JSON columns hold the same values: their
+    text is pydantic-core's (compact, UTF-8) rather than json.dumps's."""
     body = {
         "chip": "a100",
         "workload": DECODE,
@@ -507,7 +509,7 @@ def test_a_measurement_is_stored_as_the_orm_stores_it(db_app, db_client):
         db_app.state.catalogs, MeasurementIn.model_validate(body), idempotency_key=":k2"
     )
     with sessions() as session, session.begin():
-        session.add(judged)
+        session.add(MeasurementRow(**column_values(judged)))
     with db_app.state.database.engine.connect() as connection:
         stored = connection.execute(sa.text("SELECT * FROM measurements ORDER BY id"))
         core_row, orm_row = (dict(row) for row in stored.mappings())
@@ -515,7 +517,17 @@ def test_a_measurement_is_stored_as_the_orm_stores_it(db_app, db_client):
     assert orm_row.pop("idempotency_key") == ":k2"
     for row in (core_row, orm_row):
         assert row.pop("id") and row.pop("created_at")
+    texts = {}
+    for column in ("workload", "measured_values", "expectation", "software"):
+        core, orm = core_row.pop(column), orm_row.pop(column)
+        if isinstance(core, str):  # SQLite: the text stored
+            texts[column] = core
+            core, orm = json.loads(core), json.loads(orm)
+        assert core == orm
     assert core_row == orm_row
+    if texts:
+        assert texts["software"] == '{"torch":"2.5.1"}'
+        assert texts["measured_values"] == "[5.0,5.5]"
 
 
 def test_a_post_takes_one_hop_off_the_event_loop(db_client, monkeypatch):
