@@ -17,14 +17,16 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, closing
 from typing import Generic, TypeVar
 
 from sqlalchemy import Connection, Engine
 
 T = TypeVar("T")
 # each write's savepoint, in the SQL that SQLite and PostgreSQL share (written out: SQLAlchemy's
-# nested transactions cost about as much again as the SAVEPOINT and RELEASE they send)
+# nested transactions cost about as much again as the SAVEPOINT and RELEASE they send), sent
+# on the driver's cursor: through SQLAlchemy (exec_driver_sql) each cost about 50k
+# instructions, five times the driver's own (docs/performance.md, "Thirteenth pass")
 _SAVEPOINT, _UNDO, _RELEASE = (
     "SAVEPOINT write",
     "ROLLBACK TO SAVEPOINT write",
@@ -96,17 +98,21 @@ class GroupCommit:
             engine = self._engine()
             if engine is None:  # not while a caller holds it, as run's callers do
                 raise RuntimeError("the engine of this group was disposed of")
-            with self._lock, engine.begin() as connection:
+            with (
+                self._lock,
+                engine.begin() as connection,
+                closing(connection.connection.cursor()) as cursor,  # the driver's
+            ):
                 if self._begin is not None:
-                    connection.exec_driver_sql(self._begin)
+                    cursor.execute(self._begin)
                 for write in group:
-                    connection.exec_driver_sql(_SAVEPOINT)
+                    cursor.execute(_SAVEPOINT)
                     try:
                         outcomes.append((write.work(connection), None))
                     except Exception as error:  # this write alone is undone
-                        connection.exec_driver_sql(_UNDO)  # if this fails, the group does
+                        cursor.execute(_UNDO)  # if this fails, the group does
                         outcomes.append((None, error))
-                    connection.exec_driver_sql(_RELEASE)
+                    cursor.execute(_RELEASE)
         except Exception as failed:  # nothing of the group is stored
             outcomes = [(None, failed)] * len(group)
         for write, (value, raised) in zip(group, outcomes, strict=True):
