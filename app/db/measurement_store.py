@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -13,7 +14,9 @@ from sqlalchemy import (
     Row,
     Select,
     Table,
+    Text,
     bindparam,
+    cast,
     func,
     insert,
     select,
@@ -228,8 +231,7 @@ def previous(db: Session | Connection, row: Measurement) -> Row[int, float] | No
     return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
 
 
-@dataclass(frozen=True, slots=True)
-class BaselineRun:
+class BaselineRun(NamedTuple):
     """A run a new one is compared with: what the regression gate reads (the columns of the
     same names, read in this order)."""
 
@@ -241,7 +243,13 @@ class BaselineRun:
     measured_unit: str
 
 
-_BASELINE_COLUMNS = tuple(_TABLE.c[f.name] for f in fields(BaselineRun))
+# measured_values read as its JSON text, decoded for all the runs read at once (`_runs`): the
+# JSON type decodes each row's alone, which with the runs' construction cost about 250k
+# instructions for a window of ten (docs/performance.md, "Thirteenth pass")
+_BASELINE_COLUMNS = tuple(
+    cast(_TABLE.c[name], Text) if name == "measured_values" else _TABLE.c[name]
+    for name in BaselineRun._fields
+)
 # the latest runs of a workload before a run, newest first: one range of the index on
 # (workload_key, id), or on (workload_key, branch, id) for a branch's, read LIMIT rows deep
 _WINDOW = (
@@ -254,6 +262,15 @@ _WINDOW_ON_BRANCH = _WINDOW.where(_TABLE.c.branch == bindparam("branch"))
 _BASELINE = select(*_BASELINE_COLUMNS).where(_TABLE.c.id == bindparam("id"))
 
 
+def _runs(rows: Sequence[Sequence[Any]]) -> list[BaselineRun]:
+    """`rows` of _BASELINE_COLUMNS as runs, their values decoded in one JSON array."""
+    values = json.loads(f"[{','.join(row[4] for row in rows)}]")
+    return [
+        BaselineRun(row[0], row[1], row[2], row[3], repeats, row[5])
+        for row, repeats in zip(rows, values, strict=True)
+    ]
+
+
 def window(
     db: Session | Connection, workload_key: str, *, before_id: int, size: int, branch: str | None
 ) -> list[BaselineRun]:
@@ -262,13 +279,13 @@ def window(
     statement, params = _WINDOW, {"workload_key": workload_key, "before": before_id, "size": size}
     if branch is not None:
         statement, params = _WINDOW_ON_BRANCH, params | {"branch": branch}
-    return [BaselineRun(*row) for row in db.execute(statement, params)]
+    return _runs(db.execute(statement, params).all())
 
 
 def baseline(db: Session | Connection, measurement_id: int) -> BaselineRun | None:
     """One run by id, as the regression gate reads it."""
-    row = db.execute(_BASELINE, {"id": measurement_id}).first()
-    return None if row is None else BaselineRun(*row)
+    runs = _runs(db.execute(_BASELINE, {"id": measurement_id}).all())
+    return runs[0] if runs else None
 
 
 def family(session: Session, family_key: str, *, limit: int) -> list[tuple[float, float]]:
