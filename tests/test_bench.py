@@ -124,11 +124,12 @@ def test_a_repeated_row_is_answered_from_the_cache(app: FastAPI, url: str) -> No
 
 
 def test_instruction_rows_count_only_the_requests_after_the_warm_up(tmp_path, monkeypatch):
-    # bench/instructions.py: /health and every distinct calculation row, run in-process; the
-    # counting is turned on after the warm-up and off after the counted requests, once
+    # bench/instructions.py: /health, every distinct calculation row and the stored
+    # measurement, run in-process; the counting is turned on after the warm-up and off after
+    # the counted requests, once
     monkeypatch.setenv("ROOFCHECK_DATABASE_URL", f"sqlite:///{tmp_path}/bench.db")
     assert instructions.ROWS[0] is TRIVIAL_TARGET
-    assert {t.name for t in instructions.ROWS[1:]} == set(DISTINCT)
+    assert {t.name for t in instructions.ROWS[1:]} == {*DISTINCT, "POST /measurements"}
     sent: list[int] = []
     counting: list[tuple[bool, int]] = []
     asked = instructions.ask
