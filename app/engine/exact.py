@@ -1,7 +1,7 @@
 """The sample standard deviation of floats, exact then correctly rounded, in integers.
 
 `statistics.stdev` gives the same float (the exact variance of the values as given, its
-square root rounded once to the nearest float) through `Fraction`s, which costs about ten
+square root rounded once to the nearest float) through `Fraction`s, which costs about five
 times as much for a run's few repeats (docs/performance.md, "Thirteenth pass").
 
 Every finite float is a dyadic rational p / 2^e, so the values scaled to one denominator D
@@ -9,8 +9,8 @@ are integers X_i, and the sample variance is exactly
 
     s^2 = (n * sum(X_i^2) - (sum X_i)^2) / (n * (n - 1) * D^2)
 
-Its square root is rounded by computing floor(sqrt(s^2) * 2^k) for a k that leaves at least
-GUARD_BITS more bits than a float's 53, forcing the last bit to 1 when anything was cut off
+Its square root is rounded by computing floor(sqrt(s^2) * 2^k) for a k that keeps at least
+KEPT_BITS bits (a float's 53 and three more), forcing the last bit to 1 when anything was cut off
 ("round to odd"), and dividing by 2^k, which Python rounds correctly: a result rounded to odd
 with two or more extra bits rounds to the nearest float exactly as the true value would
 (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
