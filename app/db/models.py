@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -131,7 +131,7 @@ class NewMeasurement:
     git_commit: str | None
     branch: str | None
     hostname: str | None
-    software: dict[str, str] = field(default_factory=dict)
+    software: dict[str, str]
     notes: str | None
     written_by: str | None
     idempotency_key: str | None
