@@ -289,9 +289,12 @@ QUOTES = [
         ),
     ),
     Quote(
-        "405B in fp8 needs 420 GB: does not fit one H100; fewest chips 8 (tp=8)",
+        "Llama 3.1 405B with fp8 weights needs 420 GB: does not fit one H100; fewest chips 8 "
+        "(tp=8)",
         "model=llama-405b",
         (
+            F("model.name", "{} with"),
+            F("workload.weight_dtype", "{} weights"),
             F("required_bytes", "needs {:.0f} GB", GB),
             F("fits", fits),
             F("min_chips", "fewest chips {}"),
