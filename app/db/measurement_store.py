@@ -10,7 +10,6 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import (
     JSON,
-    Connection,
     Row,
     Select,
     Table,
@@ -116,7 +115,7 @@ def column_values(row: Measurement) -> dict[str, Any]:
     return {name: getattr(row, name) for name in _STORED}
 
 
-def add(connection: Connection, row: Measurement) -> None:
+def add(session: Session, row: Measurement) -> None:
     """Store a new measurement with one Core INSERT, not the ORM's unit of work (`row` stays
     outside any session), its JSON columns encoded by pydantic-core (`json_text`); its
     created_at and id are set on return."""
@@ -124,7 +123,7 @@ def add(connection: Connection, row: Measurement) -> None:
     values = column_values(row)
     for key in _JSON_COLUMNS:
         values[key] = json_text(values[key])
-    row.id = connection.execute(_INSERT, values).scalar_one()
+    row.id = session.execute(_INSERT, values).scalar_one()
 
 
 def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
@@ -225,10 +224,10 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     return [Run(*row) for row in reversed(newest)]
 
 
-def previous(db: Session | Connection, row: Measurement) -> Row[int, float] | None:
+def previous(session: Session, row: Measurement) -> Row[int, float] | None:
     """The id and measured time of the measurement of the same workload stored just before
     `row` (one probe of the index on (workload_key, id))."""
-    return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
+    return session.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
 
 
 class BaselineRun(NamedTuple):
@@ -272,19 +271,19 @@ def _runs(rows: Sequence[Sequence[Any]]) -> list[BaselineRun]:
 
 
 def window(
-    db: Session | Connection, workload_key: str, *, before_id: int, size: int, branch: str | None
+    session: Session, workload_key: str, *, before_id: int, size: int, branch: str | None
 ) -> list[BaselineRun]:
     """The latest `size` runs of a workload stored before `before_id` (on `branch`, when
     given), newest first, in one indexed query."""
     statement, params = _WINDOW, {"workload_key": workload_key, "before": before_id, "size": size}
     if branch is not None:
         statement, params = _WINDOW_ON_BRANCH, params | {"branch": branch}
-    return _runs(db.execute(statement, params).all())
+    return _runs(session.execute(statement, params).all())
 
 
-def baseline(db: Session | Connection, measurement_id: int) -> BaselineRun | None:
+def baseline(session: Session, measurement_id: int) -> BaselineRun | None:
     """One run by id, as the regression gate reads it."""
-    runs = _runs(db.execute(_BASELINE, {"id": measurement_id}).all())
+    runs = _runs(session.execute(_BASELINE, {"id": measurement_id}).all())
     return runs[0] if runs else None
 
 

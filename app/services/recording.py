@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -136,16 +135,16 @@ def record(
 
 
 def _stored_and_answered(
-    row: NewMeasurement, body: MeasurementIn, connection: Connection
+    row: NewMeasurement, body: MeasurementIn, session: Session
 ) -> MeasurementOut:
-    """`row` stored, and the answer to `body`, in the transaction on `connection`."""
-    store.add(connection, row)
-    return _answer(connection, row, body)
+    """`row` stored, and the answer to `body`, in the transaction of `session`."""
+    store.add(session, row)
+    return _answer(session, row, body)
 
 
-def _answer(connection: Connection, row: Measurement, body: MeasurementIn) -> MeasurementOut:
-    """The answer to `body`, stored as `row`: gated, in the transaction on `connection`,
-    against the baseline window it names (one indexed query, columns only)."""
+def _answer(session: Session, row: Measurement, body: MeasurementIn) -> MeasurementOut:
+    """The answer to `body`, stored as `row`: gated, in the transaction of `session`, against
+    the baseline window it names."""
     against = Against(
         baseline_id=body.baseline_id,
         branch=body.baseline_branch,
@@ -153,7 +152,7 @@ def _answer(connection: Connection, row: Measurement, body: MeasurementIn) -> Me
         threshold=body.regression_threshold,
         confidence=body.confidence,
     )
-    return stored_out(row, comparison(connection, row, against))
+    return stored_out(row, comparison(session, row, against))
 
 
 # the columns that store a post as it was sent (a retry under its idempotency key sends the
@@ -183,7 +182,7 @@ def _stored_under(
                 IDEMPOTENCY_KEY,
                 "was already used for a different measurement; send a new key",
             )
-        return _answer(session.connection(), row, body)
+        return _answer(session, row, body)
 
 
 def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:
