@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import (
-    JSON,
     Row,
     Select,
     Table,
@@ -17,14 +16,12 @@ from sqlalchemy import (
     bindparam,
     cast,
     func,
-    insert,
     select,
     tuple_,
 )
 from sqlalchemy.orm import Session, defer
 
-from app.db.base import EncodedJSON, json_text, utc_now
-from app.db.models import Measurement, MeasurementRow
+from app.db.models import MeasurementRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +91,6 @@ def _filtered(query: _Q, filters: Filters) -> _Q:
 
 _TABLE: Table = MeasurementRow.__table__  # type: ignore[assignment]
 _STORED = tuple(column.key for column in _TABLE.columns if column.key != "id")
-_JSON_COLUMNS = tuple(c.key for c in _TABLE.columns if isinstance(c.type, JSON))
-# built once (and compiled once, in the engine's cache), not per write; its JSON columns take
-# their text, encoded by `add`
-_INSERT = (
-    insert(_TABLE)
-    .values({key: bindparam(key, type_=EncodedJSON()) for key in _JSON_COLUMNS})
-    .returning(_TABLE.c.id)
-)
 _PREVIOUS: Select[int, float] = (
     select(_TABLE.c.id, _TABLE.c.measured_time_s)
     .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
@@ -110,20 +99,15 @@ _PREVIOUS: Select[int, float] = (
 )
 
 
-def column_values(row: Measurement) -> dict[str, Any]:
+def column_values(row: MeasurementRow) -> dict[str, Any]:
     """`row`'s stored columns (all but the id) as an INSERT takes them."""
     return {name: getattr(row, name) for name in _STORED}
 
 
-def add(session: Session, row: Measurement) -> None:
-    """Store a new measurement with one Core INSERT, not the ORM's unit of work (`row` stays
-    outside any session), its JSON columns encoded by pydantic-core (`json_text`); its
-    created_at and id are set on return."""
-    row.created_at = utc_now()
-    values = column_values(row)
-    for key in _JSON_COLUMNS:
-        values[key] = json_text(values[key])
-    row.id = session.execute(_INSERT, values).scalar_one()
+def add(session: Session, row: MeasurementRow) -> None:
+    """Store a new measurement; its id and created_at are set on return."""
+    session.add(row)
+    session.flush()
 
 
 def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
@@ -224,7 +208,7 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     return [Run(*row) for row in reversed(newest)]
 
 
-def previous(session: Session, row: Measurement) -> Row[int, float] | None:
+def previous(session: Session, row: MeasurementRow) -> Row[int, float] | None:
     """The id and measured time of the measurement of the same workload stored just before
     `row` (one probe of the index on (workload_key, id))."""
     return session.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app import formatting as fmt
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import Measurement
+from app.db.models import MeasurementRow
 from app.engine import InvalidInput
 from app.engine.compare import (
     DEFAULT_CONFIDENCE,
@@ -50,13 +50,13 @@ def seconds_of(values: Sequence[float], unit: str) -> list[float]:
     return [v if unit == "s" else seconds_from_ms(v) for v in values]
 
 
-def _sample(run: store.BaselineRun | Measurement) -> RunSample:
+def _sample(run: store.BaselineRun | MeasurementRow) -> RunSample:
     """A run as the gate reads it, with its mean as stored (the time it was judged by)."""
     repeats = tuple(seconds_of(run.measured_values, run.measured_unit))
     return RunSample(repeats, run.measured_time_s, run.expected_time_s)
 
 
-def _window(session: Session, row: Measurement, against: Against) -> list[store.BaselineRun]:
+def _window(session: Session, row: MeasurementRow, against: Against) -> list[store.BaselineRun]:
     """The baseline runs of `row`, newest first (one query)."""
     if against.baseline_id is None:
         return store.window(
@@ -114,7 +114,7 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
     return f"{text}{verdict} (threshold {against.threshold:.1%})."
 
 
-def comparison(session: Session, row: Measurement, against: Against) -> Comparison:
+def comparison(session: Session, row: MeasurementRow, against: Against) -> Comparison:
     """`row` against the run before it and its baseline window, gated (docs/formulas.md,
     "Statistics")."""
     runs = _window(session, row, against)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import Measurement, NewMeasurement
+from app.db.models import MeasurementRow
 from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
@@ -74,13 +74,13 @@ def judged_row(
     *,
     writer: str | None = None,
     idempotency_key: str | None = None,
-) -> NewMeasurement:
+) -> MeasurementRow:
     """`body` judged against the roofline, as the row that stores it with its verdict."""
     judged = check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
     kind = workload["kind"]
     fields = identity(judged.workload)
-    return NewMeasurement(
+    return MeasurementRow(
         catalog_version=judged.catalog_version,
         chip_id=judged.chip.id,
         kind=kind,
@@ -135,14 +135,14 @@ def record(
 
 
 def _stored_and_answered(
-    row: NewMeasurement, body: MeasurementIn, session: Session
+    row: MeasurementRow, body: MeasurementIn, session: Session
 ) -> MeasurementOut:
     """`row` stored, and the answer to `body`, in the transaction of `session`."""
     store.add(session, row)
     return _answer(session, row, body)
 
 
-def _answer(session: Session, row: Measurement, body: MeasurementIn) -> MeasurementOut:
+def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
     """The answer to `body`, stored as `row`: gated, in the transaction of `session`, against
     the baseline window it names."""
     against = Against(
@@ -163,13 +163,13 @@ _POSTED = (
 )  # fmt: skip
 
 
-def _as_posted(row: Measurement) -> tuple[object, ...]:
+def _as_posted(row: MeasurementRow) -> tuple[object, ...]:
     settings = (row.expectation.get(name) for name in ("stack", "ceilings"))
     return (*(getattr(row, name) for name in _POSTED), *settings)
 
 
 def _stored_under(
-    sessions: sessionmaker[Session], posted: NewMeasurement, body: MeasurementIn
+    sessions: sessionmaker[Session], posted: MeasurementRow, body: MeasurementIn
 ) -> MeasurementOut | None:
     """The measurement stored under `posted`'s idempotency key, if any; InvalidInput when it
     was stored from another body (as payment APIs answer a key reused for another payment)."""
