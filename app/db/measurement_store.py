@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import (
-    Row,
-    Select,
-    Table,
-    Text,
-    bindparam,
-    cast,
-    func,
-    select,
-    tuple_,
-)
+from sqlalchemy import Row, Select, Table, func, select, tuple_
 from sqlalchemy.orm import Session, defer
 
 from app.db.models import MeasurementRow
@@ -91,12 +80,6 @@ def _filtered(query: _Q, filters: Filters) -> _Q:
 
 _TABLE: Table = MeasurementRow.__table__  # type: ignore[assignment]
 _STORED = tuple(column.key for column in _TABLE.columns if column.key != "id")
-_PREVIOUS: Select[int, float] = (
-    select(_TABLE.c.id, _TABLE.c.measured_time_s)
-    .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
-    .order_by(_TABLE.c.id.desc())
-    .limit(1)
-)
 
 
 def column_values(row: MeasurementRow) -> dict[str, Any]:
@@ -197,10 +180,15 @@ class Run:
     expected_tokens_per_s: float | None  # transformers only
 
 
+def _columns(record: type[Any]) -> list[Any]:
+    """The columns named by the fields of the dataclass `record`, in their order."""
+    return [getattr(MeasurementRow, field.name) for field in fields(record)]
+
+
 def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     """The latest `limit` runs of one workload, oldest first (columns, not whole rows)."""
     newest = session.execute(
-        select(*(getattr(MeasurementRow, f.name) for f in fields(Run)))
+        select(*_columns(Run))
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
@@ -211,10 +199,16 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
 def previous(session: Session, row: MeasurementRow) -> Row[int, float] | None:
     """The id and measured time of the measurement of the same workload stored just before
     `row` (one probe of the index on (workload_key, id))."""
-    return session.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
+    return session.execute(
+        select(MeasurementRow.id, MeasurementRow.measured_time_s)
+        .where(MeasurementRow.workload_key == row.workload_key, MeasurementRow.id < row.id)
+        .order_by(MeasurementRow.id.desc())
+        .limit(1)
+    ).first()
 
 
-class BaselineRun(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class BaselineRun:
     """A run a new one is compared with: what the regression gate reads (the columns of the
     same names, read in this order)."""
 
@@ -226,49 +220,27 @@ class BaselineRun(NamedTuple):
     measured_unit: str
 
 
-# measured_values read as its JSON text, decoded for all the runs read at once (`_runs`): the
-# JSON type decodes each row's alone, which with the runs' construction cost about 250k
-# instructions for a window of ten (docs/performance.md, "Thirteenth pass")
-_BASELINE_COLUMNS = tuple(
-    cast(_TABLE.c[name], Text) if name == "measured_values" else _TABLE.c[name]
-    for name in BaselineRun._fields
-)
-# the latest runs of a workload before a run, newest first: one range of the index on
-# (workload_key, id), or on (workload_key, branch, id) for a branch's, read LIMIT rows deep
-_WINDOW = (
-    select(*_BASELINE_COLUMNS)
-    .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
-    .order_by(_TABLE.c.id.desc())
-    .limit(bindparam("size"))
-)
-_WINDOW_ON_BRANCH = _WINDOW.where(_TABLE.c.branch == bindparam("branch"))
-_BASELINE = select(*_BASELINE_COLUMNS).where(_TABLE.c.id == bindparam("id"))
-
-
-def _runs(rows: Sequence[Sequence[Any]]) -> list[BaselineRun]:
-    """`rows` of _BASELINE_COLUMNS as runs, their values decoded in one JSON array."""
-    values = json.loads(f"[{','.join(row[4] for row in rows)}]")
-    return [
-        BaselineRun(row[0], row[1], row[2], row[3], repeats, row[5])
-        for row, repeats in zip(rows, values, strict=True)
-    ]
-
-
 def window(
     session: Session, workload_key: str, *, before_id: int, size: int, branch: str | None
 ) -> list[BaselineRun]:
     """The latest `size` runs of a workload stored before `before_id` (on `branch`, when
-    given), newest first, in one indexed query."""
-    statement, params = _WINDOW, {"workload_key": workload_key, "before": before_id, "size": size}
+    given), newest first: one range of the index on (workload_key, id), or on (workload_key,
+    branch, id) for a branch's."""
+    query = select(*_columns(BaselineRun)).where(
+        MeasurementRow.workload_key == workload_key, MeasurementRow.id < before_id
+    )
     if branch is not None:
-        statement, params = _WINDOW_ON_BRANCH, params | {"branch": branch}
-    return _runs(session.execute(statement, params).all())
+        query = query.where(MeasurementRow.branch == branch)
+    runs = session.execute(query.order_by(MeasurementRow.id.desc()).limit(size))
+    return [BaselineRun(*row) for row in runs]
 
 
 def baseline(session: Session, measurement_id: int) -> BaselineRun | None:
     """One run by id, as the regression gate reads it."""
-    runs = _runs(session.execute(_BASELINE, {"id": measurement_id}).all())
-    return runs[0] if runs else None
+    row = session.execute(
+        select(*_columns(BaselineRun)).where(MeasurementRow.id == measurement_id)
+    ).first()
+    return None if row is None else BaselineRun(*row)
 
 
 def family(session: Session, family_key: str, *, limit: int) -> list[tuple[float, float]]:
