@@ -1,7 +1,7 @@
 """Writes committed in groups: the writes that arrive while one transaction commits share
 the next transaction, and its one commit (on SQLite, one fsync of the write-ahead log). SQLite
-commits one transaction at a time, so committing concurrent writes together is what lets
-them all be durable without each waiting for a commit of its own.
+writes one transaction at a time and a write is answered only once it is on disk, so writes
+that arrive together are made durable by one commit rather than each queueing for its own.
 
 A write is a function of a Session. Each runs inside its own savepoint
 (`Session.begin_nested`), so that one that fails is rolled back alone, and its caller learns

@@ -17,10 +17,10 @@ from app.db.group_commit import GroupCommit
 from app.settings import ROOT
 
 # SQLite lets one transaction write at a time; the others wait in its busy handler, which
-# polls with sleeps of up to 100 ms, so that 16 concurrent writers in one process saw a p99 of
-# about 1 s (bench.load). A writer of this process queues on its engine's lock instead (a
-# group of measurement writes holds it while it writes), and the busy handler only
-# arbitrates between processes.
+# polls with sleeps of up to 100 ms, so that a waiting writer may sleep on long after the
+# database is free. A writer of this process queues on its engine's lock instead, and starts
+# as soon as the one before it is done (a group of measurement writes holds the lock while it
+# writes); the busy handler only arbitrates between processes.
 _SQLITE_WRITERS: WeakKeyDictionary[Engine, threading.Lock] = WeakKeyDictionary()
 # each engine's writes committed in groups, made on its first write
 _GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()
