@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
-import pydantic_core
-from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator
+from sqlalchemy import DateTime, MetaData, TypeDecorator
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 
@@ -47,21 +45,3 @@ class UTCDateTime(TypeDecorator[datetime]):
 def utc_now() -> datetime:
     """The current time, timezone-aware, in UTC."""
     return datetime.now(UTC)
-
-
-class EncodedJSON(TypeDecorator[str]):
-    """A JSON column's value given as its JSON text (`json_text`), stored as it is: the
-    column's JSON type (PostgreSQL casts the text to it) without encoding it again."""
-
-    impl = JSON
-    cache_ok = True
-
-    def bind_processor(self, dialect: Dialect) -> None:
-        return None
-
-
-def json_text(value: Any) -> str:
-    """`value` (JSON's types) as JSON text, by pydantic-core: the values `json.dumps` writes,
-    compactly, in UTF-8 rather than escapes, and at a third to a quarter of its instructions
-    (docs/performance.md, "Thirteenth pass"). Infinities and NaN as json.dumps writes them."""
-    return pydantic_core.to_json(value, inf_nan_mode="constants").decode()

@@ -1,11 +1,14 @@
 """Writes committed in groups: the writes that arrive while one transaction commits share
-the next transaction, and its one commit (on SQLite, one fsync of the write-ahead log).
+the next transaction, and its one commit (on SQLite, one fsync of the write-ahead log). SQLite
+writes one transaction at a time and a write is answered only once it is on disk, so writes
+that arrive together are made durable by one commit rather than each queueing for its own.
 
-A write is a function of a Connection. Each runs inside its own savepoint, so that one that
-fails is rolled back alone, and its caller learns its outcome only after the group's commit:
-a write is answered once it is on disk, and a group that fails to commit fails every write in
-it (nothing of it stored, nothing of it acknowledged). The writes of a group run one after the
-other in the order they arrived, each seeing those before it, as if committed one by one.
+A write is a function of a Session. Each runs inside its own savepoint
+(`Session.begin_nested`), so that one that fails is rolled back alone, and its caller learns
+its outcome only after the group's commit: a write is answered once it is on disk, and a group
+that fails to commit fails every write in it (nothing of it stored, nothing of it
+acknowledged). The writes of a group run one after the other in the order they arrived, each
+seeing those before it, as if committed one by one.
 
 Leader and followers, without a thread of its own: the first caller to find no transaction
 running runs the writes waiting (its own included); the others wait for its commit. The group
@@ -17,21 +20,13 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from contextlib import AbstractContextManager, closing
+from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
 T = TypeVar("T")
-# each write's savepoint, in the SQL that SQLite and PostgreSQL share (written out: SQLAlchemy's
-# nested transactions cost about as much again as the SAVEPOINT and RELEASE they send), sent
-# on the driver's cursor: through SQLAlchemy (exec_driver_sql) each cost about 50k
-# instructions, five times the driver's own (docs/performance.md, "Thirteenth pass")
-_SAVEPOINT, _UNDO, _RELEASE = (
-    "SAVEPOINT write",
-    "ROLLBACK TO SAVEPOINT write",
-    "RELEASE SAVEPOINT write",
-)
 
 
 class _Write(Generic[T]):
@@ -39,7 +34,7 @@ class _Write(Generic[T]):
 
     __slots__ = ("error", "finished", "value", "work")
 
-    def __init__(self, work: Callable[[Connection], T]) -> None:
+    def __init__(self, work: Callable[[Session], T]) -> None:
         self.work = work
         self.value: T | None = None
         # until its group commits (or fails to), the outcome of a group that stopped short
@@ -61,14 +56,15 @@ class GroupCommit:
         groups keyed by engine lets engines go."""
         self._engine = weakref.ref(engine)
         self._lock = lock
-        # SQLite's driver opens a transaction only before its first INSERT, after the first
-        # savepoint, whose release would then commit alone: the group begins its own.
-        self._begin = "BEGIN IMMEDIATE" if engine.dialect.name == "sqlite" else None
+        # SQLite's driver (sqlite3) begins a transaction only before the first INSERT, after
+        # the first savepoint, whose release would then commit alone: the group begins its
+        # own, as a writer (IMMEDIATE: it holds SQLite's write lock from the start).
+        self._begin = text("BEGIN IMMEDIATE") if engine.dialect.name == "sqlite" else None
         self._state = threading.Condition()
         self._waiting: list[_Write[object]] = []
         self._running = False
 
-    def run(self, work: Callable[[Connection], T]) -> T:
+    def run(self, work: Callable[[Session], T]) -> T:
         """`work`'s value once the transaction it ran in has committed; its error (and
         nothing of it stored) if it raised, or if the transaction failed to commit."""
         write: _Write[T] = _Write(work)
@@ -98,21 +94,19 @@ class GroupCommit:
             engine = self._engine()
             if engine is None:  # not while a caller holds it, as run's callers do
                 raise RuntimeError("the engine of this group was disposed of")
-            with (
-                self._lock,
-                engine.begin() as connection,
-                closing(connection.connection.cursor()) as cursor,  # the driver's
-            ):
+            with self._lock, Session(engine) as session, session.begin():
                 if self._begin is not None:
-                    cursor.execute(self._begin)
+                    session.execute(self._begin)
                 for write in group:
-                    cursor.execute(_SAVEPOINT)
+                    savepoint = session.begin_nested()
                     try:
-                        outcomes.append((write.work(connection), None))
+                        value = write.work(session)
+                        savepoint.commit()  # flushing what the write left pending
                     except Exception as error:  # this write alone is undone
-                        cursor.execute(_UNDO)  # if this fails, the group does
+                        savepoint.rollback()  # if this fails, the group does
                         outcomes.append((None, error))
-                    cursor.execute(_RELEASE)
+                    else:
+                        outcomes.append((value, None))
         except Exception as failed:  # nothing of the group is stored
             outcomes = [(None, failed)] * len(group)
         for write, (value, raised) in zip(group, outcomes, strict=True):

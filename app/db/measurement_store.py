@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import (
-    JSON,
-    Connection,
-    Row,
-    Select,
-    Table,
-    Text,
-    bindparam,
-    cast,
-    func,
-    insert,
-    select,
-    tuple_,
-)
+from sqlalchemy import Row, Select, Table, func, select, tuple_
 from sqlalchemy.orm import Session, defer
 
-from app.db.base import EncodedJSON, json_text, utc_now
-from app.db.models import Measurement, MeasurementRow
+from app.db.models import MeasurementRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,36 +80,17 @@ def _filtered(query: _Q, filters: Filters) -> _Q:
 
 _TABLE: Table = MeasurementRow.__table__  # type: ignore[assignment]
 _STORED = tuple(column.key for column in _TABLE.columns if column.key != "id")
-_JSON_COLUMNS = tuple(c.key for c in _TABLE.columns if isinstance(c.type, JSON))
-# built once (and compiled once, in the engine's cache), not per write; its JSON columns take
-# their text, encoded by `add`
-_INSERT = (
-    insert(_TABLE)
-    .values({key: bindparam(key, type_=EncodedJSON()) for key in _JSON_COLUMNS})
-    .returning(_TABLE.c.id)
-)
-_PREVIOUS: Select[int, float] = (
-    select(_TABLE.c.id, _TABLE.c.measured_time_s)
-    .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
-    .order_by(_TABLE.c.id.desc())
-    .limit(1)
-)
 
 
-def column_values(row: Measurement) -> dict[str, Any]:
+def column_values(row: MeasurementRow) -> dict[str, Any]:
     """`row`'s stored columns (all but the id) as an INSERT takes them."""
     return {name: getattr(row, name) for name in _STORED}
 
 
-def add(connection: Connection, row: Measurement) -> None:
-    """Store a new measurement with one Core INSERT, not the ORM's unit of work (`row` stays
-    outside any session), its JSON columns encoded by pydantic-core (`json_text`); its
-    created_at and id are set on return."""
-    row.created_at = utc_now()
-    values = column_values(row)
-    for key in _JSON_COLUMNS:
-        values[key] = json_text(values[key])
-    row.id = connection.execute(_INSERT, values).scalar_one()
+def add(session: Session, row: MeasurementRow) -> None:
+    """Store a new measurement; its id and created_at are set on return."""
+    session.add(row)
+    session.flush()
 
 
 def by_idempotency_key(session: Session, key: str) -> MeasurementRow | None:
@@ -214,10 +180,15 @@ class Run:
     expected_tokens_per_s: float | None  # transformers only
 
 
+def _columns(record: type[Any]) -> list[Any]:
+    """The columns named by the fields of the dataclass `record`, in their order."""
+    return [getattr(MeasurementRow, field.name) for field in fields(record)]
+
+
 def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     """The latest `limit` runs of one workload, oldest first (columns, not whole rows)."""
     newest = session.execute(
-        select(*(getattr(MeasurementRow, f.name) for f in fields(Run)))
+        select(*_columns(Run))
         .where(MeasurementRow.workload_key == workload_key)
         .order_by(MeasurementRow.created_at.desc(), MeasurementRow.id.desc())
         .limit(limit)
@@ -225,13 +196,19 @@ def history(session: Session, workload_key: str, *, limit: int) -> list[Run]:
     return [Run(*row) for row in reversed(newest)]
 
 
-def previous(db: Session | Connection, row: Measurement) -> Row[int, float] | None:
+def previous(session: Session, row: MeasurementRow) -> Row[int, float] | None:
     """The id and measured time of the measurement of the same workload stored just before
     `row` (one probe of the index on (workload_key, id))."""
-    return db.execute(_PREVIOUS, {"workload_key": row.workload_key, "before": row.id}).first()
+    return session.execute(
+        select(MeasurementRow.id, MeasurementRow.measured_time_s)
+        .where(MeasurementRow.workload_key == row.workload_key, MeasurementRow.id < row.id)
+        .order_by(MeasurementRow.id.desc())
+        .limit(1)
+    ).first()
 
 
-class BaselineRun(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class BaselineRun:
     """A run a new one is compared with: what the regression gate reads (the columns of the
     same names, read in this order)."""
 
@@ -243,49 +220,27 @@ class BaselineRun(NamedTuple):
     measured_unit: str
 
 
-# measured_values read as its JSON text, decoded for all the runs read at once (`_runs`): the
-# JSON type decodes each row's alone, which with the runs' construction cost about 250k
-# instructions for a window of ten (docs/performance.md, "Thirteenth pass")
-_BASELINE_COLUMNS = tuple(
-    cast(_TABLE.c[name], Text) if name == "measured_values" else _TABLE.c[name]
-    for name in BaselineRun._fields
-)
-# the latest runs of a workload before a run, newest first: one range of the index on
-# (workload_key, id), or on (workload_key, branch, id) for a branch's, read LIMIT rows deep
-_WINDOW = (
-    select(*_BASELINE_COLUMNS)
-    .where(_TABLE.c.workload_key == bindparam("workload_key"), _TABLE.c.id < bindparam("before"))
-    .order_by(_TABLE.c.id.desc())
-    .limit(bindparam("size"))
-)
-_WINDOW_ON_BRANCH = _WINDOW.where(_TABLE.c.branch == bindparam("branch"))
-_BASELINE = select(*_BASELINE_COLUMNS).where(_TABLE.c.id == bindparam("id"))
-
-
-def _runs(rows: Sequence[Sequence[Any]]) -> list[BaselineRun]:
-    """`rows` of _BASELINE_COLUMNS as runs, their values decoded in one JSON array."""
-    values = json.loads(f"[{','.join(row[4] for row in rows)}]")
-    return [
-        BaselineRun(row[0], row[1], row[2], row[3], repeats, row[5])
-        for row, repeats in zip(rows, values, strict=True)
-    ]
-
-
 def window(
-    db: Session | Connection, workload_key: str, *, before_id: int, size: int, branch: str | None
+    session: Session, workload_key: str, *, before_id: int, size: int, branch: str | None
 ) -> list[BaselineRun]:
     """The latest `size` runs of a workload stored before `before_id` (on `branch`, when
-    given), newest first, in one indexed query."""
-    statement, params = _WINDOW, {"workload_key": workload_key, "before": before_id, "size": size}
+    given), newest first: one range of the index on (workload_key, id), or on (workload_key,
+    branch, id) for a branch's."""
+    query = select(*_columns(BaselineRun)).where(
+        MeasurementRow.workload_key == workload_key, MeasurementRow.id < before_id
+    )
     if branch is not None:
-        statement, params = _WINDOW_ON_BRANCH, params | {"branch": branch}
-    return _runs(db.execute(statement, params).all())
+        query = query.where(MeasurementRow.branch == branch)
+    runs = session.execute(query.order_by(MeasurementRow.id.desc()).limit(size))
+    return [BaselineRun(*row) for row in runs]
 
 
-def baseline(db: Session | Connection, measurement_id: int) -> BaselineRun | None:
+def baseline(session: Session, measurement_id: int) -> BaselineRun | None:
     """One run by id, as the regression gate reads it."""
-    runs = _runs(db.execute(_BASELINE, {"id": measurement_id}).all())
-    return runs[0] if runs else None
+    row = session.execute(
+        select(*_columns(BaselineRun)).where(MeasurementRow.id == measurement_id)
+    ).first()
+    return None if row is None else BaselineRun(*row)
 
 
 def family(session: Session, family_key: str, *, limit: int) -> list[tuple[float, float]]:

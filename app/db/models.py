@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, false
@@ -97,50 +96,6 @@ class MeasurementRow(Base):
         Index("ix_measurements_family_key_id", "family_key", "id"),
         Index("ix_measurements_idempotency_key", "idempotency_key", unique=True),
     )
-
-
-# a NewMeasurement's created_at until it is stored (store.add sets the time of its INSERT)
-NOT_YET_STORED = datetime.min.replace(tzinfo=UTC)
-
-
-@dataclass(slots=True, kw_only=True)
-class NewMeasurement:
-    """A measurement judged and about to be stored: MeasurementRow's columns as plain fields.
-    Setting the ORM's instrumented attributes of a MeasurementRow costs about 300k
-    instructions, a sixth of a write (docs/performance.md, "Thirteenth pass"), and a write
-    stores it with a Core INSERT, outside any session. `id` and `created_at` are set when it
-    is stored."""
-
-    catalog_version: str
-    chip_id: str
-    kind: str
-    model_id: str | None
-    phase: str | None
-    workload: dict[str, Any]
-    workload_key: str
-    family_key: str
-    measured_values: list[float]
-    measured_unit: str
-    measured_time_s: float
-    expected_time_s: float
-    ratio: float
-    verdict: str
-    expectation: dict[str, Any]
-    expected_tokens_per_s: float | None
-    label: str | None
-    git_commit: str | None
-    branch: str | None
-    hostname: str | None
-    software: dict[str, str]
-    notes: str | None
-    written_by: str | None
-    idempotency_key: str | None
-    id: int = 0  # ids start at 1
-    created_at: datetime = NOT_YET_STORED
-
-
-# a measurement as the answers read it: loaded, or just stored
-Measurement = MeasurementRow | NewMeasurement
 
 
 class EmpiricalProfileRow(Base):

@@ -10,17 +10,17 @@ from weakref import WeakKeyDictionary
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.group_commit import GroupCommit
 from app.settings import ROOT
 
 # SQLite lets one transaction write at a time; the others wait in its busy handler, which
-# polls with sleeps of up to 100 ms, so that 16 concurrent writers in one process saw a p99 of
-# about 1 s (bench.load). A writer of this process queues on its engine's lock instead (a
-# group of measurement writes holds it while it writes), and the busy handler only
-# arbitrates between processes.
+# polls with sleeps of up to 100 ms, so that a waiting writer may sleep on long after the
+# database is free. A writer of this process queues on its engine's lock instead, and starts
+# as soon as the one before it is done (a group of measurement writes holds the lock while it
+# writes); the busy handler only arbitrates between processes.
 _SQLITE_WRITERS: WeakKeyDictionary[Engine, threading.Lock] = WeakKeyDictionary()
 # each engine's writes committed in groups, made on its first write
 _GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()
@@ -75,13 +75,12 @@ def transaction(factory: sessionmaker[Session], *, writes: bool = False) -> Iter
         yield session
 
 
-def write_together(factory: sessionmaker[Session], work: Callable[[Connection], T]) -> T:
-    """`work`'s value once it has run on a connection (Core statements, without the
-    bookkeeping of an ORM session) and been committed, in one transaction with the other
-    writes waiting then (app/db/group_commit.py); its error, and nothing of it stored, if it
-    raised or the transaction failed. `work` writes on its connection alone: a write of its
-    own through `transaction(writes=True)` or `write_together` would wait for the group it
-    runs in, which waits for it."""
+def write_together(factory: sessionmaker[Session], work: Callable[[Session], T]) -> T:
+    """`work`'s value once it has run on a session and been committed, in one transaction
+    with the other writes waiting then (app/db/group_commit.py); its error, and nothing of it
+    stored, if it raised or the transaction failed. `work` writes on its session alone: a
+    write of its own through `transaction(writes=True)` or `write_together` would wait for
+    the group it runs in, which waits for it."""
     engine = _engine(factory)
     group = _GROUPS.get(engine)
     if group is None:

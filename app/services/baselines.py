@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from app import formatting as fmt
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import Measurement
+from app.db.models import MeasurementRow
 from app.engine import InvalidInput
 from app.engine.compare import (
     DEFAULT_CONFIDENCE,
@@ -51,21 +50,19 @@ def seconds_of(values: Sequence[float], unit: str) -> list[float]:
     return [v if unit == "s" else seconds_from_ms(v) for v in values]
 
 
-def _sample(run: store.BaselineRun | Measurement) -> RunSample:
+def _sample(run: store.BaselineRun | MeasurementRow) -> RunSample:
     """A run as the gate reads it, with its mean as stored (the time it was judged by)."""
     repeats = tuple(seconds_of(run.measured_values, run.measured_unit))
     return RunSample(repeats, run.measured_time_s, run.expected_time_s)
 
 
-def _window(
-    db: Session | Connection, row: Measurement, against: Against
-) -> list[store.BaselineRun]:
+def _window(session: Session, row: MeasurementRow, against: Against) -> list[store.BaselineRun]:
     """The baseline runs of `row`, newest first (one query)."""
     if against.baseline_id is None:
         return store.window(
-            db, row.workload_key, before_id=row.id, size=against.window, branch=against.branch
+            session, row.workload_key, before_id=row.id, size=against.window, branch=against.branch
         )
-    baseline = store.baseline(db, against.baseline_id)
+    baseline = store.baseline(session, against.baseline_id)
     if baseline is None:
         raise UnknownName("measurement", str(against.baseline_id), [])
     if baseline.workload_key != row.workload_key:
@@ -117,11 +114,11 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
     return f"{text}{verdict} (threshold {against.threshold:.1%})."
 
 
-def comparison(db: Session | Connection, row: Measurement, against: Against) -> Comparison:
+def comparison(session: Session, row: MeasurementRow, against: Against) -> Comparison:
     """`row` against the run before it and its baseline window, gated (docs/formulas.md,
     "Statistics")."""
-    runs = _window(db, row, against)
-    previous = runs[0] if runs and against.source == "previous" else store.previous(db, row)
+    runs = _window(session, row, against)
+    previous = runs[0] if runs and against.source == "previous" else store.previous(session, row)
     named = runs[0] if runs and against.source != "previous" else None
     common = {
         "previous_id": previous.id if previous else None,

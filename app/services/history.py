@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import formatting as fmt
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import Measurement, MeasurementRow
+from app.db.models import MeasurementRow
 from app.db.session import transaction
 from app.engine import efficiency
 from app.engine.compare import (
@@ -41,7 +41,7 @@ from app.services.catalogs import Catalogs
 HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
 
 
-def stored_out(row: Measurement, comparison: Comparison) -> MeasurementOut:
+def stored_out(row: MeasurementRow, comparison: Comparison) -> MeasurementOut:
     """`row` as stored and judged, with `comparison`. Its repeats are those its expectation
     was judged by (summarised again from its values for one stored without them)."""
     judged = row.expectation.get("repeats")

@@ -9,13 +9,12 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
 from app.db import measurement_store as store
-from app.db.models import Measurement, NewMeasurement
+from app.db.models import MeasurementRow
 from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
@@ -75,13 +74,13 @@ def judged_row(
     *,
     writer: str | None = None,
     idempotency_key: str | None = None,
-) -> NewMeasurement:
+) -> MeasurementRow:
     """`body` judged against the roofline, as the row that stores it with its verdict."""
     judged = check(catalogs, body)
     workload = judged.workload.model_dump(mode="json")
     kind = workload["kind"]
     fields = identity(judged.workload)
-    return NewMeasurement(
+    return MeasurementRow(
         catalog_version=judged.catalog_version,
         chip_id=judged.chip.id,
         kind=kind,
@@ -136,16 +135,16 @@ def record(
 
 
 def _stored_and_answered(
-    row: NewMeasurement, body: MeasurementIn, connection: Connection
+    row: MeasurementRow, body: MeasurementIn, session: Session
 ) -> MeasurementOut:
-    """`row` stored, and the answer to `body`, in the transaction on `connection`."""
-    store.add(connection, row)
-    return _answer(connection, row, body)
+    """`row` stored, and the answer to `body`, in the transaction of `session`."""
+    store.add(session, row)
+    return _answer(session, row, body)
 
 
-def _answer(connection: Connection, row: Measurement, body: MeasurementIn) -> MeasurementOut:
-    """The answer to `body`, stored as `row`: gated, in the transaction on `connection`,
-    against the baseline window it names (one indexed query, columns only)."""
+def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
+    """The answer to `body`, stored as `row`: gated, in the transaction of `session`, against
+    the baseline window it names."""
     against = Against(
         baseline_id=body.baseline_id,
         branch=body.baseline_branch,
@@ -153,7 +152,7 @@ def _answer(connection: Connection, row: Measurement, body: MeasurementIn) -> Me
         threshold=body.regression_threshold,
         confidence=body.confidence,
     )
-    return stored_out(row, comparison(connection, row, against))
+    return stored_out(row, comparison(session, row, against))
 
 
 # the columns that store a post as it was sent (a retry under its idempotency key sends the
@@ -164,13 +163,13 @@ _POSTED = (
 )  # fmt: skip
 
 
-def _as_posted(row: Measurement) -> tuple[object, ...]:
+def _as_posted(row: MeasurementRow) -> tuple[object, ...]:
     settings = (row.expectation.get(name) for name in ("stack", "ceilings"))
     return (*(getattr(row, name) for name in _POSTED), *settings)
 
 
 def _stored_under(
-    sessions: sessionmaker[Session], posted: NewMeasurement, body: MeasurementIn
+    sessions: sessionmaker[Session], posted: MeasurementRow, body: MeasurementIn
 ) -> MeasurementOut | None:
     """The measurement stored under `posted`'s idempotency key, if any; InvalidInput when it
     was stored from another body (as payment APIs answer a key reused for another payment)."""
@@ -183,7 +182,7 @@ def _stored_under(
                 IDEMPOTENCY_KEY,
                 "was already used for a different measurement; send a new key",
             )
-        return _answer(session.connection(), row, body)
+        return _answer(session, row, body)
 
 
 def gate(measurement: MeasurementOut, fail_on: frozenset[str]) -> MeasurementOut:

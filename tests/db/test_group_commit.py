@@ -12,8 +12,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from app.db.group_commit import GroupCommit
 from app.db.session import make_engine, session_factory, write_together
@@ -35,6 +36,16 @@ ROW = sa.Table(
 )
 
 
+class Named:
+    """A row of ROW as an ORM object, added to a write's session without being flushed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+sa.orm.registry().map_imperatively(Named, ROW)
+
+
 @pytest.fixture
 def engine(empty_database: str) -> Iterator[Engine]:
     engine = make_engine(empty_database)
@@ -48,9 +59,9 @@ def stored(engine: Engine) -> list[str]:
         return sorted(connection.scalars(sa.select(ROW.c.name)))
 
 
-def insert(name: str, parent_id: int | None = None) -> Callable[[Connection], str]:
-    def work(connection: Connection) -> str:
-        connection.execute(ROW.insert().values(name=name, parent_id=parent_id))
+def insert(name: str, parent_id: int | None = None) -> Callable[[Session], str]:
+    def work(session: Session) -> str:
+        session.execute(ROW.insert().values(name=name, parent_id=parent_id))
         return name
 
     return work
@@ -64,17 +75,17 @@ def commits(engine: Engine) -> list[int]:
 
 
 def queued_behind_a_held_write(
-    engine: Engine, works: Sequence[Callable[[Connection], object]]
+    engine: Engine, works: Sequence[Callable[[Session], object]]
 ) -> tuple[GroupCommit, list[Future[object]], threading.Event]:
     """`works` queued behind a first write that waits for the event returned: once all are
     waiting, they run in one group (the first write's group commits alone)."""
     group = GroupCommit(engine, threading.Lock())
     inside, release = threading.Event(), threading.Event()
 
-    def held(connection: Connection) -> str:
+    def held(session: Session) -> str:
         inside.set()
         release.wait(10)
-        return insert("held")(connection)
+        return insert("held")(session)
 
     pool = ThreadPoolExecutor(max_workers=len(works) + 1)
     futures: list[Future[object]] = [pool.submit(group.run, held)]
@@ -101,8 +112,8 @@ def test_a_failing_write_is_undone_alone(engine: Engine) -> None:
     """The duplicate's INSERT fails (on PostgreSQL that aborts the transaction but for its
     savepoint); one that fails after writing is rolled back; the writes after them commit."""
 
-    def fails_after_writing(connection: Connection) -> None:
-        insert("undone")(connection)
+    def fails_after_writing(session: Session) -> None:
+        insert("undone")(session)
         raise ValueError("failed after its insert")
 
     works = [insert("a"), insert("a"), fails_after_writing, insert("b")]
@@ -115,6 +126,26 @@ def test_a_failing_write_is_undone_alone(engine: Engine) -> None:
         futures[3].result(10)
     assert futures[4].result(10) == "b"
     assert stored(engine) == ["a", "b", "held"]
+
+
+def test_a_write_left_unflushed_is_flushed_and_undone_alone(engine: Engine) -> None:
+    """An object a write adds to its session is flushed as its savepoint ends: a duplicate
+    fails that write alone, and its object is not flushed again by the writes after it."""
+
+    def added(name: str) -> Callable[[Session], str]:
+        def work(session: Session) -> str:
+            session.add(Named(name))
+            return name
+
+        return work
+
+    _, futures, release = queued_behind_a_held_write(engine, [added("p"), added("p"), added("q")])
+    release.set()
+    assert futures[1].result(10) == "p"
+    with pytest.raises(IntegrityError):
+        futures[2].result(10)
+    assert futures[3].result(10) == "q"
+    assert stored(engine) == ["held", "p", "q"]
 
 
 def test_a_group_that_fails_to_commit_stores_and_acknowledges_nothing(engine: Engine) -> None:

@@ -1,5 +1,5 @@
 """Writers of one process queue on a lock on SQLite (app/db/session.py), not in SQLite's
-busy handler, whose sleeps of up to 100 ms gave concurrent writers a p99 of ~1 s."""
+busy handler, which polls with sleeps of up to 100 ms."""
 
 import threading
 import time
