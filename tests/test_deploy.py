@@ -1,6 +1,6 @@
 """The production Dockerfile and compose.yaml parse and name what they must.
 
-Docker cannot run here; README "Deploy" says how to run them.
+Docker cannot run here; README "Several workers, Docker" says how to run them.
 """
 
 import json
