@@ -6,11 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from app.engine.records import quick_init
 from app.engine.workload import MAX_BATCH
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Line:
     """value(b) = at_one + slope (b - 1): a quantity that is affine in the batch."""

@@ -11,10 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
-from app.engine.records import quick_init
 
-
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MLA:
     """DeepSeek's multi-head latent attention (DeepSeek-V2, arXiv:2405.04434, section 2.1)."""
@@ -26,7 +23,6 @@ class MLA:
     v_head_dim: int
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Attention:
     """Self-attention of one layer."""
@@ -53,7 +49,6 @@ class Attention:
         return self.mla.v_head_dim if self.mla else self.head_dim
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MLP:
     """A feed-forward block: gated (SwiGLU/GeGLU, 3 matrices) or plain (2 matrices)."""
@@ -81,7 +76,6 @@ class MLP:
         return (2 if self.gated else 1) * self.intermediate + d
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MoE:
     """Mixture-of-experts layers: E routed experts (k per token) plus always-on shared ones."""
@@ -94,7 +88,6 @@ class MoE:
     router_bias: bool = False
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Architecture:
     """A decoder (or encoder) transformer, as its Hugging Face config describes it."""
@@ -139,7 +132,6 @@ class Architecture:
 _COMPARED = tuple(f.name for f in fields(Architecture) if f.compare)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MatmulParts:
     """The blocks' matrix parameters (ParamCounts.block_linear), by the operation whose
@@ -169,7 +161,6 @@ class MatmulParts:
         )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class ParamCounts:
     """Parameters of an architecture, split by how they are stored and used.

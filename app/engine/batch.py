@@ -26,7 +26,6 @@ from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
 from app.engine.realism import Practice, at_collective_bandwidth
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, critical_path, regime
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -97,7 +96,6 @@ _sweep_point: Callable[
 ] = partial(tuple.__new__, SweepPoint)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class OptimalBatch:
     """The optimal batch and the numbers it came from."""
@@ -288,7 +286,6 @@ def _at_least(value: float, bound: float) -> bool | None:
     return value >= bound
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class _OnePass:
     """One forward pass of a dense model as a function of the batch: its compute, memory and

@@ -15,7 +15,6 @@ from functools import partial
 from operator import attrgetter
 from typing import NamedTuple
 
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, roofline_time
 
 
@@ -41,7 +40,6 @@ term_of: Callable[[tuple[str, float, float, float, float, Bound | None]], Term] 
 )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Share:
     """A term placed on the step's roofline."""

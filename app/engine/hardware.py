@@ -7,7 +7,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from app.engine.errors import Unsupported
-from app.engine.records import quick_init
 from app.engine.units import Dtype, Unit
 
 # Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
@@ -28,7 +27,6 @@ def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     return flops_per_s / bytes_per_s
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Peak:
     """The peak rate that applies to some work, and which dtype/unit row it came from."""
@@ -38,7 +36,6 @@ class Peak:
     unit: Unit
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Chip:
     """One accelerator (one device as the framework sees it).

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
-from app.engine.records import quick_init
 from app.engine.transformer import Precision, kv_cache_bytes, kv_shards, weight_bytes
 from app.engine.units import dtype_bytes
 
@@ -16,7 +15,6 @@ from app.engine.units import dtype_bytes
 LOGIT_BYTES = 4.0
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MemoryBreakdown:
     """Bytes needed per chip, by what holds them."""

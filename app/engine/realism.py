@@ -24,13 +24,11 @@ from functools import cache, lru_cache
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.published_runs import FITTED
-from app.engine.records import quick_init
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.units import MICRO
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Fitted:
     """(measured - fixed costs) / sustained-kernel time of the published runs of one kind of
@@ -102,7 +100,6 @@ GRAPHED = frozenset(
 )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class FixedCosts:
     """Seconds that do not shrink with the work: kernel gaps, graph launches, collective
@@ -167,7 +164,6 @@ def step_kernels(arch: Architecture, software: Software) -> int:
     return kernels
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Realism:
     """How a workload runs in practice: its kind of work, the stack, and its launches."""
@@ -190,7 +186,6 @@ def realistic_communication(roof: Roofline) -> float:
     return at_collective_bandwidth(roof.communication_time)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Practice:
     """What real software makes of a workload's sustained-kernel time: the ratio published

@@ -16,7 +16,6 @@ from enum import StrEnum
 
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip, Peak, ridge_intensity
-from app.engine.records import quick_init
 from app.engine.stacks import Kind
 from app.engine.tiling import fill
 from app.engine.units import Dtype, Unit
@@ -32,7 +31,6 @@ class Bound(StrEnum):
     OVERHEAD = "overhead"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Work:
     """An amount of work: FLOPs, minimum bytes moved, and the dtype/unit whose peak applies."""
@@ -73,7 +71,6 @@ class Work:
         )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Roofline:
     """Work placed on a chip's roofline. Times in seconds."""

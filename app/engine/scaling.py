@@ -11,13 +11,12 @@ here, since it would hide the communication that makes scaling sub-linear).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.records import quick_init, replace
 from app.engine.training.layout import check_degrees, regroup
 from app.engine.training.step import step_on, step_plan
 from app.engine.transformer import Phase
@@ -38,7 +37,6 @@ class ScalingMode(StrEnum):
     WEAK = "weak"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class ScalingPoint:
     """One chip count of a scaling curve."""

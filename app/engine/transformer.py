@@ -22,7 +22,6 @@ from app.engine.architecture import (
 from app.engine.breakdown import Term, term_of, totals
 from app.engine.errors import InvalidInput
 from app.engine.kernels import attention_pairs
-from app.engine.records import quick_init
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 
@@ -36,7 +35,6 @@ class Phase(StrEnum):
     TRAINING = "training"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Precision:
     """Dtypes of the matmul inputs and activations, of stored weights, and of the KV cache.

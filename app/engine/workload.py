@@ -6,7 +6,7 @@ This composes the per-phase costs (transformer.py), communication (parallel.py) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from app.engine.architecture import Architecture
@@ -16,7 +16,6 @@ from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
-from app.engine.records import quick_init, replace
 from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
 from app.engine.stacks import Kind, Software
 from app.engine.training import (
@@ -41,7 +40,6 @@ MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
 MAX_TOKENS = 2**40
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TransformerSpec:
     """A transformer workload: what runs, at which sizes and precisions, on how many chips.
@@ -69,7 +67,6 @@ class TransformerSpec:
         return self if batch == self.batch else replace(self, batch=batch)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TransformerEstimate:
     """Expected time, memory and rates of a transformer workload, per chip."""

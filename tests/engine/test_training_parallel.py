@@ -198,7 +198,7 @@ def test_a_regrouped_layout_is_the_layout_at_that_data_parallel_degree():
     [(1, 1, 1, 1, 8, None), (4, 2, 1, 1, 64, 4), (3, 2, 1, 2, 12, 1), (5, 1, 8, 1, 16, 2)],
 )
 def test_a_layouts_derived_degrees_follow_its_fields_and_its_copies(degrees):
-    # derived once at construction: they must agree with the fields, also after a copy with
+    # they follow the fields, also after a copy with
     # another micro-batch (as a training step's memory at another batch makes)
     pp, dp, ep, cp, batch, micro_batch = degrees
     parallel = Parallelism(dp=dp, pp=pp, ep=ep, cp=cp, micro_batch=micro_batch)

@@ -8,14 +8,12 @@ from dataclasses import dataclass
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.parallel import activation_dtype, ring_allreduce_bytes, tensor_parallel_time
-from app.engine.records import quick_init
 from app.engine.training.footprint import Trainable, state_bytes_per_param
 from app.engine.training.layout import Layout
 from app.engine.training.options import DataParallelAlgorithm, Parallelism, Training
 from app.engine.units import Dtype, dtype_bytes
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Communication:
     """Seconds per step each collective takes on this chip, and where it runs."""

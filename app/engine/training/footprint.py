@@ -9,7 +9,6 @@ from functools import cache
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
 from app.engine.memory import LOGIT_BYTES, MemoryBreakdown
-from app.engine.records import quick_init
 from app.engine.training.layout import Layout
 from app.engine.training.options import (
     OPTIMIZER_STATE_BYTES,
@@ -30,7 +29,6 @@ _KORTHIKANTI_BYTES = 2.0
 NF4_BYTES = 4.127 / 8
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Trainable:
     """Parameters per chip: those stored (the whole model's share) and those trained."""

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
-from app.engine.records import quick_init
 from app.engine.training.options import MAX_CHIPS, Parallelism
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Chips of one training job and the batch each one sees."""
@@ -25,43 +23,48 @@ class Layout:
     layers: int  # the model's, split over the pp stages
     cp: int = 1  # context parallel: each sequence split cp ways
 
-    # derived from the fields above once, at construction (`_derive`; read several times a
-    # step, where a property cost a function call each time)
-    stage_layers: int = field(init=False, repr=False, compare=False)
-    pipeline_split: float = field(init=False, repr=False, compare=False)
-    chips: int = field(init=False, repr=False, compare=False)
-    replicas: int = field(init=False, repr=False, compare=False)
-    batch_shares: int = field(init=False, repr=False, compare=False)
-    expert_replicas: int = field(init=False, repr=False, compare=False)
-    bubble_fraction: float = field(init=False, repr=False, compare=False)
-    in_flight: int = field(init=False, repr=False, compare=False)
+    @property
+    def stage_layers(self) -> int:
+        """The fullest stage's layers, ceil(L/p): stages hold ceil(L/p) or floor(L/p) layers
+        when p does not divide L (Llama 3 405B: 126 layers over 16 stages, 8 or 7)."""
+        return -(-self.layers // self.pp)
 
-    @staticmethod
-    def _derive(  # noqa: PLR0917  (quick_init's __init__ passes every field by position)
-        tp: int, dp: int, pp: int, ep: int, _: float, micro_batches: int, layers: int, cp: int
-    ) -> tuple[int, float, int, int, int, int, float, int]:
-        """The derived fields above, from the others (quick_init sets them at construction)."""
-        # the fullest stage's layers, ceil(L/p): stages hold ceil(L/p) or floor(L/p) layers
-        # when p does not divide L (Llama 3 405B: 126 layers over 16 stages, 8 or 7)
-        stage_layers = -(-layers // pp)
-        return (
-            stage_layers,
-            # L / ceil(L/p): the fullest stage holds 1/this of the layers (p when p | L); its
-            # share of the parameters, FLOPs and traffic sets the memory per chip and the time
-            layers / stage_layers,
-            tp * cp * ep * dp * pp,  # chips
-            # replicas: chips holding the same dense weights shard, that reduce their gradients
-            # together: dp x ep x cp (context-parallel chips see other tokens of the sequences)
-            dp * ep * cp,
-            dp * ep,  # batch shares: ways the batch is split into sequences (cp splits each)
-            dp * cp,  # expert replicas: chips holding the same routed experts
-            # bubble fraction: the idle share of a 1F1B pipeline step, (p-1)/(m+p-1)
-            # (Narayanan et al. 2021, 2.2)
-            (pp - 1) / (micro_batches + pp - 1),
-            # in flight: micro-batches whose activations the first stage holds at once under
-            # 1F1B, min(p, m)
-            min(pp, micro_batches),
-        )
+    @property
+    def pipeline_split(self) -> float:
+        """L / ceil(L/p): the fullest stage holds 1/this of the layers (p when p | L); its
+        share of the parameters, FLOPs and traffic sets the memory per chip and the time."""
+        return self.layers / self.stage_layers
+
+    @property
+    def chips(self) -> int:
+        """Chips of the job: tp x cp x ep x dp x pp."""
+        return self.tp * self.cp * self.ep * self.dp * self.pp
+
+    @property
+    def replicas(self) -> int:
+        """Chips holding the same dense weights shard, that reduce their gradients together:
+        dp x ep x cp (context-parallel chips see other tokens of the sequences)."""
+        return self.dp * self.ep * self.cp
+
+    @property
+    def batch_shares(self) -> int:
+        """Ways the batch is split into sequences: dp x ep (cp splits each sequence)."""
+        return self.dp * self.ep
+
+    @property
+    def expert_replicas(self) -> int:
+        """Chips holding the same routed experts: dp x cp."""
+        return self.dp * self.cp
+
+    @property
+    def bubble_fraction(self) -> float:
+        """The idle share of a 1F1B pipeline step, (p-1)/(m+p-1) (Narayanan et al. 2021, 2.2)."""
+        return (self.pp - 1) / (self.micro_batches + self.pp - 1)
+
+    @property
+    def in_flight(self) -> int:
+        """Micro-batches whose activations the first stage holds at once under 1F1B, min(p, m)."""
+        return min(self.pp, self.micro_batches)
 
 
 def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> Layout:

@@ -11,7 +11,6 @@ from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import Fitted, fitted, realistic_communication
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, on_the_roofs, place, roofline_time
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
@@ -29,7 +28,6 @@ from app.engine.transformer import Precision, prefill_terms, residual_bytes
 from app.engine.units import Unit
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TrainingStep:
     """One optimizer step over all chips, seen from one chip, and the run it is part of."""
@@ -56,7 +54,6 @@ class TrainingStep:
         return None if self.tokens is None else self.tokens / self.tokens_per_step * time
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class StepPlan:
     """A training step of one batch before it is laid out on chips: what it is at any layout
