@@ -17,8 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache, partial
-from typing import NamedTuple
+from functools import lru_cache
 
 from app.engine.affine import BATCH, Line
 from app.engine.architecture import Architecture
@@ -56,11 +55,9 @@ class LimitedBy(StrEnum):
 _CLEAR = 1e-9
 
 
-class SweepPoint(NamedTuple):
-    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime.
-
-    A named tuple rather than a frozen dataclass: a sweep builds one per batch it shows, and a
-    tuple is built in a fifth of the instructions (docs/performance.md)."""
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime."""
 
     batch: int
     compute_time: float
@@ -77,23 +74,16 @@ class SweepPoint(NamedTuple):
         """The point of an exact estimate at `batch`."""
         roof = result.roofline
         return cls(
-            batch,
-            roof.compute_time,
-            roof.memory_time,
-            roof.expected_time,
-            roof.realistic_time,
-            result.memory.total,
-            result.fits,
-            result.tokens_per_s,
-            roof.bound,
+            batch=batch,
+            compute_time=roof.compute_time,
+            memory_time=roof.memory_time,
+            expected_time=roof.expected_time,
+            realistic_time=roof.realistic_time,
+            memory_required=result.memory.total,
+            fits=result.fits,
+            tokens_per_s=result.tokens_per_s,
+            bound=roof.bound,
         )
-
-
-# A SweepPoint from all its fields, built in C by tuple's own constructor (its generated
-# constructor is a Python function, twice the instructions; a sweep builds one per row)
-_sweep_point: Callable[
-    [tuple[int, float, float, float, float, float, bool, float, Bound]], SweepPoint
-] = partial(tuple.__new__, SweepPoint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,13 +299,13 @@ class _OnePass:
         """The pass through its estimates at batch 1 and at MAX_BATCH."""
         a, b = one.roofline, top.roofline
         return cls(
-            Line.through(a.compute_time, b.compute_time),
-            Line.through(a.memory_time, b.memory_time),
-            Line.through(a.communication_time, b.communication_time),
-            Line.through(one.memory.total, top.memory.total),
-            Line.through(one.tokens, top.tokens),
-            (a.sustained_compute, a.sustained_memory),
-            practice,
+            compute=Line.through(a.compute_time, b.compute_time),
+            memory=Line.through(a.memory_time, b.memory_time),
+            communication=Line.through(a.communication_time, b.communication_time),
+            held=Line.through(one.memory.total, top.memory.total),
+            tokens=Line.through(one.tokens, top.tokens),
+            sustained=(a.sustained_compute, a.sustained_memory),
+            practice=practice,
         )
 
     def compute_bound(self, batch: int) -> bool | None:
@@ -347,18 +337,16 @@ class _OnePass:
         realistic, overhead = self.practice.median(
             sustained - communication, at_collective_bandwidth(communication), expected
         )
-        return _sweep_point(
-            (
-                batch,
-                compute,
-                memory,
-                expected,
-                realistic,
-                self.held.at(batch),
-                fits,
-                self.tokens.at(batch) / expected,
-                regime(compute, memory, communication, expected, realistic, overhead),
-            )
+        return SweepPoint(
+            batch=batch,
+            compute_time=compute,
+            memory_time=memory,
+            expected_time=expected,
+            realistic_time=realistic,
+            memory_required=self.held.at(batch),
+            fits=fits,
+            tokens_per_s=self.tokens.at(batch) / expected,
+            bound=regime(compute, memory, communication, expected, realistic, overhead),
         )
 
 

@@ -11,7 +11,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine.errors import InvalidInput
@@ -89,7 +89,6 @@ class Roofline:
     # what real software adds (app/engine/realism.py): the time at the sustained fractions
     # alone, the range published runs of this kind of work fall in, the fixed costs, and the
     # kernels launched; until realized, the realistic time is the sustained one and its range
-    # (every constructor says so: a __post_init__ filling them cost every estimate a call)
     sustained_time: float
     realistic_low: float
     realistic_high: float
@@ -106,25 +105,15 @@ class Roofline:
     ) -> Roofline:
         """This roofline with what real software makes of it: its realistic time and range
         (its own realistic time kept as the sustained one), and its fixed costs and kernels
-        where given. `dataclasses.replace` of those fields, built by position: every estimate
-        realizes one, and a copy by name costs twice the instructions."""
-        return Roofline(
-            self.flops,
-            self.bytes,
-            self.peak,
-            self.memory_bandwidth,
-            self.compute_time,
-            self.memory_time,
-            self.communication_time,
-            self.expected_time,
-            realistic,
-            self.sustained_compute,
-            self.sustained_memory,
-            self.realistic_time,  # sustained_time
-            low,
-            high,
-            self.overhead_time if overhead is None else overhead,
-            self.kernels if kernels is None else kernels,
+        where given."""
+        return replace(
+            self,
+            realistic_time=realistic,
+            sustained_time=self.realistic_time,
+            realistic_low=low,
+            realistic_high=high,
+            overhead_time=self.overhead_time if overhead is None else overhead,
+            kernels=self.kernels if kernels is None else kernels,
         )
 
     @property
@@ -246,23 +235,21 @@ def place(
         (sustained_compute, chip.sustained_memory),
         stretch,
     )
-    # by position, in field order, with its sustained time and range spelled out: every
-    # estimate places work, and this call costs half the instructions of one by name
     result = Roofline(
-        work.flops,
-        work.bytes,
-        peak,
-        chip.memory_bandwidth,
-        compute_time,
-        memory_time,
-        communication_time,
-        expected,
-        realistic,
-        sustained_compute,
-        chip.sustained_memory,
-        realistic,  # sustained_time
-        realistic,  # realistic_low
-        realistic,  # realistic_high
+        flops=work.flops,
+        bytes=work.bytes,
+        peak=peak,
+        memory_bandwidth=chip.memory_bandwidth,
+        compute_time=compute_time,
+        memory_time=memory_time,
+        communication_time=communication_time,
+        expected_time=expected,
+        realistic_time=realistic,
+        sustained_compute=sustained_compute,
+        sustained_memory=chip.sustained_memory,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
     )
     if not math.isfinite(result.expected_time + result.arithmetic_intensity):
         raise InvalidInput("workload", "the work is too large to represent (overflow)")

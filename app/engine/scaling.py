@@ -141,18 +141,18 @@ def scaling(
         speedup = rate / points[0].tokens_per_s if points else 1.0
         ratio = n / first
         points.append(
-            ScalingPoint(  # by position, in field order: half the cost of by name
-                n,
-                dp,
-                batch,
-                roof.realistic_time,  # step_time
-                rate,  # tokens_per_s
-                speedup,
-                speedup / ratio,  # efficiency
-                law_speedup(mode, serial_fraction, first, n),
-                law_speedup(mode, serial_fraction, 1, n),  # vs one chip
-                roof.communication_time,
-                memory.fits_in(chip.memory_bytes),  # fits
+            ScalingPoint(
+                chips=n,
+                dp=dp,
+                batch=batch,
+                step_time=roof.realistic_time,
+                tokens_per_s=rate,
+                speedup=speedup,
+                efficiency=speedup / ratio,
+                law_speedup=law_speedup(mode, serial_fraction, first, n),
+                law_speedup_vs_one=law_speedup(mode, serial_fraction, 1, n),
+                communication_time=roof.communication_time,
+                fits=memory.fits_in(chip.memory_bytes),
             )
         )
     return points

@@ -19,7 +19,7 @@ from app.engine.architecture import (
     kv_elements_per_token,
     param_counts,
 )
-from app.engine.breakdown import Term, term_of, totals
+from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.kernels import attention_pairs
 from app.engine.roofline import Work
@@ -85,15 +85,12 @@ def linear_terms(
     streamed."""
     ops, (moe, routed_expert, s_w) = _linear_ops(arch, precision.weights, precision.compute)
     return [
-        term_of(
-            (
-                name,
-                count,
-                twice_used * tokens / tp,
-                (s_w * (moe * experts_read * routed_expert) if streamed is None else streamed) / tp,
-                0.0,
-                None,
-            )
+        Term(
+            name,
+            count,
+            flops=twice_used * tokens / tp,
+            bytes=(s_w * (moe * experts_read * routed_expert) if streamed is None else streamed)
+            / tp,
         )
         for name, count, twice_used, streamed in ops
     ]
@@ -226,17 +223,12 @@ def prefill_terms(
     linear = linear_terms(arch, tokens, precision, tp, touched)
     return [
         *linear[:1],
-        term_of(("attention", arch.layers, pairs / tp, written_kv, 0.0, None)),
+        Term("attention", arch.layers, flops=pairs / tp, bytes=written_kv),
         *linear[1:],
-        term_of(
-            (
-                "residual_stream",
-                arch.layers,
-                0.0,
-                residual_bytes(arch, tokens, precision.compute),
-                0.0,
-                None,
-            )
+        Term(
+            "residual_stream",
+            arch.layers,
+            bytes=residual_bytes(arch, tokens, precision.compute),
         ),
     ]
 
@@ -280,7 +272,7 @@ def decode_terms(
     linear = linear_terms(arch, batch, precision, tp, touched)
     return [
         *linear[:1],
-        term_of(("attention", arch.layers, pairs / tp, kv_read + kv_written, 0.0, None)),
+        Term("attention", arch.layers, flops=pairs / tp, bytes=kv_read + kv_written),
         *linear[1:],
     ]
 

@@ -141,5 +141,12 @@ def communication(
     if p.overlap:  # what of it the backward pass does not hide: max(0, dp - backward)
         exposed = dp_time - backward_time if dp_time > backward_time else 0.0
     return Communication(
-        tp_time, pp_time, ep_time, cp_time, dp_time, exposed, dp_bytes, over_network
+        tensor_parallel=tp_time,
+        pipeline=pp_time,
+        expert=ep_time,
+        context_parallel=cp_time,
+        data_parallel=dp_time,
+        data_parallel_exposed=exposed,
+        data_parallel_bytes=dp_bytes,
+        data_parallel_over_network=over_network,
     )

@@ -267,9 +267,13 @@ def training_memory(
         recompute=recompute,
         saved=saved,
     )
-    # by position (weights, no KV cache, activations, gradients, optimizer, reserve): a
-    # scaling curve builds one per count
-    return MemoryBreakdown(weights, 0.0, activations, gradients, optimizer, reserve)
+    return MemoryBreakdown(
+        weights=weights,
+        activations=activations,
+        gradients=gradients,
+        optimizer=optimizer,
+        reserve=reserve,
+    )
 
 
 def max_trainable_params(

@@ -122,4 +122,13 @@ def _regrouped(  # noqa: PLR0917  (positional: the cache's key is then built in 
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, dp, pp, ep, micro, per_replica // micro, layers, cp)
+    return Layout(
+        tp=tp,
+        dp=dp,
+        pp=pp,
+        ep=ep,
+        micro_batch=micro,
+        micro_batches=per_replica // micro,
+        layers=layers,
+        cp=cp,
+    )

@@ -98,22 +98,22 @@ def step_plan(
     tokens = batch * seq_len
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     return StepPlan(
-        arch,
-        chip,
-        seq_len,
-        precision,
-        training,
-        flash,
-        recompute,
-        reads,
-        passes,
-        named,
-        flops_x_passes,
-        trained,
-        adapters,
-        forward * (passes - (1 if recompute else 0)) + adapters,  # model_flops
-        tokens,
-        fitted(Kind.TRAINING, software)[0],
+        arch=arch,
+        chip=chip,
+        seq_len=seq_len,
+        precision=precision,
+        training=training,
+        flash=flash,
+        recompute=recompute,
+        reads=reads,
+        passes=passes,
+        named=named,
+        flops_x_passes=flops_x_passes,
+        trained=trained,
+        adapters=adapters,
+        model_flops=forward * (passes - (1 if recompute else 0)) + adapters,
+        tokens=tokens,
+        published=fitted(Kind.TRAINING, software)[0],
     )
 
 
@@ -231,15 +231,15 @@ def step_on(
         at_mfu = _time_at_mfu(plan.model_flops, lay.chips, roof, training.mfu)
         realized = roof.realized(at_mfu, at_mfu, at_mfu)
     return TrainingStep(
-        realized,
-        lay,
-        comm,
-        params,
-        plan.model_flops,
-        plan.trained,
-        plan.tokens,
-        training.tokens,
-        activations,
+        roofline=realized,
+        layout=lay,
+        communication=comm,
+        params=params,
+        model_flops=plan.model_flops,
+        trained_params=plan.trained,
+        tokens_per_step=plan.tokens,
+        tokens=training.tokens,
+        activations=activations,
         given_mfu=training.mfu,
         terms=terms,
     )
