@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.engine.errors import InvalidInput
-from app.engine.exact import sample_stdev
 from app.engine.rank_test import RankTest, mann_whitney_greater
 
 
@@ -37,7 +36,7 @@ def summarise_times(times: Sequence[float]) -> Repeats:
     for value in times:
         if not (math.isfinite(value) and value > 0):
             raise InvalidInput("measured", f"times must be positive and finite, got {value}")
-    stdev = sample_stdev(times) if len(times) > 1 else 0.0  # statistics.stdev's float, sooner
+    stdev = statistics.stdev(times) if len(times) > 1 else 0.0
     return Repeats(len(times), statistics.fmean(times), min(times), max(times), stdev)
 
 
