@@ -251,6 +251,8 @@ def _attention_params(att: Attention, d: int) -> tuple[int, int, int]:
     return d * q_width + 2 * d * kv_width, q_width * d, other
 
 
+# the counts are a property of the architecture, which the catalog fixes: each model's are
+# kept, as its config's derived shapes
 @lru_cache(maxsize=256)
 def param_counts(arch: Architecture) -> ParamCounts:
     """Count the parameters of `arch` from its hyperparameters."""

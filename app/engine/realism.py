@@ -19,7 +19,6 @@ once here (docs/formulas.md#realistic-time):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
@@ -45,7 +44,6 @@ class Fitted:
 NOTHING_PUBLISHED = Fitted(1.0, 1.0, 1.0, 0, 0)
 
 
-@cache  # pure, over a few kinds and stacks; asked by every estimate
 def fitted(kind: Kind, software: Software) -> tuple[Fitted, Software]:
     """The published ratio for `kind` on `software`, and the stack it really came from: the
     stack's own where runs of it were published, else typical software's."""
@@ -195,7 +193,6 @@ class Practice:
     costs: FixedCosts
 
     @staticmethod
-    @lru_cache(maxsize=1024)  # pure; a few kinds of work on a few stacks, asked per estimate
     def of(realism: Realism) -> Practice:
         """The published ratio and fixed costs of `realism`."""
         published, _ = fitted(realism.kind, realism.software)

@@ -30,7 +30,6 @@ from app.engine.memory import MemoryBreakdown, largest_batch
 from app.engine.scaling import ScalingMode, scaling
 from app.engine.training import Lora, Parallelism, Training, trainable
 from app.engine.training.footprint import micro_batch_activations
-from app.engine.training.step import _forward_pass
 from app.engine.workload import memory_needed, training_memory_needed
 from app.settings import Settings
 from tests.engine.chips import A100, H100
@@ -66,7 +65,7 @@ def brute_fewest_chips(arch, chip, spec):
 
 
 def brute_scaling(arch, chip, spec, counts, mode):
-    """The former curve: a full training estimate per count, its forward pass not cached."""
+    """The former curve: a full training estimate per count."""
     parallel = spec.training.parallel
     group = spec.tp * parallel.cp * parallel.pp * parallel.ep
     first_dp = counts[0] // group
@@ -75,7 +74,6 @@ def brute_scaling(arch, chip, spec, counts, mode):
         dp = n // group
         batch = spec.batch if mode is ScalingMode.STRONG else spec.batch // first_dp * dp
         training = replace(spec.training, mfu=None, parallel=replace(parallel, dp=dp))
-        _forward_pass.cache_clear()
         result = estimate(arch, chip, replace(spec, batch=batch, training=training))
         rows.append(
             (

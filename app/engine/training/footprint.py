@@ -4,7 +4,6 @@ and the activations saved for the backward pass (docs/formulas.md, "Training")."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
@@ -110,7 +109,6 @@ def trainable(arch: Architecture, dtype: Dtype, lay: Layout, lora: Lora | None) 
     return Trainable(dense, expert, adapter_dense / shard, adapter_expert / (shard * lay.ep), base)
 
 
-@cache  # pure, of two enums: a training step and its collectives and memory each ask
 def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     """Bytes per trained parameter an optimizer step moves besides the forward/backward reads.
 
@@ -123,7 +121,6 @@ def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     return 2 * grad + 2 * opt + (s if _has_master(dtype) else 2 * s)
 
 
-@cache  # pure, as optimizer_traffic_per_param
 def state_bytes_per_param(optimizer: Optimizer, dtype: Dtype) -> tuple[float, float]:
     """(gradient, optimizer incl. master weights) bytes per trained parameter.
 
@@ -139,7 +136,6 @@ def _has_master(dtype: Dtype) -> bool:
     return dtype_bytes(dtype) < MASTER_WEIGHT_BYTES
 
 
-@cache  # pure, of two small integers; asked three times by every training step and its memory
 def zero_divisors(stage: int, replicas: int) -> tuple[int, int, int]:
     """How many ways ZeRO stage `stage` splits (weights, gradients, optimizer state) over
     `replicas` data-parallel replicas: stage 1 the optimizer state, 2 also the gradients, 3 also

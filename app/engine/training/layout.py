@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
@@ -98,26 +97,15 @@ def regroup(arch: Architecture, tp: int, batch: int, parallel: Parallelism, dp: 
     """The layout of `batch` sequences over `dp` data-parallel replicas and `parallel`'s other
     degrees (`check_degrees`'): dp and the batch's split checked (a scaling curve checks the
     other degrees once, then regroups at each count)."""
-    p = parallel
-    return _regrouped(arch.layers, tp, batch, dp, p.pp, p.ep, p.cp, p.micro_batch)
-
-
-# pure, of small integers: a scaling curve regroups at every count, and a job's next
-# question (another sequence length, dtype or option) at the same counts; a hit costs a
-# fifth of a layout's construction
-@lru_cache(maxsize=1024)
-def _regrouped(  # noqa: PLR0917  (positional: the cache's key is then built in C)
-    layers: int, tp: int, batch: int, dp: int, pp: int, ep: int, cp: int, micro_batch: int | None
-) -> Layout:
     if not 1 <= dp <= MAX_CHIPS:
         raise InvalidInput("dp", f"must be between 1 and {MAX_CHIPS}, got {dp}")
-    replicas = dp * ep
+    replicas = dp * parallel.ep
     if batch % replicas:
         raise InvalidInput(
             "batch", f"must be a multiple of dp x ep = {replicas} (one share per replica)"
         )
     per_replica = batch // replicas
-    micro = micro_batch or per_replica
+    micro = parallel.micro_batch or per_replica
     if micro < 1 or per_replica % micro:
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
@@ -125,10 +113,10 @@ def _regrouped(  # noqa: PLR0917  (positional: the cache's key is then built in 
     return Layout(
         tp=tp,
         dp=dp,
-        pp=pp,
-        ep=ep,
+        pp=parallel.pp,
+        ep=parallel.ep,
         micro_batch=micro,
         micro_batches=per_replica // micro,
-        layers=layers,
-        cp=cp,
+        layers=arch.layers,
+        cp=parallel.cp,
     )

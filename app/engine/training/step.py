@@ -4,7 +4,6 @@ communication (docs/formulas.md, "Training")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from app.engine.architecture import Architecture, param_counts
 from app.engine.breakdown import Term
@@ -251,7 +250,6 @@ def _time_at_mfu(model_flops: float, chips: int, roof: Roofline, mfu: float) -> 
     return model_flops / (chips * roof.peak.flops_per_s * mfu)
 
 
-@lru_cache(maxsize=256)
 def _forward_pass(
     arch: Architecture,
     batch: int,
@@ -261,8 +259,8 @@ def _forward_pass(
     *,
     passes: int,
 ) -> tuple[tuple[tuple[str, int | float], ...], tuple[float, ...], float, float]:
-    """The forward pass over the step's B S tokens, the same at any layout (a scaling curve
-    computes it once): the (name, count) of its terms with FLOPs, their FLOPs x `passes`, its
+    """The forward pass over the step's B S tokens, the same at any layout: the (name, count)
+    of its terms with FLOPs, their FLOPs x `passes`, its
     FLOPs, and the parameters trained, whole model."""
     forward_terms = [t for t in prefill_terms(arch, batch, seq_len, precision, tp=1) if t.flops]
     flops = [t.flops for t in forward_terms]
