@@ -15,8 +15,7 @@ from app.engine import (
     estimate,
     optimal_batch,
 )
-from app.engine.affine import Line
-from app.engine.batch import search, smallest_batch
+from app.engine.batch import Line, search, smallest_batch
 from app.engine.training import Parallelism, Training
 from app.engine.workload import MAX_BATCH, ideal_pass
 from tests.engine.chips import A100
