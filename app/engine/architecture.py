@@ -8,7 +8,7 @@ V vocabulary, E routed experts, k experts per token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from functools import lru_cache
 
 
@@ -109,27 +109,11 @@ class Architecture:
     token_types: int = 0  # BERT's segment embeddings
     pooler: bool = False  # BERT's pooler: a d x d linear with bias
     max_positions: int | None = None
-    # the hash of the fields above, kept once computed: an architecture keys the engine's
-    # caches (param_counts, the forward pass of a training step, the optimal batch's search),
-    # and hashing its nested records again costs about 1 µs each time (a scaling curve
-    # looks it up 16 times)
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-
-    def __hash__(self) -> int:
-        known = self._hash
-        if known is None:
-            known = hash(tuple(getattr(self, name) for name in _COMPARED))
-            object.__setattr__(self, "_hash", known)
-        return known
 
     @property
     def dense_layers(self) -> int:
         """Layers with a dense MLP (all layers of a dense model)."""
         return self.layers - (self.moe.moe_layers if self.moe else 0)
-
-
-# the fields equality compares, which the hash covers
-_COMPARED = tuple(f.name for f in fields(Architecture) if f.compare)
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,8 +113,7 @@ class FixedCosts:
         collective latencies always, the host dispatch only where it outlasts the device."""
         fixed = self.gaps + self.steps + self.collectives
         beyond = self.dispatch - busy - fixed
-        # max(0, beyond), spelled as roofline_time spells a maximum
-        return fixed + (beyond if beyond > 0.0 else 0.0)
+        return fixed + max(0.0, beyond)
 
 
 def fixed_costs(
@@ -233,8 +232,7 @@ class Practice:
         """(realistic, fixed costs) of `work` seconds at a published ratio."""
         fixed = self.costs.on_top_of(work)
         total = work + fixed + communication
-        # max(total, expected), as roofline_time spells a maximum
-        return (expected if expected > total else total), fixed
+        return max(total, expected), fixed
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:

@@ -170,10 +170,7 @@ def regime(  # noqa: PLR0917 (the six times a Roofline holds, in its order)
 
 def roofline_time(compute_time: float, memory_time: float) -> float:
     """The ideal roofline time: compute and memory perfectly overlapped."""
-    # max(compute_time, memory_time), spelled as max returns it (the first unless the second
-    # is larger): a conditional costs a fifth of a call to the builtin, and a sweep row or a
-    # scaling count takes several maxima
-    return memory_time if memory_time > compute_time else compute_time
+    return max(compute_time, memory_time)
 
 
 def critical_path(

@@ -324,7 +324,6 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
     judgement = judge(roof, repeats.mean, specific)
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
-    # validated from one dict (the keyword form, Check(**fields), costs a copy more)
     return Check.model_validate(
         {
             **placed.fields,

@@ -94,21 +94,18 @@ def communication(
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # activation collectives run in the forward, the backward and any recomputed forward
     activation_passes = 3 if recompute else 2
-    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them (it
-    # is 0 at tp = 1, which the test here says without a call at every count of a curve)
-    tp_time = 0.0
-    if lay.tp > 1:
-        tp_time = (
-            tensor_parallel_time(
-                arch,
-                chip,
-                tokens=lay.micro_batches * micro_tokens,
-                dtype=dtype,
-                tp=lay.tp,
-                allreduces_per_layer=2 * activation_passes,
-            )
-            / lay.pipeline_split
+    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them
+    tp_time = (
+        tensor_parallel_time(
+            arch,
+            chip,
+            tokens=lay.micro_batches * micro_tokens,
+            dtype=dtype,
+            tp=lay.tp,
+            allreduces_per_layer=2 * activation_passes,
         )
+        / lay.pipeline_split
+    )
     pp_time = 0.0
     if lay.pp > 1:
         pp_bw, _ = _link(chip, p, lay.chips)

@@ -306,8 +306,6 @@ def _published(roof: Roofline, plan: StepPlan, chips: int) -> Roofline:
     communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
-        time = basis * ratio + communication
-        sustained = roof.realistic_time
-        return sustained if sustained > time else time  # max, as roofline_time spells it
+        return max(basis * ratio + communication, roof.realistic_time)
 
     return roof.realized(at(published.ratio), at(published.low), at(published.high))
