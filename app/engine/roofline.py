@@ -204,16 +204,14 @@ def place(
     chip: Chip,
     communication_time: float = 0.0,
     stretch: float = 1.0,
-    roofs: tuple[Peak, float, float] | None = None,
 ) -> Roofline:
     """Place `work` on `chip`'s roofline.
 
     `communication_time` (tensor-parallel collectives) sits on the critical path between
     layers, so it adds to the roofline time rather than overlapping it. `stretch` >= 1 scales
-    the busy time for idle slots the schedule imposes (a pipeline's bubble). `roofs`:
-    `on_the_roofs(work, chip)`, where the caller has them already.
+    the busy time for idle slots the schedule imposes (a pipeline's bubble).
     """
-    peak, compute_time, memory_time = roofs or on_the_roofs(work, chip)
+    peak, compute_time, memory_time = on_the_roofs(work, chip)
     # The catalog holds measured fractions for matrix work and for memory traffic only;
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
     # best-shape kernels reach the chip's measured fraction; a GEMM that cannot fill the

@@ -104,15 +104,14 @@ def scaling(
         raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
     # each count's step is the estimate's (`estimate` of the spec at that count's dp and
     # batch), built from its parts: the spec is checked once, and each count's batch; the
-    # given MFU is dropped once for every count; this chip's parameter share is the same at
-    # every count (only the data-parallel degree and the batch change)
+    # given MFU is dropped once for every count
     validate(arch, spec)
     # the degrees other than dp are checked once; each count regroups the batch at its dp
     check_degrees(arch, parallel)
     training = spec.training
     unpinned = training if training.mfu is None else replace(training, mfu=None)
     strong = mode is ScalingMode.STRONG
-    params = plan = None
+    plan = None
     points: list[ScalingPoint] = []
     for n in counts:
         dp = n // group
@@ -133,9 +132,8 @@ def scaling(
                 recompute=spec.recompute,
                 software=spec.software,
             )
-        step = step_on(plan, lay, breakdown=False, params=params)
-        params = step.params
-        memory = training_memory_needed(arch, chip, spec, batch, lay, step=step)
+        step = step_on(plan, lay, breakdown=False)
+        memory = training_memory_needed(arch, chip, spec, batch, lay)
         roof = step.roofline
         rate = step.tokens_per_step / roof.realistic_time
         speedup = rate / points[0].tokens_per_s if points else 1.0

@@ -223,20 +223,13 @@ def training_memory_needed(
     spec: TransformerSpec,
     batch: float,
     lay: Layout,
-    *,
-    step: TrainingStep | None = None,
 ) -> MemoryBreakdown:
     """Training memory per chip of `spec` at `batch`, laid out as `lay` (`memory_needed`'s
     layout, or that at another tp or pp): at its micro-batches per replica, each micro-batch
-    grows with the batch. `step`: a training step at `lay`, whose parameter share (which the
-    micro-batch does not change) and, at its own batch, micro-batch activations it reads."""
-    params = activations = None
-    if step is not None:
-        params, activations = step.params, step.activations
+    grows with the batch."""
     micro = batch / (lay.batch_shares * lay.micro_batches)
-    if micro != lay.micro_batch:  # not the layout's own batch (the same number: no copy)
+    if micro != lay.micro_batch:  # not the layout's own batch
         lay = replace(lay, micro_batch=micro)
-        activations = None
     return training_memory(
         arch,
         lay,
@@ -246,8 +239,6 @@ def training_memory_needed(
         flash=spec.flash_attention,
         recompute=spec.recompute,
         reserve=spec.reserve_fraction * chip.memory_bytes,
-        params=params,
-        saved=activations,
     )
 
 
@@ -324,7 +315,7 @@ def estimate(
     memory = (
         memory_needed(arch, chip, spec, spec.batch)
         if step is None
-        else training_memory_needed(arch, chip, spec, spec.batch, step.layout, step=step)
+        else training_memory_needed(arch, chip, spec, spec.batch, step.layout)
     )
     return TransformerEstimate(
         roofline=roof,

@@ -208,12 +208,10 @@ def activation_bytes(
     dtype: Dtype,
     flash: bool,
     recompute: bool,
-    saved: tuple[float, float] | None = None,
 ) -> float:
     """Saved activations per chip: the first pipeline stage holds min(p, m) micro-batches of its
-    ceil(L/p) layers (1F1B), plus the fp32 logits of the micro-batch in the loss.
-    `saved`: `micro_batch_activations` at `lay`, when the caller has them already."""
-    layers, logits = saved or micro_batch_activations(
+    ceil(L/p) layers (1F1B), plus the fp32 logits of the micro-batch in the loss."""
+    layers, logits = micro_batch_activations(
         arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
     return lay.in_flight * layers + logits
@@ -229,18 +227,13 @@ def training_memory(
     flash: bool,
     recompute: bool,
     reserve: float,
-    params: Trainable | None = None,
-    saved: tuple[float, float] | None = None,
 ) -> MemoryBreakdown:
     """Weights, gradients, optimizer state (ZeRO-sharded) and saved activations per chip.
 
     Dense parameters are sharded over the dp x ep x cp replicas, routed experts over dp x cp.
-    LoRA keeps its adapters in `dtype` beside the frozen base. `params` and `saved`: this
-    chip's share (`trainable` at `lay`) and what one micro-batch saves
-    (`micro_batch_activations` at `lay`), when the caller has them already.
+    LoRA keeps its adapters in `dtype` beside the frozen base.
     """
-    if params is None:
-        params = trainable(arch, dtype, lay, training.lora)
+    params = trainable(arch, dtype, lay, training.lora)
     grad, opt = state_bytes_per_param(training.optimizer, dtype)
     weights = gradients = optimizer = 0.0
     all_stored = params.stored
@@ -261,7 +254,6 @@ def training_memory(
         dtype=dtype,
         flash=flash,
         recompute=recompute,
-        saved=saved,
     )
     return MemoryBreakdown(
         weights=weights,

@@ -147,9 +147,7 @@ def training_step(
     return step_on(plan, lay, breakdown)
 
 
-def step_on(
-    plan: StepPlan, lay: Layout, breakdown: bool, params: Trainable | None = None
-) -> TrainingStep:
+def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
     """One training step of `plan` laid out as `lay` (`layout`'s, whose degrees stand for
     the plan's `training.parallel`'s).
 
@@ -161,14 +159,11 @@ def step_on(
     activations written then read, and the residual stream of each pass. Time: the roofline of
     that work stretched by the pipeline bubble, m / (m + p - 1) busy, plus exposed communication.
     Without `breakdown` the step has no terms (a scaling curve reads only its times).
-    `params`: this chip's parameter share (`trainable` at `lay`; the data-parallel degree and
-    the micro-batch do not change it), where the caller has it from another step.
     """
     arch, chip, training, seq_len = plan.arch, plan.chip, plan.training, plan.seq_len
     dtype = plan.precision.compute
     recompute, reads, passes = plan.recompute, plan.reads, plan.passes
-    if params is None:
-        params = trainable(arch, dtype, lay, training.lora)
+    params = trainable(arch, dtype, lay, training.lora)
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
     share = lay.chips // lay.pp * lay.pipeline_split
     # the FLOPs of the step's terms (those of `named`, then the adapters) and its (name,
@@ -191,8 +186,8 @@ def step_on(
     update = params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
     work = Work(sum(computed), weight_reads + saved + residual + update, dtype, Unit.MATRIX)
 
-    roofs = on_the_roofs(work, chip)
-    busy = roofline_time(roofs[1], roofs[2])  # the compute and memory terms, overlapped
+    _, compute_time, memory_time = on_the_roofs(work, chip)
+    busy = roofline_time(compute_time, memory_time)  # the compute and memory terms, overlapped
     comm = communication(
         arch,
         chip,
@@ -204,7 +199,7 @@ def step_on(
         recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
     )
-    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction), roofs=roofs)
+    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
     terms: tuple[Term, ...] = ()
     if breakdown:
         moved = (
