@@ -8,13 +8,10 @@ V vocabulary, E routed experts, k experts per token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from functools import lru_cache
 
-from app.engine.records import quick_init
 
-
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MLA:
     """DeepSeek's multi-head latent attention (DeepSeek-V2, arXiv:2405.04434, section 2.1)."""
@@ -26,7 +23,6 @@ class MLA:
     v_head_dim: int
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Attention:
     """Self-attention of one layer."""
@@ -53,7 +49,6 @@ class Attention:
         return self.mla.v_head_dim if self.mla else self.head_dim
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MLP:
     """A feed-forward block: gated (SwiGLU/GeGLU, 3 matrices) or plain (2 matrices)."""
@@ -81,7 +76,6 @@ class MLP:
         return (2 if self.gated else 1) * self.intermediate + d
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MoE:
     """Mixture-of-experts layers: E routed experts (k per token) plus always-on shared ones."""
@@ -94,7 +88,6 @@ class MoE:
     router_bias: bool = False
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Architecture:
     """A decoder (or encoder) transformer, as its Hugging Face config describes it."""
@@ -116,18 +109,6 @@ class Architecture:
     token_types: int = 0  # BERT's segment embeddings
     pooler: bool = False  # BERT's pooler: a d x d linear with bias
     max_positions: int | None = None
-    # the hash of the fields above, kept once computed: an architecture keys the engine's
-    # caches (param_counts, the forward pass of a training step, the optimal batch's search),
-    # and hashing its nested records again costs about 1 µs each time (a scaling curve
-    # looks it up 16 times)
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-
-    def __hash__(self) -> int:
-        known = self._hash
-        if known is None:
-            known = hash(tuple(getattr(self, name) for name in _COMPARED))
-            object.__setattr__(self, "_hash", known)
-        return known
 
     @property
     def dense_layers(self) -> int:
@@ -135,11 +116,6 @@ class Architecture:
         return self.layers - (self.moe.moe_layers if self.moe else 0)
 
 
-# the fields equality compares, which the hash covers
-_COMPARED = tuple(f.name for f in fields(Architecture) if f.compare)
-
-
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MatmulParts:
     """The blocks' matrix parameters (ParamCounts.block_linear), by the operation whose
@@ -169,7 +145,6 @@ class MatmulParts:
         )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class ParamCounts:
     """Parameters of an architecture, split by how they are stored and used.
@@ -260,6 +235,8 @@ def _attention_params(att: Attention, d: int) -> tuple[int, int, int]:
     return d * q_width + 2 * d * kv_width, q_width * d, other
 
 
+# the counts are a property of the architecture, which the catalog fixes: each model's are
+# kept, as its config's derived shapes
 @lru_cache(maxsize=256)
 def param_counts(arch: Architecture) -> ParamCounts:
     """Count the parameters of `arch` from its hyperparameters."""

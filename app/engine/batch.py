@@ -17,16 +17,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache, partial
-from typing import NamedTuple
 
-from app.engine.affine import BATCH, Line
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
 from app.engine.realism import Practice, at_collective_bandwidth
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, critical_path, regime
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -57,11 +53,9 @@ class LimitedBy(StrEnum):
 _CLEAR = 1e-9
 
 
-class SweepPoint(NamedTuple):
-    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime.
-
-    A named tuple rather than a frozen dataclass: a sweep builds one per batch it shows, and a
-    tuple is built in a fifth of the instructions (docs/performance.md)."""
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """One batch size of the sweep: its times (seconds), memory (bytes), rate and regime."""
 
     batch: int
     compute_time: float
@@ -78,26 +72,53 @@ class SweepPoint(NamedTuple):
         """The point of an exact estimate at `batch`."""
         roof = result.roofline
         return cls(
-            batch,
-            roof.compute_time,
-            roof.memory_time,
-            roof.expected_time,
-            roof.realistic_time,
-            result.memory.total,
-            result.fits,
-            result.tokens_per_s,
-            roof.bound,
+            batch=batch,
+            compute_time=roof.compute_time,
+            memory_time=roof.memory_time,
+            expected_time=roof.expected_time,
+            realistic_time=roof.realistic_time,
+            memory_required=result.memory.total,
+            fits=result.fits,
+            tokens_per_s=result.tokens_per_s,
+            bound=roof.bound,
         )
 
 
-# A SweepPoint from all its fields, built in C by tuple's own constructor (its generated
-# constructor is a Python function, twice the instructions; a sweep builds one per row)
-_sweep_point: Callable[
-    [tuple[int, float, float, float, float, float, bool, float, Bound]], SweepPoint
-] = partial(tuple.__new__, SweepPoint)
+@dataclass(frozen=True, slots=True)
+class Line:
+    """value(b) = at_one + slope (b - 1): a quantity that is affine in the batch."""
+
+    at_one: float
+    slope: float
+
+    @classmethod
+    def through(cls, at_one: float, at_max: float) -> Line:
+        """The line through its values at batch 1 and at MAX_BATCH (so wide apart that the
+        slope keeps all its digits, even beside a large constant such as the weights)."""
+        return cls(at_one, (at_max - at_one) / (MAX_BATCH - 1))
+
+    def at(self, batch: int) -> float:
+        return self.at_one + self.slope * (batch - 1)
+
+    def scaled(self, factor: float) -> Line:
+        return Line(self.at_one * factor, self.slope * factor)
+
+    def plus(self, other: Line) -> Line:
+        return Line(self.at_one + other.at_one, self.slope + other.slope)
+
+    def first_above(self, other: Line) -> int | None:
+        """The smallest batch >= 1 where self >= other, or None if there is none."""
+        gap, closing = other.at_one - self.at_one, self.slope - other.slope
+        if gap <= 0:
+            return 1
+        if closing <= 0:
+            return None
+        return 1 + math.ceil(gap / closing)
 
 
-@quick_init
+BATCH = Line(1.0, 1.0)  # the batch itself
+
+
 @dataclass(frozen=True, slots=True)
 class OptimalBatch:
     """The optimal batch and the numbers it came from."""
@@ -172,11 +193,10 @@ def optimal_batch(
     return search(arch, chip, spec.with_batch(1), max_step_time)
 
 
-@lru_cache(maxsize=1024)  # pure, and asked again with the same inputs by every CI job
 def search(
     arch: Architecture, chip: Chip, spec: TransformerSpec, max_step_time: float | None = None
 ) -> OptimalBatch:
-    """`optimal_batch` of a validated spec, whatever its batch (so key it with batch 1)."""
+    """`optimal_batch` of a validated spec (at batch 1: the search does not depend on it)."""
     seen: dict[int, TransformerEstimate] = {}  # the searches and the sweep share batches
 
     def at(batch: int) -> TransformerEstimate:
@@ -288,7 +308,6 @@ def _at_least(value: float, bound: float) -> bool | None:
     return value >= bound
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class _OnePass:
     """One forward pass of a dense model as a function of the batch: its compute, memory and
@@ -312,13 +331,13 @@ class _OnePass:
         """The pass through its estimates at batch 1 and at MAX_BATCH."""
         a, b = one.roofline, top.roofline
         return cls(
-            Line.through(a.compute_time, b.compute_time),
-            Line.through(a.memory_time, b.memory_time),
-            Line.through(a.communication_time, b.communication_time),
-            Line.through(one.memory.total, top.memory.total),
-            Line.through(one.tokens, top.tokens),
-            (a.sustained_compute, a.sustained_memory),
-            practice,
+            compute=Line.through(a.compute_time, b.compute_time),
+            memory=Line.through(a.memory_time, b.memory_time),
+            communication=Line.through(a.communication_time, b.communication_time),
+            held=Line.through(one.memory.total, top.memory.total),
+            tokens=Line.through(one.tokens, top.tokens),
+            sustained=(a.sustained_compute, a.sustained_memory),
+            practice=practice,
         )
 
     def compute_bound(self, batch: int) -> bool | None:
@@ -350,18 +369,16 @@ class _OnePass:
         realistic, overhead = self.practice.median(
             sustained - communication, at_collective_bandwidth(communication), expected
         )
-        return _sweep_point(
-            (
-                batch,
-                compute,
-                memory,
-                expected,
-                realistic,
-                self.held.at(batch),
-                fits,
-                self.tokens.at(batch) / expected,
-                regime(compute, memory, communication, expected, realistic, overhead),
-            )
+        return SweepPoint(
+            batch=batch,
+            compute_time=compute,
+            memory_time=memory,
+            expected_time=expected,
+            realistic_time=realistic,
+            memory_required=self.held.at(batch),
+            fits=fits,
+            tokens_per_s=self.tokens.at(batch) / expected,
+            bound=regime(compute, memory, communication, expected, realistic, overhead),
         )
 
 

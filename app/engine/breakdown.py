@@ -9,39 +9,24 @@ idle slots); its share is that time over the sum of the terms' times.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from operator import attrgetter
-from typing import NamedTuple
 
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, roofline_time
 
 
-class Term(NamedTuple):
-    """One operation of a step, over its `count` occurrences (layers, or 1), on one chip.
-
-    A named tuple (its `count` hides the tuple's method): every estimate builds several, and a
-    tuple costs a fifth of a frozen dataclass's construction (docs/performance.md)."""
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One operation of a step, over its `count` occurrences (layers, or 1), on one chip."""
 
     name: str
-    count: float  # type: ignore[assignment]  # hides tuple.count, as the docstring says
+    count: float
     flops: float = 0.0
     bytes: float = 0.0
     seconds: float = 0.0  # beside the roofs: a collective, pipeline idle
     regime: Bound | None = None  # what `seconds` are (communication, overhead)
 
 
-# A Term from all six of its fields, (name, count, flops, bytes, seconds, regime), built in
-# C by tuple's own constructor: the named tuple's generated one is a Python function, which
-# costs twice the instructions, and every forward pass builds about ten
-term_of: Callable[[tuple[str, float, float, float, float, Bound | None]], Term] = partial(
-    tuple.__new__, Term
-)
-
-
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Share:
     """A term placed on the step's roofline."""
@@ -57,12 +42,7 @@ class Share:
 
 def totals(terms: Sequence[Term]) -> tuple[float, float]:
     """The FLOPs and bytes of the terms together."""
-    # the fields read in C (a generator's resumption per term cost four times as much); the
-    # same floats added in the same order
-    return sum(map(_FLOPS, terms)), sum(map(_BYTES, terms))
-
-
-_FLOPS, _BYTES = attrgetter("flops"), attrgetter("bytes")
+    return sum(t.flops for t in terms), sum(t.bytes for t in terms)
 
 
 def shares(terms: Sequence[Term], roof: Roofline) -> tuple[Share, ...]:

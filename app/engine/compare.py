@@ -15,12 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.engine.errors import InvalidInput
-from app.engine.exact import sample_stdev
 from app.engine.rank_test import RankTest, mann_whitney_greater
-from app.engine.records import quick_init
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Repeats:
     """Repeated measurements of one run, summarised."""
@@ -39,7 +36,7 @@ def summarise_times(times: Sequence[float]) -> Repeats:
     for value in times:
         if not (math.isfinite(value) and value > 0):
             raise InvalidInput("measured", f"times must be positive and finite, got {value}")
-    stdev = sample_stdev(times) if len(times) > 1 else 0.0  # statistics.stdev's float, sooner
+    stdev = statistics.stdev(times) if len(times) > 1 else 0.0
     return Repeats(len(times), statistics.fmean(times), min(times), max(times), stdev)
 
 
@@ -89,7 +86,6 @@ Test = Literal["mann_whitney_u", "insufficient"]
 Axis = Literal["time", "efficiency"]
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class RunSample:
     """One run as the regression gate sees it: its repeated times and the roofline time it
@@ -118,7 +114,6 @@ class RunSample:
         return [ordered[round(i * last / (TESTED_REPEATS - 1))] for i in range(TESTED_REPEATS)]
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class WindowGate:
     """A run against a window of baseline runs: medians, spread, changes, tests, verdict."""
@@ -211,7 +206,6 @@ MIN_SIZES = 3
 POOR_FIT = DEFAULT_THRESHOLD
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class OverheadFit:
     """measured = overhead + roofline_time / efficiency, fitted by least squares."""

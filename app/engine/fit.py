@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, largest_batch, tensor_parallel_share
-from app.engine.records import quick_init, replace
 from app.engine.training import layout, max_trainable_params
 from app.engine.transformer import Phase
 from app.engine.workload import (
@@ -21,7 +20,6 @@ from app.engine.workload import (
 )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MemoryFit:
     """Memory per chip of a workload against the chip's capacity."""

@@ -20,7 +20,6 @@ from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
 from app.engine.ops import Op, Tensor, is_view, op_work
 from app.engine.realism import Realism, fixed_costs, realize
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
 from app.engine.units import Dtype, ms_from_seconds
@@ -36,7 +35,6 @@ class AgainstFusion(StrEnum):
     SLOWER = "slower_than_unfused"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class OpCost:
     """One operator as its own kernel (`roofline` None for a view, which launches none)."""
@@ -56,7 +54,6 @@ class OpCost:
         return None if self.roofline is None else self.roofline.roof
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class OpsEstimate:
     """A sequence of operators on a chip: as grouped (`roofline`, realized on the stack), each

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import suppress
 from dataclasses import dataclass, field
 
 from app.engine.errors import Unsupported
-from app.engine.records import quick_init
 from app.engine.units import Dtype, Unit
 
 # Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
@@ -28,7 +26,6 @@ def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     return flops_per_s / bytes_per_s
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Peak:
     """The peak rate that applies to some work, and which dtype/unit row it came from."""
@@ -38,7 +35,6 @@ class Peak:
     unit: Unit
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Chip:
     """One accelerator (one device as the framework sees it).
@@ -52,7 +48,7 @@ class Chip:
     name: str
     memory_bytes: float
     memory_bandwidth: float
-    # compared, not hashed (mappings are unhashable): a Chip can key a cache
+    # compared, not hashed (mappings are unhashable)
     matrix_peaks: Mapping[Dtype, float] = field(hash=False)
     vector_peaks: Mapping[Dtype, float] = field(hash=False)
     sustained_matrix: float
@@ -68,25 +64,10 @@ class Chip:
     # (mma.sync: FlashAttention-2) can issue where the full rate needs asynchronous MMA
     # (Hopper's wgmma, datacenter Blackwell's tcgen05); 1 elsewhere
     warp_mma: float = 1.0
-    # every (dtype, unit) -> Peak that `peak` finds, looked up once here: the roofline asks
-    # for a peak per placed work, and building one each time cost more than the placing
-    _peaks: Mapping[tuple[Dtype, Unit], Peak] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        peaks = {}
-        for unit in Unit:
-            for dtype in Dtype:
-                with suppress(Unsupported):  # asked for, `_find_peak` raises it again
-                    peaks[dtype, unit] = self._find_peak(dtype, unit)
-        object.__setattr__(self, "_peaks", peaks)
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
-        """The peak for `dtype` on `unit` (`_find_peak`); raises Unsupported where there is none."""
-        found = self._peaks.get((dtype, unit))
-        return self._find_peak(dtype, unit) if found is None else found
-
-    def _find_peak(self, dtype: Dtype, unit: Unit) -> Peak:
-        """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline.
+        """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline;
+        raises Unsupported where there is none.
 
         Matrix tf32 falls back to matrix fp32 (AMD's fp32 matrix rate), which falls back to the
         vector fp32 peak (NVIDIA has no fp32 matrix path without TF32). Vector rates for narrow
@@ -96,9 +77,9 @@ class Chip:
             if dtype in self.matrix_peaks:
                 return Peak(self.matrix_peaks[dtype], dtype, unit)
             if dtype is Dtype.TF32:
-                return self._find_peak(Dtype.FP32, Unit.MATRIX)
+                return self.peak(Dtype.FP32, Unit.MATRIX)
             if dtype in (Dtype.FP32, Dtype.FP64):
-                return self._find_peak(dtype, Unit.VECTOR)
+                return self.peak(dtype, Unit.VECTOR)
             raise Unsupported(
                 "dtype",
                 f"{self.id} has no published {dtype} matrix peak; "
@@ -107,7 +88,7 @@ class Chip:
         if dtype in self.vector_peaks:
             return Peak(self.vector_peaks[dtype], dtype, unit)
         if dtype in _NARROW or dtype is Dtype.TF32:
-            return self._find_peak(Dtype.FP32, Unit.VECTOR)
+            return self.peak(Dtype.FP32, Unit.VECTOR)
         raise Unsupported(
             "dtype",
             f"{self.id} has no published {dtype} vector peak; "

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
-from app.engine.records import quick_init
 from app.engine.transformer import Precision, kv_cache_bytes, kv_shards, weight_bytes
 from app.engine.units import dtype_bytes
 
@@ -16,7 +15,6 @@ from app.engine.units import dtype_bytes
 LOGIT_BYTES = 4.0
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class MemoryBreakdown:
     """Bytes needed per chip, by what holds them."""
@@ -74,15 +72,11 @@ def inference_memory(
     s_c = dtype_bytes(precision.compute)
     workspace = batch * step_tokens * (2 * arch.hidden + 2 * _mlp_width(arch)) * s_c
     workspace += batch * arch.vocab * LOGIT_BYTES
-    # by position (weights, KV cache, activations; no gradients or optimizer state; reserve):
-    # every inference estimate and memory probe builds two, at half the cost of by name
     whole = MemoryBreakdown(
-        weight_bytes(arch, precision),
-        kv_cache_bytes(arch, precision.kv, batch, context),
-        workspace,
-        0.0,
-        0.0,
-        reserve,
+        weights=weight_bytes(arch, precision),
+        kv_cache=kv_cache_bytes(arch, precision.kv, batch, context),
+        activations=workspace,
+        reserve=reserve,
     )
     return tensor_parallel_share(whole, arch, tp)
 
@@ -91,13 +85,11 @@ def tensor_parallel_share(whole: MemoryBreakdown, arch: Architecture, tp: int) -
     """One chip's share of an inference footprint over `tp` chips: weights and workspace split
     tp ways, the KV cache over `kv_shards`, the reserve per chip. `whole` is the footprint at
     tp = 1 (x / 1 is x), so sharing it again at any tp is what `inference_memory` gives there."""
-    return MemoryBreakdown(  # by position, as in inference_memory
-        whole.weights / tp,
-        whole.kv_cache / kv_shards(arch, tp),
-        whole.activations / tp,
-        0.0,
-        0.0,
-        whole.reserve,
+    return MemoryBreakdown(
+        weights=whole.weights / tp,
+        kv_cache=whole.kv_cache / kv_shards(arch, tp),
+        activations=whole.activations / tp,
+        reserve=whole.reserve,
     )
 
 

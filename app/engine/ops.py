@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.engine.errors import InvalidInput
 from app.engine.kernels import (
@@ -27,7 +27,6 @@ from app.engine.kernels import (
     reduction,
     row_op,
 )
-from app.engine.records import quick_init, replace
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 
@@ -90,7 +89,6 @@ MAX_DIMS = 8
 MAX_DIM = 2**31
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Tensor:
     """A tensor an operator reads or writes. `id`, when given, names it across operators (so
@@ -112,7 +110,6 @@ class Tensor:
         return self.numel * dtype_bytes(self.dtype)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Op:
     """One operator as a profiler names it, with its tensors, or with its FLOPs and bytes given

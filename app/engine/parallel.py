@@ -6,8 +6,6 @@ Bandwidth terms only: per-message latency is left out, so these are floors like 
 
 from __future__ import annotations
 
-from functools import cache
-
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.units import Dtype, dtype_bytes
@@ -22,7 +20,6 @@ def ring_allreduce_bytes(size: float, chips: int) -> float:
     return 2.0 * (chips - 1) / chips * size
 
 
-@cache  # pure, of one enum; asked per collective time
 def activation_dtype(compute: Dtype) -> Dtype:
     """The dtype activations cross chips in: 8-bit (and 4-bit) models run only their GEMMs in
     the narrow type and keep activations, and so their all-reduces, in bf16 (NVIDIA

@@ -9,26 +9,12 @@ from decimal import Decimal
 _EXACT = 1e15  # below 2^53 (9.007e15), a float of whole numbers prints exactly
 
 
-def _positional(digits: int) -> tuple[float, str]:
-    """Below what magnitude 'g' at `digits` digits may print positionally, and its format."""
-    return 10.0**digits, f",.{digits}g"
-
-
-_POSITIONAL = {digits: _positional(digits) for digits in range(1, 10)}
-
-
 def number(value: float, digits: int = 3) -> str:
     """`digits` significant digits in positional notation, never an exponent:
     1365.3 -> '1,370', 0.012345 -> '0.0123', 2.0 -> '2'."""
-    # the fast path, most of the numbers an answer shows: 'g' at 3 digits is positional
-    # from 1e-4 up to what rounds to 999 (its exponent from -4 to 2), with no thousands to
-    # group; printf-style '%g' writes what format's 'g' does, in half the time
-    if digits == 3 and (1e-4 <= value < 999.5 or -999.5 < value <= -1e-4):
-        return "%.3g" % value  # noqa: UP031 (the faster spelling, on purpose)
-    limit, spec = _POSITIONAL.get(digits) or _positional(digits)
     magnitude = abs(value)
-    if 0 < magnitude < limit:  # 'g' is positional unless it needs an exponent
-        text = format(value, spec)
+    if 0 < magnitude < 10.0**digits:  # 'g' is positional unless it needs an exponent
+        text = format(value, f",.{digits}g")
         if "e" not in text:
             return text
     if value == 0 or not math.isfinite(value):
@@ -38,7 +24,7 @@ def number(value: float, digits: int = 3) -> str:
         rounded = round(value, shift)
         text = f"{rounded:,.{shift}f}" if shift > 0 else f"{rounded:,.0f}"
     else:  # rounded in decimal: past 2^53 a float's binary digits would show (1e30 prints as
-        # 1,000,000,000,000,000,019,884,624,838,656); Decimal is slower, so only here
+        # 1,000,000,000,000,000,019,884,624,838,656)
         text = f"{Decimal(f'{value:.{digits - 1}e}'):,f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 

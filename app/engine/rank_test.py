@@ -22,10 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.errors import InvalidInput
-from app.engine.records import quick_init
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class RankTest:
     """A one-sided Mann-Whitney test of "the first sample is larger"."""

@@ -19,18 +19,15 @@ once here (docs/formulas.md#realistic-time):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, lru_cache
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.published_runs import FITTED
-from app.engine.records import quick_init
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.units import MICRO
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Fitted:
     """(measured - fixed costs) / sustained-kernel time of the published runs of one kind of
@@ -47,7 +44,6 @@ class Fitted:
 NOTHING_PUBLISHED = Fitted(1.0, 1.0, 1.0, 0, 0)
 
 
-@cache  # pure, over a few kinds and stacks; asked by every estimate
 def fitted(kind: Kind, software: Software) -> tuple[Fitted, Software]:
     """The published ratio for `kind` on `software`, and the stack it really came from: the
     stack's own where runs of it were published, else typical software's."""
@@ -102,7 +98,6 @@ GRAPHED = frozenset(
 )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class FixedCosts:
     """Seconds that do not shrink with the work: kernel gaps, graph launches, collective
@@ -118,8 +113,7 @@ class FixedCosts:
         collective latencies always, the host dispatch only where it outlasts the device."""
         fixed = self.gaps + self.steps + self.collectives
         beyond = self.dispatch - busy - fixed
-        # max(0, beyond), spelled as roofline_time spells a maximum
-        return fixed + (beyond if beyond > 0.0 else 0.0)
+        return fixed + max(0.0, beyond)
 
 
 def fixed_costs(
@@ -167,7 +161,6 @@ def step_kernels(arch: Architecture, software: Software) -> int:
     return kernels
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Realism:
     """How a workload runs in practice: its kind of work, the stack, and its launches."""
@@ -190,7 +183,6 @@ def realistic_communication(roof: Roofline) -> float:
     return at_collective_bandwidth(roof.communication_time)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Practice:
     """What real software makes of a workload's sustained-kernel time: the ratio published
@@ -200,7 +192,6 @@ class Practice:
     costs: FixedCosts
 
     @staticmethod
-    @lru_cache(maxsize=1024)  # pure; a few kinds of work on a few stacks, asked per estimate
     def of(realism: Realism) -> Practice:
         """The published ratio and fixed costs of `realism`."""
         published, _ = fitted(realism.kind, realism.software)
@@ -241,8 +232,7 @@ class Practice:
         """(realistic, fixed costs) of `work` seconds at a published ratio."""
         fixed = self.costs.on_top_of(work)
         total = work + fixed + communication
-        # max(total, expected), as roofline_time spells a maximum
-        return (expected if expected > total else total), fixed
+        return max(total, expected), fixed
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:

@@ -11,12 +11,11 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip, Peak, ridge_intensity
-from app.engine.records import quick_init
 from app.engine.stacks import Kind
 from app.engine.tiling import fill
 from app.engine.units import Dtype, Unit
@@ -32,7 +31,6 @@ class Bound(StrEnum):
     OVERHEAD = "overhead"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Work:
     """An amount of work: FLOPs, minimum bytes moved, and the dtype/unit whose peak applies."""
@@ -73,7 +71,6 @@ class Work:
         )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Roofline:
     """Work placed on a chip's roofline. Times in seconds."""
@@ -92,7 +89,6 @@ class Roofline:
     # what real software adds (app/engine/realism.py): the time at the sustained fractions
     # alone, the range published runs of this kind of work fall in, the fixed costs, and the
     # kernels launched; until realized, the realistic time is the sustained one and its range
-    # (every constructor says so: a __post_init__ filling them cost every estimate a call)
     sustained_time: float
     realistic_low: float
     realistic_high: float
@@ -109,25 +105,15 @@ class Roofline:
     ) -> Roofline:
         """This roofline with what real software makes of it: its realistic time and range
         (its own realistic time kept as the sustained one), and its fixed costs and kernels
-        where given. `dataclasses.replace` of those fields, built by position: every estimate
-        realizes one, and a copy by name costs twice the instructions."""
-        return Roofline(
-            self.flops,
-            self.bytes,
-            self.peak,
-            self.memory_bandwidth,
-            self.compute_time,
-            self.memory_time,
-            self.communication_time,
-            self.expected_time,
-            realistic,
-            self.sustained_compute,
-            self.sustained_memory,
-            self.realistic_time,  # sustained_time
-            low,
-            high,
-            self.overhead_time if overhead is None else overhead,
-            self.kernels if kernels is None else kernels,
+        where given."""
+        return replace(
+            self,
+            realistic_time=realistic,
+            sustained_time=self.realistic_time,
+            realistic_low=low,
+            realistic_high=high,
+            overhead_time=self.overhead_time if overhead is None else overhead,
+            kernels=self.kernels if kernels is None else kernels,
         )
 
     @property
@@ -184,10 +170,7 @@ def regime(  # noqa: PLR0917 (the six times a Roofline holds, in its order)
 
 def roofline_time(compute_time: float, memory_time: float) -> float:
     """The ideal roofline time: compute and memory perfectly overlapped."""
-    # max(compute_time, memory_time), spelled as max returns it (the first unless the second
-    # is larger): a conditional costs a fifth of a call to the builtin, and a sweep row or a
-    # scaling count takes several maxima
-    return memory_time if memory_time > compute_time else compute_time
+    return max(compute_time, memory_time)
 
 
 def critical_path(
@@ -221,16 +204,14 @@ def place(
     chip: Chip,
     communication_time: float = 0.0,
     stretch: float = 1.0,
-    roofs: tuple[Peak, float, float] | None = None,
 ) -> Roofline:
     """Place `work` on `chip`'s roofline.
 
     `communication_time` (tensor-parallel collectives) sits on the critical path between
     layers, so it adds to the roofline time rather than overlapping it. `stretch` >= 1 scales
-    the busy time for idle slots the schedule imposes (a pipeline's bubble). `roofs`:
-    `on_the_roofs(work, chip)`, where the caller has them already.
+    the busy time for idle slots the schedule imposes (a pipeline's bubble).
     """
-    peak, compute_time, memory_time = roofs or on_the_roofs(work, chip)
+    peak, compute_time, memory_time = on_the_roofs(work, chip)
     # The catalog holds measured fractions for matrix work and for memory traffic only;
     # vector work is memory-bound on every catalogued chip, so its compute term keeps the peak.
     # best-shape kernels reach the chip's measured fraction; a GEMM that cannot fill the
@@ -249,23 +230,21 @@ def place(
         (sustained_compute, chip.sustained_memory),
         stretch,
     )
-    # by position, in field order, with its sustained time and range spelled out: every
-    # estimate places work, and this call costs half the instructions of one by name
     result = Roofline(
-        work.flops,
-        work.bytes,
-        peak,
-        chip.memory_bandwidth,
-        compute_time,
-        memory_time,
-        communication_time,
-        expected,
-        realistic,
-        sustained_compute,
-        chip.sustained_memory,
-        realistic,  # sustained_time
-        realistic,  # realistic_low
-        realistic,  # realistic_high
+        flops=work.flops,
+        bytes=work.bytes,
+        peak=peak,
+        memory_bandwidth=chip.memory_bandwidth,
+        compute_time=compute_time,
+        memory_time=memory_time,
+        communication_time=communication_time,
+        expected_time=expected,
+        realistic_time=realistic,
+        sustained_compute=sustained_compute,
+        sustained_memory=chip.sustained_memory,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
     )
     if not math.isfinite(result.expected_time + result.arithmetic_intensity):
         raise InvalidInput("workload", "the work is too large to represent (overflow)")

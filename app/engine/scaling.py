@@ -11,13 +11,12 @@ here, since it would hide the communication that makes scaling sub-linear).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.records import quick_init, replace
 from app.engine.training.layout import check_degrees, regroup
 from app.engine.training.step import step_on, step_plan
 from app.engine.transformer import Phase
@@ -38,7 +37,6 @@ class ScalingMode(StrEnum):
     WEAK = "weak"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class ScalingPoint:
     """One chip count of a scaling curve."""
@@ -106,15 +104,14 @@ def scaling(
         raise InvalidInput("serial_fraction", f"must be between 0 and 1, got {serial_fraction}")
     # each count's step is the estimate's (`estimate` of the spec at that count's dp and
     # batch), built from its parts: the spec is checked once, and each count's batch; the
-    # given MFU is dropped once for every count; this chip's parameter share is the same at
-    # every count (only the data-parallel degree and the batch change)
+    # given MFU is dropped once for every count
     validate(arch, spec)
     # the degrees other than dp are checked once; each count regroups the batch at its dp
     check_degrees(arch, parallel)
     training = spec.training
     unpinned = training if training.mfu is None else replace(training, mfu=None)
     strong = mode is ScalingMode.STRONG
-    params = plan = None
+    plan = None
     points: list[ScalingPoint] = []
     for n in counts:
         dp = n // group
@@ -135,26 +132,25 @@ def scaling(
                 recompute=spec.recompute,
                 software=spec.software,
             )
-        step = step_on(plan, lay, breakdown=False, params=params)
-        params = step.params
-        memory = training_memory_needed(arch, chip, spec, batch, lay, step=step)
+        step = step_on(plan, lay, breakdown=False)
+        memory = training_memory_needed(arch, chip, spec, batch, lay)
         roof = step.roofline
         rate = step.tokens_per_step / roof.realistic_time
         speedup = rate / points[0].tokens_per_s if points else 1.0
         ratio = n / first
         points.append(
-            ScalingPoint(  # by position, in field order: half the cost of by name
-                n,
-                dp,
-                batch,
-                roof.realistic_time,  # step_time
-                rate,  # tokens_per_s
-                speedup,
-                speedup / ratio,  # efficiency
-                law_speedup(mode, serial_fraction, first, n),
-                law_speedup(mode, serial_fraction, 1, n),  # vs one chip
-                roof.communication_time,
-                memory.fits_in(chip.memory_bytes),  # fits
+            ScalingPoint(
+                chips=n,
+                dp=dp,
+                batch=batch,
+                step_time=roof.realistic_time,
+                tokens_per_s=rate,
+                speedup=speedup,
+                efficiency=speedup / ratio,
+                law_speedup=law_speedup(mode, serial_fraction, first, n),
+                law_speedup_vs_one=law_speedup(mode, serial_fraction, 1, n),
+                communication_time=roof.communication_time,
+                fits=memory.fits_in(chip.memory_bytes),
             )
         )
     return points

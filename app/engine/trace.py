@@ -19,14 +19,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.engine.errors import EngineError
 from app.engine.fusion import in_sequence
 from app.engine.hardware import Chip
 from app.engine.ops import Op, op_work
 from app.engine.realism import Realism, realize
-from app.engine.records import quick_init, replace
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Software
 from app.engine.trace_ops import op_of, uses_arguments
@@ -58,7 +57,6 @@ Key = tuple[str, str, str, str]  # name, and the repr of its shapes, types and a
 Raw = tuple[list[object], list[object], list[object]]  # the key's shapes, types, arguments
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """One cpu_op event: its times in microseconds and its key."""
@@ -112,7 +110,6 @@ class NotModelled:
     measured: float = 0.0
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Kernels:
     """The device's view, when the trace has kernel events: their count and time, the part
@@ -124,7 +121,6 @@ class Kernels:
     op_cpu_time: float
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TraceAnalysis:
     """The trace's units grouped by operator and shapes, and the whole."""

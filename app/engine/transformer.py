@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 
 from app.engine.architecture import (
     Architecture,
@@ -19,10 +18,9 @@ from app.engine.architecture import (
     kv_elements_per_token,
     param_counts,
 )
-from app.engine.breakdown import Term, term_of, totals
+from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
 from app.engine.kernels import attention_pairs
-from app.engine.records import quick_init
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 
@@ -36,7 +34,6 @@ class Phase(StrEnum):
     TRAINING = "training"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Precision:
     """Dtypes of the matmul inputs and activations, of stored weights, and of the KV cache.
@@ -64,14 +61,8 @@ def experts_touched(experts: int, per_token: int, tokens: float) -> float:
 def weight_bytes(arch: Architecture, precision: Precision) -> float:
     """Bytes of all the weights, resident in memory (what a forward pass streams of them, by
     operation, is `linear_terms`'s)."""
-    return _weight_bytes(arch, precision.weights, precision.compute)
-
-
-# keyed by the dtypes (hashed in C) rather than the Precision holding them (a Python call)
-@lru_cache(maxsize=256)  # pure; of a few models at a few precisions, read by every estimate
-def _weight_bytes(arch: Architecture, weights: Dtype, compute: Dtype) -> float:
     c = param_counts(arch)
-    s_w, s_c = dtype_bytes(weights), dtype_bytes(compute)
+    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
     unquantised = c.other + c.head_matmul
     return s_w * (c.block_linear + c.routed_total) + s_c * (unquantised + c.lookup_only)
 
@@ -85,60 +76,39 @@ def linear_terms(
     per MoE layer); the norms' weights and the biases, in the compute dtype, with no FLOPs
     counted. Lookup tables (positions, an untied input embedding) are only indexed, not
     streamed."""
-    ops, (moe, routed_expert, s_w) = _linear_ops(arch, precision.weights, precision.compute)
-    return [
-        term_of(
-            (
-                name,
-                count,
-                twice_used * tokens / tp,
-                (s_w * (moe * experts_read * routed_expert) if streamed is None else streamed) / tp,
-                0.0,
-                None,
-            )
-        )
-        for name, count, twice_used, streamed in ops
-    ]
-
-
-@lru_cache(maxsize=256)  # pure; of a few models at a few precisions, read by every forward pass
-def _linear_ops(
-    arch: Architecture, weights: Dtype, compute: Dtype
-) -> tuple[tuple[tuple[str, int, float, float | None], ...], tuple[int, float, float]]:
-    """`linear_terms`'s operations, independent of the tokens: (name, count, 2 x matrix
-    parameters used per token, bytes streamed) of each (the routed experts' bytes None: they
-    depend on the experts read), and the (MoE layers, parameters per routed expert, bytes per
-    weight) those bytes are counted from."""
     c = param_counts(arch)
     p = c.parts
-    s_w, s_c = dtype_bytes(weights), dtype_bytes(compute)
+    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
     moe = c.moe_layers
-    per_op = (  # name, count, matrix parameters used per token, parameters streamed, bytes each
-        ("qkv_projection", arch.layers, p.qkv, p.qkv, s_w),
-        ("output_projection", arch.layers, p.attention_out, p.attention_out, s_w),
+    per_op = (  # name, count, matrix parameters used per token, bytes streamed
+        ("qkv_projection", arch.layers, p.qkv, s_w * p.qkv),
+        ("output_projection", arch.layers, p.attention_out, s_w * p.attention_out),
         (
             "mlp_gate_up" if arch.mlp.gated else "mlp_up",
             arch.dense_layers,
             p.mlp_up,
-            p.mlp_up,
-            s_w,
+            s_w * p.mlp_up,
         ),
-        ("mlp_down", arch.dense_layers, p.mlp_down, p.mlp_down, s_w),
-        ("router", moe, p.router, p.router, s_w),
+        ("mlp_down", arch.dense_layers, p.mlp_down, s_w * p.mlp_down),
+        ("router", moe, p.router, s_w * p.router),
         # the routed experts stream moe x experts_read x routed_expert parameters: some
         # wherever tokens use any (no expert is read for tokens routed to none)
-        ("experts", moe, moe * c.experts_per_token * c.routed_expert, None, s_w),
-        ("shared_experts", moe, p.shared_experts, p.shared_experts, s_w),
-        ("pooler", 1, p.pooler, p.pooler, s_w),
-        ("lm_head", 1, c.head_matmul, c.head_matmul, s_c),
-        ("norms_and_biases", arch.layers, 0, c.other, s_c),
+        (
+            "experts",
+            moe,
+            moe * c.experts_per_token * c.routed_expert,
+            s_w * (moe * experts_read * c.routed_expert),
+        ),
+        ("shared_experts", moe, p.shared_experts, s_w * p.shared_experts),
+        ("pooler", 1, p.pooler, s_w * p.pooler),
+        ("lm_head", 1, c.head_matmul, s_c * c.head_matmul),
+        ("norms_and_biases", arch.layers, 0, s_c * c.other),
     )
-    ops = tuple(
-        (name, count, 2.0 * used, None if streamed is None else size * streamed)
-        for name, count, used, streamed, size in per_op
+    return [
+        Term(name, count, flops=2.0 * used * tokens / tp, bytes=streamed / tp)
+        for name, count, used, streamed in per_op
         if used or streamed
-    )
-    return ops, (moe, c.routed_expert, s_w)
+    ]
 
 
 def kv_shards(arch: Architecture, tp: int) -> int:
@@ -228,17 +198,12 @@ def prefill_terms(
     linear = linear_terms(arch, tokens, precision, tp, touched)
     return [
         *linear[:1],
-        term_of(("attention", arch.layers, pairs / tp, written_kv, 0.0, None)),
+        Term("attention", arch.layers, flops=pairs / tp, bytes=written_kv),
         *linear[1:],
-        term_of(
-            (
-                "residual_stream",
-                arch.layers,
-                0.0,
-                residual_bytes(arch, tokens, precision.compute),
-                0.0,
-                None,
-            )
+        Term(
+            "residual_stream",
+            arch.layers,
+            bytes=residual_bytes(arch, tokens, precision.compute),
         ),
     ]
 
@@ -282,7 +247,7 @@ def decode_terms(
     linear = linear_terms(arch, batch, precision, tp, touched)
     return [
         *linear[:1],
-        term_of(("attention", arch.layers, pairs / tp, kv_read + kv_written, 0.0, None)),
+        Term("attention", arch.layers, flops=pairs / tp, bytes=kv_read + kv_written),
         *linear[1:],
     ]
 

@@ -14,7 +14,6 @@ from enum import StrEnum
 
 from app.engine import prose
 from app.engine.errors import InvalidInput
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
@@ -41,7 +40,6 @@ class AgainstPublished(StrEnum):
     SLOWER = "slower_than_published"
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """A measurement judged against its roofline and against published runs."""

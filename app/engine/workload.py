@@ -6,8 +6,7 @@ This composes the per-phase costs (transformer.py), communication (parallel.py) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
 
 from app.engine.architecture import Architecture
 from app.engine.breakdown import Term
@@ -16,7 +15,6 @@ from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
-from app.engine.records import quick_init, replace
 from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
 from app.engine.stacks import Kind, Software
 from app.engine.training import (
@@ -41,7 +39,6 @@ MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
 MAX_TOKENS = 2**40
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TransformerSpec:
     """A transformer workload: what runs, at which sizes and precisions, on how many chips.
@@ -69,7 +66,6 @@ class TransformerSpec:
         return self if batch == self.batch else replace(self, batch=batch)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TransformerEstimate:
     """Expected time, memory and rates of a transformer workload, per chip."""
@@ -227,20 +223,13 @@ def training_memory_needed(
     spec: TransformerSpec,
     batch: float,
     lay: Layout,
-    *,
-    step: TrainingStep | None = None,
 ) -> MemoryBreakdown:
     """Training memory per chip of `spec` at `batch`, laid out as `lay` (`memory_needed`'s
     layout, or that at another tp or pp): at its micro-batches per replica, each micro-batch
-    grows with the batch. `step`: a training step at `lay`, whose parameter share (which the
-    micro-batch does not change) and, at its own batch, micro-batch activations it reads."""
-    params = activations = None
-    if step is not None:
-        params, activations = step.params, step.activations
+    grows with the batch."""
     micro = batch / (lay.batch_shares * lay.micro_batches)
-    if micro != lay.micro_batch:  # not the layout's own batch (the same number: no copy)
+    if micro != lay.micro_batch:  # not the layout's own batch
         lay = replace(lay, micro_batch=micro)
-        activations = None
     return training_memory(
         arch,
         lay,
@@ -250,38 +239,20 @@ def training_memory_needed(
         flash=spec.flash_attention,
         recompute=spec.recompute,
         reserve=spec.reserve_fraction * chip.memory_bytes,
-        params=params,
-        saved=activations,
     )
 
 
 def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: int = 1) -> Realism:
     """How `forwards` forward passes run on the spec's software: their kernels, and, under
     tensor parallelism, the two all-reduces of every layer (Shoeybi et al. 2019)."""
-    nodes = spec.training.parallel.chips_per_node
-    return _realism_of(
-        kind, arch, spec.software, tp=spec.tp, chips_per_node=nodes, forwards=forwards
-    )
-
-
-@lru_cache(maxsize=1024)  # pure; asked by every estimate, of a few models on a few stacks
-def _realism_of(
-    kind: Kind,
-    arch: Architecture,
-    software: Software,
-    *,
-    tp: int,
-    chips_per_node: int,
-    forwards: int,
-) -> Realism:
-    tp_collectives = 2 * arch.layers if tp > 1 else 0
+    tp_collectives = 2 * arch.layers if spec.tp > 1 else 0
     return Realism(
         kind,
-        software,
-        kernels=step_kernels(arch, software) * forwards,
+        spec.software,
+        kernels=step_kernels(arch, spec.software) * forwards,
         steps=forwards,
         collectives=tp_collectives * forwards,
-        across_nodes=tp > chips_per_node,
+        across_nodes=spec.tp > spec.training.parallel.chips_per_node,
     )
 
 
@@ -295,32 +266,20 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     """`estimate` of a prefill or a decode step without what real software adds: the ideal and
     sustained roofline, memory and tokens, the realistic time left at the sustained one and
     no time to first or per output token; for a search that applies the published ratio and
-    fixed costs itself (`Practice`), at about a fifth less than the estimate."""
+    fixed costs itself (`Practice`)."""
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
-    # remembered by what a pass reads (_forward, memory_needed), each number with its type
-    # (equal numbers of another type could print otherwise in an answer)
-    batch, reserve = spec.batch, spec.reserve_fraction
-    numbers = (batch, reserve, type(batch), type(reserve))
-    key = (arch, chip, spec.phase, spec.seq_len, spec.precision, spec.tp, *numbers)
-    found = _IDEAL_PASSES.get(key)
-    if found is None:
-        roof, terms, tokens = _forward(arch, chip, spec)
-        memory = memory_needed(arch, chip, spec, batch)
-        capacity = chip.memory_bytes
-        found = TransformerEstimate(roof, memory, capacity, tokens, None, None, terms=terms)
-        if len(_IDEAL_PASSES) >= _IDEAL_PASSES_KEPT:  # forgotten together: one step, atomic
-            _IDEAL_PASSES.clear()  # under the threads that answer requests at once
-        _IDEAL_PASSES[key] = found
-    return found
-
-
-# An optimal-batch search anchors on the passes at batch 1 and at MAX_BATCH, which every
-# question on the same model, chip, length, dtypes, tp and reserve shares, whatever its latency
-# bound, stack or generated length: `ideal_pass` keeps up to 256 of the passes it computed
-_IDEAL_PASSES: dict[tuple[object, ...], TransformerEstimate] = {}
-_IDEAL_PASSES_KEPT = 256
+    roof, terms, tokens = _forward(arch, chip, spec)
+    return TransformerEstimate(
+        roofline=roof,
+        memory=memory_needed(arch, chip, spec, spec.batch),
+        capacity=chip.memory_bytes,
+        tokens=tokens,
+        time_to_first_token=None,
+        time_per_output_token=None,
+        terms=terms,
+    )
 
 
 def estimate(
@@ -356,7 +315,7 @@ def estimate(
     memory = (
         memory_needed(arch, chip, spec, spec.batch)
         if step is None
-        else training_memory_needed(arch, chip, spec, spec.batch, step.layout, step=step)
+        else training_memory_needed(arch, chip, spec, spec.batch, step.layout)
     )
     return TransformerEstimate(
         roofline=roof,

@@ -3,10 +3,8 @@ so that the form, the API and the CLI can never silently disagree."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from app import formatting as fmt
-from app.engine import AttentionKernel, Dtype, Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.realism import EAGER_DISPATCH_S, GRAPHED
 from app.engine.tiling import TILE, output_tiles
 from app.schemas.ops_bodies import OpsWorkload
@@ -103,30 +101,7 @@ def _workload_lines(
 
 def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]:
     """What the realistic time assumed of the stack and the chip: the roofline's fractions,
-    peak and kernels are all it reads, so its lines are kept by those (a few per chip and
-    stack)."""
-    peak = roof.peak
-    return _stack_lines_of(
-        kind,
-        stack,
-        roof.sustained_compute,
-        peak.dtype,
-        peak.unit,
-        roof.sustained_memory,
-        roof.kernels,
-    )
-
-
-@lru_cache(maxsize=1024)
-def _stack_lines_of(  # noqa: PLR0917 (the roofline's figures it reads, as a cache key)
-    kind: Kind,
-    stack: Software,
-    sustained_compute: float,
-    peak_dtype: Dtype,
-    peak_unit: Unit,
-    sustained_memory: float,
-    kernels: int,
-) -> tuple[str, ...]:
+    peak and kernels."""
     published, used = fitted(kind, stack)
     if published.runs == 0:
         lines = [f"no published runs of {kind} work: realistic = the sustained-kernel time"]
@@ -141,15 +116,17 @@ def _stack_lines_of(  # noqa: PLR0917 (the roofline's figures it reads, as a cac
             f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
             f"{published.sources} sources)"
         ]
+    peak = roof.peak
     compute = (
-        f"{sustained_compute:.0%} of the {peak_dtype} matrix peak"
-        if peak_unit is Unit.MATRIX
-        else f"the {peak_dtype} vector peak"
+        f"{roof.sustained_compute:.0%} of the {peak.dtype} matrix peak"
+        if peak.unit is Unit.MATRIX
+        else f"the {peak.dtype} vector peak"
     )
     lines.append(
-        f"sustained kernels reach {compute} and {sustained_memory:.0%} of the bandwidth "
+        f"sustained kernels reach {compute} and {roof.sustained_memory:.0%} of the bandwidth "
         "on this chip"
     )
+    kernels = roof.kernels
     launched = f"{kernels} kernel{'s' * (kernels != 1)}"
     if stack in GRAPHED:
         lines.append(f"{launched}, launched from a CUDA graph or compiled")

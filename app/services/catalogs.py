@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,20 +17,10 @@ from app.catalog.names import NameIndex
 from app.db import catalog_versions
 from app.db.models import EmpiricalProfileRow
 from app.services.answer_cache import AnswerCache
-from app.services.memo import Memo
 from app.settings import Settings
 
 # the newest ceilings measured on a chip (by catalog id), from the database
 ProfileLookup = Callable[[str], EmpiricalProfileRow | None]
-
-# expectations kept per catalogs (app/services/expectations.py): a decode check's is about
-# 10 KiB of objects, a training check's with its breakdown and what-ifs about 30 KiB
-# (tracemalloc, answers' bytes taken out), so at most about 32 MiB per worker
-MAX_EXPECTATIONS = 1024
-
-
-def _expectations() -> Memo[Hashable, object]:
-    return Memo(MAX_EXPECTATIONS, second_sight=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +35,6 @@ class Catalogs:
     _versions: NameIndex = field(init=False, repr=False, compare=False)
     # what the calculation endpoints rendered from these catalogs (app/services/answer_cache.py)
     answers: AnswerCache = field(default_factory=AnswerCache, init=False, repr=False, compare=False)
-    # the expectations behind them, by request without its measurement
-    expectations: Memo[Hashable, object] = field(
-        default_factory=_expectations, init=False, repr=False, compare=False
-    )
 
     def __post_init__(self) -> None:
         # built once, so that resolving a version per request is a dictionary look-up

@@ -46,7 +46,6 @@ from app.schemas.requests import (
 )
 from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
 from app.services.catalogs import Catalogs
-from app.services.expectation_key import memo_key
 from app.services.explanations import (
     memory_line,
     roofline_lines,
@@ -218,24 +217,6 @@ def _kernel_facts(workload: KernelWorkload, work: Work, chip: Chip) -> WorkFacts
     return None
 
 
-def _expectation(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
-    """The request's workload on its chip (`_place`), for a check: a transformer's or an
-    operator list's kept in the catalogs' memo for the next request that differs at most in
-    its measured time (a kernel's costs less than its key), unless it read measured ceilings
-    (from the database, which may change them). Its answer models are shared by the answers
-    built from it, which never change them."""
-    kept_kind = isinstance(request.workload, TransformerWorkload | OpsWorkload)
-    if request.ceilings != "datasheet" or not kept_kind:
-        return _place(catalogs, request)
-    key = memo_key(request)
-    kept = catalogs.expectations.get(key)
-    if isinstance(kept, _Placed):
-        return kept
-    placed = _place(catalogs, request)
-    catalogs.expectations.put(key, placed)
-    return placed
-
-
 def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
     """The request's workload on its chip (`_Placed`)."""
     resolved = resolve(catalogs, request)
@@ -331,20 +312,18 @@ def _best(roof: Roofline, alternatives: list[Alternative] | None) -> BestChange 
 
 
 def expected_time(catalogs: Catalogs, request: CalculationRequest) -> ExpectedTime:
-    """The roofline time of the request's workload on its chip (not kept in the memo: an
-    identical request is answered from the answer cache)."""
+    """The roofline time of the request's workload on its chip."""
     return ExpectedTime.model_validate(_place(catalogs, request).fields)
 
 
 def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     """The request's measured time against its roofline: ratio, verdict and advice."""
-    placed = _expectation(catalogs, request)
+    placed = _place(catalogs, request)
     roof, ops = placed.roof, placed.ops
     repeats = summarise_times(request.measured_seconds)
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
     judgement = judge(roof, repeats.mean, specific)
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
-    # validated from one dict (the keyword form, Check(**fields), costs a copy more)
     return Check.model_validate(
         {
             **placed.fields,

@@ -4,8 +4,6 @@ architecture, the transformer spec, a kernel's work."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 from app.catalog.loader import ChipCatalogVersion, ChipRecord
 from app.engine import (
@@ -38,7 +36,6 @@ from app.schemas.requests import (
     MatmulWorkload,
     RowwiseWorkload,
     SaxpyWorkload,
-    TrainingFields,
     TransformerWorkload,
 )
 from app.services.catalogs import Catalogs
@@ -103,65 +100,40 @@ def model_input(catalogs: Catalogs, workload: TransformerWorkload, chip: Chip) -
             "kv_dtype": workload.kv_dtype or dtype,
         }
     )
-    return ModelInput(_model_ref(model_id, name, counts.total, counts.active), arch, filled, notes)
-
-
-@lru_cache(maxsize=256)  # one per model asked for; answers share it and never change it
-def _model_ref(model_id: str, name: str, total: int, active: int) -> ModelRef:
-    return ModelRef(id=model_id, name=name, params_total=total, params_active=active)
+    ref = ModelRef(id=model_id, name=name, params_total=counts.total, params_active=counts.active)
+    return ModelInput(ref, arch, filled, notes)
 
 
 def chip_ref(chip: Chip) -> ChipRef:
-    """The chip an answer names (one per chip: answers share it and never change it)."""
-    return _chip_ref(chip.id, chip.name)
-
-
-@lru_cache(maxsize=256)
-def _chip_ref(chip_id: str, name: str) -> ChipRef:
-    return ChipRef(id=chip_id, name=name)
+    """The chip an answer names."""
+    return ChipRef(id=chip.id, name=chip.name)
 
 
 def training_of(workload: TransformerWorkload) -> Training:
-    """The engine's training options of a transformer workload: its TrainingFields alone,
-    which most requests leave at their defaults, so they are built once."""
-    fields = workload.__dict__
-    scalars = map(fields.__getitem__, _SCALAR_TRAINING_FIELDS)
-    return _training((*scalars, tuple(fields["lora_targets"])))
-
-
-# the training fields in the order `_training` takes them: the scalars (hashable as they are),
-# then the one list, lora_targets, as a tuple
-_SCALAR_TRAINING_FIELDS = tuple(
-    name for name in TrainingFields.model_fields if name != "lora_targets"
-)
-_TRAINING_FIELDS = (*_SCALAR_TRAINING_FIELDS, "lora_targets")
-
-
-@lru_cache(maxsize=256)  # pure
-def _training(values: tuple[Any, ...]) -> Training:
-    o = dict(zip(_TRAINING_FIELDS, values, strict=True))
+    """The engine's training options of a transformer workload: its TrainingFields."""
+    w = workload
     lora = None
-    if o["lora_rank"] is not None:
-        lora = Lora(o["lora_rank"], o["lora_targets"], o["qlora"])
-    elif o["qlora"]:
+    if w.lora_rank is not None:
+        lora = Lora(w.lora_rank, tuple(w.lora_targets), w.qlora)
+    elif w.qlora:
         raise InvalidInput("qlora", "QLoRA needs lora_rank (the adapters' rank)")
     return Training(
-        optimizer=o["optimizer"],
+        optimizer=w.optimizer,
         parallel=Parallelism(
-            dp=o["dp"],
-            pp=o["pp"],
-            ep=o["ep"],
-            cp=o["cp"],
-            micro_batch=o["micro_batch"],
-            zero=o["zero"],
-            chips_per_node=o["chips_per_node"],
-            network_bandwidth=o["network_bandwidth"],
-            overlap=o["overlap"],
-            dp_algorithm=o["dp_algorithm"],
+            dp=w.dp,
+            pp=w.pp,
+            ep=w.ep,
+            cp=w.cp,
+            micro_batch=w.micro_batch,
+            zero=w.zero,
+            chips_per_node=w.chips_per_node,
+            network_bandwidth=w.network_bandwidth,
+            overlap=w.overlap,
+            dp_algorithm=w.dp_algorithm,
         ),
         lora=lora,
-        mfu=o["mfu"],
-        tokens=o["train_tokens"],
+        mfu=w.mfu,
+        tokens=w.train_tokens,
     )
 
 
@@ -169,24 +141,22 @@ def spec_of(workload: TransformerWorkload, software: Software) -> TransformerSpe
     """The engine's spec of a transformer workload (filled by `model_input`) on `software`."""
     if workload.dtype is None:
         raise ValueError("spec_of needs the workload model_input filled")
-    # by position, in field order: every transformer request builds one, and by name it
-    # costs twice the instructions
     return TransformerSpec(
-        workload.phase,
-        workload.batch,
-        workload.seq_len,
-        workload.gen_len,
-        Precision(  # compute, weights, KV cache
-            workload.dtype,
-            workload.weight_dtype or workload.dtype,
-            workload.kv_dtype or workload.dtype,
+        phase=workload.phase,
+        batch=workload.batch,
+        seq_len=workload.seq_len,
+        gen_len=workload.gen_len,
+        precision=Precision(
+            compute=workload.dtype,
+            weights=workload.weight_dtype or workload.dtype,
+            kv=workload.kv_dtype or workload.dtype,
         ),
-        workload.tp,
-        workload.reserve_fraction,
-        workload.flash_attention,
-        workload.recompute,
-        training_of(workload),
-        software,
+        tp=workload.tp,
+        reserve_fraction=workload.reserve_fraction,
+        flash_attention=workload.flash_attention,
+        recompute=workload.recompute,
+        training=training_of(workload),
+        software=software,
     )
 
 

@@ -8,12 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from app import formatting as fmt
-from app.engine.hardware import Chip
-from app.engine.roofline import Bound, Roofline, Work
+from app.engine import (
+    Bound,
+    Chip,
+    Dtype,
+    Roofline,
+    TransformerEstimate,
+    TransformerSpec,
+    Work,
+    dtype_bytes,
+)
 from app.engine.tiling import TILE, fill
 from app.engine.training import TrainingStep
-from app.engine.units import Dtype, dtype_bytes
-from app.engine.workload import TransformerEstimate, TransformerSpec
 
 # faster matrix dtypes worth naming for a GEMM in each dtype, fastest last
 _FASTER = {

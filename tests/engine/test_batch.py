@@ -1,6 +1,5 @@
 """The optimal batch: worked examples and the definition's invariants."""
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,19 +9,16 @@ from hypothesis import strategies as st
 import app.engine.batch as batch_module
 from app.engine import (
     Bound,
-    InvalidInput,
     LimitedBy,
     Phase,
-    Software,
     TransformerSpec,
     estimate,
     optimal_batch,
 )
-from app.engine.affine import Line
-from app.engine.batch import search, smallest_batch
+from app.engine.batch import Line, search, smallest_batch
 from app.engine.training import Parallelism, Training
 from app.engine.workload import MAX_BATCH, ideal_pass
-from tests.engine.chips import A100, H100
+from tests.engine.chips import A100
 from tests.engine.models import LLAMA_8B, MIXTRAL
 
 
@@ -96,12 +92,10 @@ def test_smallest_batch_finds_every_threshold():
 def test_the_requested_batch_does_not_change_the_search(
     batch: int, phase: Phase, seq_len: int, recompute: bool, zero: int
 ) -> None:
-    """So `optimal_batch` keys its cache by batch 1: whatever batch a request names, the
-    uncached search gives the same answer as at batch 1."""
+    """Whatever batch a request names, the search gives the same answer as at batch 1."""
     training = Training(parallel=Parallelism(zero=zero))
     spec = TransformerSpec(phase=phase, seq_len=seq_len, recompute=recompute, training=training)
-    uncached = search.__wrapped__
-    assert uncached(LLAMA_8B, A100, spec.with_batch(batch)) == uncached(LLAMA_8B, A100, spec)
+    assert search(LLAMA_8B, A100, spec.with_batch(batch)) == search(LLAMA_8B, A100, spec)
     assert optimal_batch(LLAMA_8B, A100, spec.with_batch(batch)) == optimal_batch(
         LLAMA_8B, A100, spec
     )
@@ -157,47 +151,13 @@ def test_a_dense_decode_search_evaluates_the_engine_twice_whatever_the_sizes(
 
     monkeypatch.setattr(batch_module, "ideal_pass", counted(passes, ideal_pass))
     monkeypatch.setattr(batch_module, "estimate", counted(estimates, estimate))
-    answer = search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.DECODE, seq_len=128))
+    answer = search(LLAMA_8B, A100, TransformerSpec(phase=Phase.DECODE, seq_len=128))
     assert (answer.ridge_batch, answer.near_asymptote_batch) == (184, 163)
     assert (sorted(passes), estimates) == ([1, MAX_BATCH], [])
     for context in (1, 2048, 10**7):
         passes.clear()
-        search.__wrapped__(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=context))
+        search(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=context))
         assert (sorted(passes), estimates) == ([1, MAX_BATCH], [])
-
-
-def test_a_searchs_anchor_passes_are_remembered_across_its_options():
-    # a pass reads the model, chip, phase, batch, length, dtypes, tp and reserve: a second
-    # search that differs elsewhere (gen_len, stack, a latency bound) reads the first one's
-    # anchors, the passes at batch 1 and MAX_BATCH; a new reserve or chip computes its own
-    from app.engine.workload import _IDEAL_PASSES  # noqa: PLC0415 (engine-internal)
-
-    spec = TransformerSpec(phase=Phase.DECODE, seq_len=333, gen_len=7)
-    _IDEAL_PASSES.clear()
-    search.__wrapped__(LLAMA_8B, A100, spec)
-    first = dict(_IDEAL_PASSES)
-    assert len(first) == 2  # batch 1 and MAX_BATCH
-    other = replace(spec, gen_len=9, software=Software.EAGER)
-    search.__wrapped__(LLAMA_8B, A100, other, 0.05)
-    # read, not computed again: the same two passes, the same objects
-    assert len(_IDEAL_PASSES) == 2 and all(_IDEAL_PASSES[k] is v for k, v in first.items())
-    search.__wrapped__(LLAMA_8B, H100, replace(spec, reserve_fraction=0.3))
-    assert len(_IDEAL_PASSES) == 4
-    # typed: a batch of 1.0 is another pass than the batch of 1, not a hit on it
-    ideal_pass(LLAMA_8B, A100, replace(spec, batch=1.0))  # type: ignore[arg-type]
-    assert len(_IDEAL_PASSES) == 5
-    # what it remembers is the pass as computed for the question itself: the estimate's
-    # roofline before realism, its memory and terms
-    for chip, question in ((A100, other), (H100, replace(spec, reserve_fraction=0.3))):
-        for b in (1, MAX_BATCH):
-            remembered = ideal_pass(LLAMA_8B, chip, question.with_batch(b))
-            whole = estimate(LLAMA_8B, chip, question.with_batch(b))
-            assert remembered.terms == whole.terms and remembered.memory == whole.memory
-            assert remembered.roofline.expected_time == whole.roofline.expected_time
-            assert remembered.roofline.sustained_time == whole.roofline.sustained_time
-    # errors are the question's own: an invalid field beside the key still raises
-    with pytest.raises(InvalidInput):
-        ideal_pass(LLAMA_8B, A100, replace(spec, gen_len=0))
 
 
 def test_a_step_time_bound_applies_to_a_decode_step_or_a_prefill_only() -> None:

@@ -129,7 +129,7 @@ def test_the_closed_forms_match_the_brute_force(  # noqa: PLR0917
     if slack is not None:
         bound = slack * estimate(arch, record.chip, spec).roofline.realistic_time
     _same(
-        search.__wrapped__(arch, record.chip, spec, bound),
+        search(arch, record.chip, spec, bound),
         brute_force(arch, record.chip, spec, bound),
     )
 
@@ -146,7 +146,7 @@ def test_a_crossing_too_close_to_call_on_the_lines_is_decided_by_the_estimate(
     arch, chip = models.resolve("llama-8b").arch, chips.resolve("a100").chip
     spec = TransformerSpec(phase=Phase.DECODE, seq_len=seq_len)
     bound = 20e-3  # a 20 ms time per output token
-    fast = search.__wrapped__(arch, chip, spec, bound)
+    fast = search(arch, chip, spec, bound)
     monkeypatch.setattr(batch_module, "_CLEAR", math.inf)
-    _same(search.__wrapped__(arch, chip, spec, bound), fast)
+    _same(search(arch, chip, spec, bound), fast)
     _same(fast, brute_force(arch, chip, spec, bound))

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import Bound, Phase, TransformerSpec, estimate, param_counts
-from app.engine.breakdown import Term, shares, term_of, totals
+from app.engine.breakdown import Term, shares, totals
 from app.engine.training import Parallelism, Training
 from tests.engine.chips import A100, H100
 from tests.engine.models import BERT, GPT2, LLAMA_8B, MISTRAL_7B, MIXTRAL
@@ -139,12 +139,3 @@ def test_the_terms_add_up_to_the_totals(arch, chip, phase, sizes):
     assert sum(s.share for s in placed) == pytest.approx(1)
     # each operation alone: their times add to at least the step's (which overlaps them all)
     assert sum(s.time for s in placed) >= result.roofline.expected_time * (1 - 1e-12)
-
-
-def test_a_term_built_in_c_is_the_named_tuple_its_constructor_builds():
-    # term_of builds a Term from all six fields without the named tuple's Python constructor
-    built = term_of(("mlp_down", 32, 2.0e9, 4.0e6, 0.0, None))
-    assert type(built) is Term and built == Term("mlp_down", 32, 2.0e9, 4.0e6)
-    assert (built.name, built.count, built.flops, built.bytes) == ("mlp_down", 32, 2.0e9, 4.0e6)
-    assert (built.seconds, built.regime) == (0.0, None)
-    assert totals([built, built]) == (4.0e9, 8.0e6)

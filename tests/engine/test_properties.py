@@ -45,10 +45,9 @@ def test_time_is_never_below_either_term(flops, nbytes, dtype, unit):
     assert roof.realistic_time >= roof.expected_time
     assert (roof.roof is Bound.COMPUTE) == (roof.arithmetic_intensity >= roof.ridge_intensity)
     # what a training step's communication overlaps, before its Roofline is built: the same
-    # float; and the roofline placed from those roofs is the same one
+    # float
     roofs = on_the_roofs(custom(flops, nbytes, dtype, unit), A100)
     assert roofline_time(roofs[1], roofs[2]) == roof.expected_time
-    assert place(custom(flops, nbytes, dtype, unit), A100, roofs=roofs) == roof
 
 
 @settings(max_examples=150, deadline=None)

@@ -8,14 +8,12 @@ from dataclasses import dataclass
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.parallel import activation_dtype, ring_allreduce_bytes, tensor_parallel_time
-from app.engine.records import quick_init
 from app.engine.training.footprint import Trainable, state_bytes_per_param
 from app.engine.training.layout import Layout
 from app.engine.training.options import DataParallelAlgorithm, Parallelism, Training
 from app.engine.units import Dtype, dtype_bytes
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Communication:
     """Seconds per step each collective takes on this chip, and where it runs."""
@@ -96,21 +94,18 @@ def communication(
     micro_tokens = lay.micro_batch * seq_len / lay.cp  # this chip's share of the sequences
     # activation collectives run in the forward, the backward and any recomputed forward
     activation_passes = 3 if recompute else 2
-    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them (it
-    # is 0 at tp = 1, which the test here says without a call at every count of a curve)
-    tp_time = 0.0
-    if lay.tp > 1:
-        tp_time = (
-            tensor_parallel_time(
-                arch,
-                chip,
-                tokens=lay.micro_batches * micro_tokens,
-                dtype=dtype,
-                tp=lay.tp,
-                allreduces_per_layer=2 * activation_passes,
-            )
-            / lay.pipeline_split
+    # tensor_parallel_time counts every layer; the fullest stage holds ceil(L/p) of them
+    tp_time = (
+        tensor_parallel_time(
+            arch,
+            chip,
+            tokens=lay.micro_batches * micro_tokens,
+            dtype=dtype,
+            tp=lay.tp,
+            allreduces_per_layer=2 * activation_passes,
         )
+        / lay.pipeline_split
+    )
     pp_time = 0.0
     if lay.pp > 1:
         pp_bw, _ = _link(chip, p, lay.chips)
@@ -143,5 +138,12 @@ def communication(
     if p.overlap:  # what of it the backward pass does not hide: max(0, dp - backward)
         exposed = dp_time - backward_time if dp_time > backward_time else 0.0
     return Communication(
-        tp_time, pp_time, ep_time, cp_time, dp_time, exposed, dp_bytes, over_network
+        tensor_parallel=tp_time,
+        pipeline=pp_time,
+        expert=ep_time,
+        context_parallel=cp_time,
+        data_parallel=dp_time,
+        data_parallel_exposed=exposed,
+        data_parallel_bytes=dp_bytes,
+        data_parallel_over_network=over_network,
     )

@@ -4,12 +4,10 @@ and the activations saved for the backward pass (docs/formulas.md, "Training")."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from app.engine.architecture import Architecture, param_counts
 from app.engine.errors import InvalidInput
 from app.engine.memory import LOGIT_BYTES, MemoryBreakdown
-from app.engine.records import quick_init
 from app.engine.training.layout import Layout
 from app.engine.training.options import (
     OPTIMIZER_STATE_BYTES,
@@ -30,7 +28,6 @@ _KORTHIKANTI_BYTES = 2.0
 NF4_BYTES = 4.127 / 8
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Trainable:
     """Parameters per chip: those stored (the whole model's share) and those trained."""
@@ -112,7 +109,6 @@ def trainable(arch: Architecture, dtype: Dtype, lay: Layout, lora: Lora | None) 
     return Trainable(dense, expert, adapter_dense / shard, adapter_expert / (shard * lay.ep), base)
 
 
-@cache  # pure, of two enums: a training step and its collectives and memory each ask
 def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     """Bytes per trained parameter an optimizer step moves besides the forward/backward reads.
 
@@ -125,7 +121,6 @@ def optimizer_traffic_per_param(optimizer: Optimizer, dtype: Dtype) -> float:
     return 2 * grad + 2 * opt + (s if _has_master(dtype) else 2 * s)
 
 
-@cache  # pure, as optimizer_traffic_per_param
 def state_bytes_per_param(optimizer: Optimizer, dtype: Dtype) -> tuple[float, float]:
     """(gradient, optimizer incl. master weights) bytes per trained parameter.
 
@@ -141,7 +136,6 @@ def _has_master(dtype: Dtype) -> bool:
     return dtype_bytes(dtype) < MASTER_WEIGHT_BYTES
 
 
-@cache  # pure, of two small integers; asked three times by every training step and its memory
 def zero_divisors(stage: int, replicas: int) -> tuple[int, int, int]:
     """How many ways ZeRO stage `stage` splits (weights, gradients, optimizer state) over
     `replicas` data-parallel replicas: stage 1 the optimizer state, 2 also the gradients, 3 also
@@ -214,12 +208,10 @@ def activation_bytes(
     dtype: Dtype,
     flash: bool,
     recompute: bool,
-    saved: tuple[float, float] | None = None,
 ) -> float:
     """Saved activations per chip: the first pipeline stage holds min(p, m) micro-batches of its
-    ceil(L/p) layers (1F1B), plus the fp32 logits of the micro-batch in the loss.
-    `saved`: `micro_batch_activations` at `lay`, when the caller has them already."""
-    layers, logits = saved or micro_batch_activations(
+    ceil(L/p) layers (1F1B), plus the fp32 logits of the micro-batch in the loss."""
+    layers, logits = micro_batch_activations(
         arch, lay, seq_len=seq_len, dtype=dtype, flash=flash, recompute=recompute
     )
     return lay.in_flight * layers + logits
@@ -235,18 +227,13 @@ def training_memory(
     flash: bool,
     recompute: bool,
     reserve: float,
-    params: Trainable | None = None,
-    saved: tuple[float, float] | None = None,
 ) -> MemoryBreakdown:
     """Weights, gradients, optimizer state (ZeRO-sharded) and saved activations per chip.
 
     Dense parameters are sharded over the dp x ep x cp replicas, routed experts over dp x cp.
-    LoRA keeps its adapters in `dtype` beside the frozen base. `params` and `saved`: this
-    chip's share (`trainable` at `lay`) and what one micro-batch saves
-    (`micro_batch_activations` at `lay`), when the caller has them already.
+    LoRA keeps its adapters in `dtype` beside the frozen base.
     """
-    if params is None:
-        params = trainable(arch, dtype, lay, training.lora)
+    params = trainable(arch, dtype, lay, training.lora)
     grad, opt = state_bytes_per_param(training.optimizer, dtype)
     weights = gradients = optimizer = 0.0
     all_stored = params.stored
@@ -267,11 +254,14 @@ def training_memory(
         dtype=dtype,
         flash=flash,
         recompute=recompute,
-        saved=saved,
     )
-    # by position (weights, no KV cache, activations, gradients, optimizer, reserve): a
-    # scaling curve builds one per count
-    return MemoryBreakdown(weights, 0.0, activations, gradients, optimizer, reserve)
+    return MemoryBreakdown(
+        weights=weights,
+        activations=activations,
+        gradients=gradients,
+        optimizer=optimizer,
+        reserve=reserve,
+    )
 
 
 def max_trainable_params(

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.errors import InvalidInput
-from app.engine.records import quick_init
 from app.engine.training.options import MAX_CHIPS, Parallelism
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Chips of one training job and the batch each one sees."""
@@ -25,43 +22,48 @@ class Layout:
     layers: int  # the model's, split over the pp stages
     cp: int = 1  # context parallel: each sequence split cp ways
 
-    # derived from the fields above once, at construction (`_derive`; read several times a
-    # step, where a property cost a function call each time)
-    stage_layers: int = field(init=False, repr=False, compare=False)
-    pipeline_split: float = field(init=False, repr=False, compare=False)
-    chips: int = field(init=False, repr=False, compare=False)
-    replicas: int = field(init=False, repr=False, compare=False)
-    batch_shares: int = field(init=False, repr=False, compare=False)
-    expert_replicas: int = field(init=False, repr=False, compare=False)
-    bubble_fraction: float = field(init=False, repr=False, compare=False)
-    in_flight: int = field(init=False, repr=False, compare=False)
+    @property
+    def stage_layers(self) -> int:
+        """The fullest stage's layers, ceil(L/p): stages hold ceil(L/p) or floor(L/p) layers
+        when p does not divide L (Llama 3 405B: 126 layers over 16 stages, 8 or 7)."""
+        return -(-self.layers // self.pp)
 
-    @staticmethod
-    def _derive(  # noqa: PLR0917  (quick_init's __init__ passes every field by position)
-        tp: int, dp: int, pp: int, ep: int, _: float, micro_batches: int, layers: int, cp: int
-    ) -> tuple[int, float, int, int, int, int, float, int]:
-        """The derived fields above, from the others (quick_init sets them at construction)."""
-        # the fullest stage's layers, ceil(L/p): stages hold ceil(L/p) or floor(L/p) layers
-        # when p does not divide L (Llama 3 405B: 126 layers over 16 stages, 8 or 7)
-        stage_layers = -(-layers // pp)
-        return (
-            stage_layers,
-            # L / ceil(L/p): the fullest stage holds 1/this of the layers (p when p | L); its
-            # share of the parameters, FLOPs and traffic sets the memory per chip and the time
-            layers / stage_layers,
-            tp * cp * ep * dp * pp,  # chips
-            # replicas: chips holding the same dense weights shard, that reduce their gradients
-            # together: dp x ep x cp (context-parallel chips see other tokens of the sequences)
-            dp * ep * cp,
-            dp * ep,  # batch shares: ways the batch is split into sequences (cp splits each)
-            dp * cp,  # expert replicas: chips holding the same routed experts
-            # bubble fraction: the idle share of a 1F1B pipeline step, (p-1)/(m+p-1)
-            # (Narayanan et al. 2021, 2.2)
-            (pp - 1) / (micro_batches + pp - 1),
-            # in flight: micro-batches whose activations the first stage holds at once under
-            # 1F1B, min(p, m)
-            min(pp, micro_batches),
-        )
+    @property
+    def pipeline_split(self) -> float:
+        """L / ceil(L/p): the fullest stage holds 1/this of the layers (p when p | L); its
+        share of the parameters, FLOPs and traffic sets the memory per chip and the time."""
+        return self.layers / self.stage_layers
+
+    @property
+    def chips(self) -> int:
+        """Chips of the job: tp x cp x ep x dp x pp."""
+        return self.tp * self.cp * self.ep * self.dp * self.pp
+
+    @property
+    def replicas(self) -> int:
+        """Chips holding the same dense weights shard, that reduce their gradients together:
+        dp x ep x cp (context-parallel chips see other tokens of the sequences)."""
+        return self.dp * self.ep * self.cp
+
+    @property
+    def batch_shares(self) -> int:
+        """Ways the batch is split into sequences: dp x ep (cp splits each sequence)."""
+        return self.dp * self.ep
+
+    @property
+    def expert_replicas(self) -> int:
+        """Chips holding the same routed experts: dp x cp."""
+        return self.dp * self.cp
+
+    @property
+    def bubble_fraction(self) -> float:
+        """The idle share of a 1F1B pipeline step, (p-1)/(m+p-1) (Narayanan et al. 2021, 2.2)."""
+        return (self.pp - 1) / (self.micro_batches + self.pp - 1)
+
+    @property
+    def in_flight(self) -> int:
+        """Micro-batches whose activations the first stage holds at once under 1F1B, min(p, m)."""
+        return min(self.pp, self.micro_batches)
 
 
 def layout(arch: Architecture, tp: int, batch: int, parallel: Parallelism) -> Layout:
@@ -95,28 +97,26 @@ def regroup(arch: Architecture, tp: int, batch: int, parallel: Parallelism, dp: 
     """The layout of `batch` sequences over `dp` data-parallel replicas and `parallel`'s other
     degrees (`check_degrees`'): dp and the batch's split checked (a scaling curve checks the
     other degrees once, then regroups at each count)."""
-    p = parallel
-    return _regrouped(arch.layers, tp, batch, dp, p.pp, p.ep, p.cp, p.micro_batch)
-
-
-# pure, of small integers: a scaling curve regroups at every count, and a job's next
-# question (another sequence length, dtype or option) at the same counts; a hit costs a
-# fifth of a layout's construction
-@lru_cache(maxsize=1024)
-def _regrouped(  # noqa: PLR0917  (positional: the cache's key is then built in C)
-    layers: int, tp: int, batch: int, dp: int, pp: int, ep: int, cp: int, micro_batch: int | None
-) -> Layout:
     if not 1 <= dp <= MAX_CHIPS:
         raise InvalidInput("dp", f"must be between 1 and {MAX_CHIPS}, got {dp}")
-    replicas = dp * ep
+    replicas = dp * parallel.ep
     if batch % replicas:
         raise InvalidInput(
             "batch", f"must be a multiple of dp x ep = {replicas} (one share per replica)"
         )
     per_replica = batch // replicas
-    micro = micro_batch or per_replica
+    micro = parallel.micro_batch or per_replica
     if micro < 1 or per_replica % micro:
         raise InvalidInput(
             "micro_batch", f"must divide the {per_replica} sequences each replica gets, got {micro}"
         )
-    return Layout(tp, dp, pp, ep, micro, per_replica // micro, layers, cp)
+    return Layout(
+        tp=tp,
+        dp=dp,
+        pp=parallel.pp,
+        ep=parallel.ep,
+        micro_batch=micro,
+        micro_batches=per_replica // micro,
+        layers=arch.layers,
+        cp=parallel.cp,
+    )

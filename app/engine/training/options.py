@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.engine.records import quick_init
 from app.engine.units import BITS_PER_BYTE, GIGA
 
 # Scale-out bandwidth per chip and direction when none is given: one 400 Gb/s InfiniBand NDR
@@ -69,7 +68,6 @@ class LoraTarget(StrEnum):
 ALL_LINEAR = tuple(LoraTarget)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Lora:
     """Low-rank adapters (Hu et al. 2021) on frozen weights; QLoRA stores those in NF4."""
@@ -79,7 +77,6 @@ class Lora:
     quantized_base: bool = False
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Parallelism:
     """Data, pipeline, expert and context parallel degrees (tensor parallel is the spec's `tp`).
@@ -101,7 +98,6 @@ class Parallelism:
     dp_algorithm: DataParallelAlgorithm = DataParallelAlgorithm.RING
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Training:
     """How a training step is run: optimizer, layout, adapters, and optional given MFU/tokens."""

@@ -4,14 +4,12 @@ communication (docs/formulas.md, "Training")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from app.engine.architecture import Architecture, param_counts
 from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import Fitted, fitted, realistic_communication
-from app.engine.records import quick_init
 from app.engine.roofline import Bound, Roofline, Work, on_the_roofs, place, roofline_time
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
@@ -29,7 +27,6 @@ from app.engine.transformer import Precision, prefill_terms, residual_bytes
 from app.engine.units import Unit
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class TrainingStep:
     """One optimizer step over all chips, seen from one chip, and the run it is part of."""
@@ -56,7 +53,6 @@ class TrainingStep:
         return None if self.tokens is None else self.tokens / self.tokens_per_step * time
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class StepPlan:
     """A training step of one batch before it is laid out on chips: what it is at any layout
@@ -101,22 +97,22 @@ def step_plan(
     tokens = batch * seq_len
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
     return StepPlan(
-        arch,
-        chip,
-        seq_len,
-        precision,
-        training,
-        flash,
-        recompute,
-        reads,
-        passes,
-        named,
-        flops_x_passes,
-        trained,
-        adapters,
-        forward * (passes - (1 if recompute else 0)) + adapters,  # model_flops
-        tokens,
-        fitted(Kind.TRAINING, software)[0],
+        arch=arch,
+        chip=chip,
+        seq_len=seq_len,
+        precision=precision,
+        training=training,
+        flash=flash,
+        recompute=recompute,
+        reads=reads,
+        passes=passes,
+        named=named,
+        flops_x_passes=flops_x_passes,
+        trained=trained,
+        adapters=adapters,
+        model_flops=forward * (passes - (1 if recompute else 0)) + adapters,
+        tokens=tokens,
+        published=fitted(Kind.TRAINING, software)[0],
     )
 
 
@@ -151,9 +147,7 @@ def training_step(
     return step_on(plan, lay, breakdown)
 
 
-def step_on(
-    plan: StepPlan, lay: Layout, breakdown: bool, params: Trainable | None = None
-) -> TrainingStep:
+def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
     """One training step of `plan` laid out as `lay` (`layout`'s, whose degrees stand for
     the plan's `training.parallel`'s).
 
@@ -165,14 +159,11 @@ def step_on(
     activations written then read, and the residual stream of each pass. Time: the roofline of
     that work stretched by the pipeline bubble, m / (m + p - 1) busy, plus exposed communication.
     Without `breakdown` the step has no terms (a scaling curve reads only its times).
-    `params`: this chip's parameter share (`trainable` at `lay`; the data-parallel degree and
-    the micro-batch do not change it), where the caller has it from another step.
     """
     arch, chip, training, seq_len = plan.arch, plan.chip, plan.training, plan.seq_len
     dtype = plan.precision.compute
     recompute, reads, passes = plan.recompute, plan.reads, plan.passes
-    if params is None:
-        params = trainable(arch, dtype, lay, training.lora)
+    params = trainable(arch, dtype, lay, training.lora)
     # the fullest pipeline stage's share, over the chips of one stage (all chips when p | L)
     share = lay.chips // lay.pp * lay.pipeline_split
     # the FLOPs of the step's terms (those of `named`, then the adapters) and its (name,
@@ -195,8 +186,8 @@ def step_on(
     update = params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
     work = Work(sum(computed), weight_reads + saved + residual + update, dtype, Unit.MATRIX)
 
-    roofs = on_the_roofs(work, chip)
-    busy = roofline_time(roofs[1], roofs[2])  # the compute and memory terms, overlapped
+    _, compute_time, memory_time = on_the_roofs(work, chip)
+    busy = roofline_time(compute_time, memory_time)  # the compute and memory terms, overlapped
     comm = communication(
         arch,
         chip,
@@ -208,7 +199,7 @@ def step_on(
         recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
     )
-    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction), roofs=roofs)
+    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
     terms: tuple[Term, ...] = ()
     if breakdown:
         moved = (
@@ -234,15 +225,15 @@ def step_on(
         at_mfu = _time_at_mfu(plan.model_flops, lay.chips, roof, training.mfu)
         realized = roof.realized(at_mfu, at_mfu, at_mfu)
     return TrainingStep(
-        realized,
-        lay,
-        comm,
-        params,
-        plan.model_flops,
-        plan.trained,
-        plan.tokens,
-        training.tokens,
-        activations,
+        roofline=realized,
+        layout=lay,
+        communication=comm,
+        params=params,
+        model_flops=plan.model_flops,
+        trained_params=plan.trained,
+        tokens_per_step=plan.tokens,
+        tokens=training.tokens,
+        activations=activations,
         given_mfu=training.mfu,
         terms=terms,
     )
@@ -254,7 +245,6 @@ def _time_at_mfu(model_flops: float, chips: int, roof: Roofline, mfu: float) -> 
     return model_flops / (chips * roof.peak.flops_per_s * mfu)
 
 
-@lru_cache(maxsize=256)
 def _forward_pass(
     arch: Architecture,
     batch: int,
@@ -264,8 +254,8 @@ def _forward_pass(
     *,
     passes: int,
 ) -> tuple[tuple[tuple[str, int | float], ...], tuple[float, ...], float, float]:
-    """The forward pass over the step's B S tokens, the same at any layout (a scaling curve
-    computes it once): the (name, count) of its terms with FLOPs, their FLOPs x `passes`, its
+    """The forward pass over the step's B S tokens, the same at any layout: the (name, count)
+    of its terms with FLOPs, their FLOPs x `passes`, its
     FLOPs, and the parameters trained, whole model."""
     forward_terms = [t for t in prefill_terms(arch, batch, seq_len, precision, tp=1) if t.flops]
     flops = [t.flops for t in forward_terms]
@@ -311,8 +301,6 @@ def _published(roof: Roofline, plan: StepPlan, chips: int) -> Roofline:
     communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
-        time = basis * ratio + communication
-        sustained = roof.realistic_time
-        return sustained if sustained > time else time  # max, as roofline_time spells it
+        return max(basis * ratio + communication, roof.realistic_time)
 
     return roof.realized(at(published.ratio), at(published.low), at(published.high))
