@@ -27,31 +27,7 @@ def percent(value: float, digits: int = 3) -> str:
     return f"{number(value * 100, digits)}%"
 
 
-# Texts already written, by writer and unit, then value: an answer shows most of its times and
-# sizes twice (its explanation and its `formatted` object) and the chip's peaks and capacity
-# in every answer. A dictionary per writer and unit, so that a text is found without building
-# a key. Bounded (each cleared when full); zero is never kept, since 0.0 and -0.0 are one key
-# but read '0' and '-0'.
-_MAX_WRITTEN = 4096
-_SECONDS: dict[float, str] = {}
-_SCALED: dict[str, dict[float, str]] = {}  # by unit
-
-
-def forget_written() -> None:
-    """Drop every text kept (a test's fresh start)."""
-    _SECONDS.clear()
-    _SCALED.clear()
-
-
-def _keep(texts: dict[float, str], value: float, text: str) -> str:
-    if value:
-        if len(texts) >= _MAX_WRITTEN:
-            texts.clear()
-        texts[value] = text
-    return text
-
-
-def _write_scaled(value: float, unit: str) -> str:
+def _scaled(value: float, unit: str) -> str:
     magnitude = abs(value)
     for factor, prefix in _PREFIXES:
         if magnitude >= factor:
@@ -59,15 +35,8 @@ def _write_scaled(value: float, unit: str) -> str:
     return f"{number(value)} {unit}"
 
 
-def _scaled(value: float, unit: str) -> str:
-    texts = _SCALED.get(unit)
-    if texts is None:
-        texts = _SCALED[unit] = {}
-    text = texts.get(value)
-    return _keep(texts, value, _write_scaled(value, unit)) if text is None else text
-
-
-def _write_seconds(value: float) -> str:
+def seconds(value: float) -> str:
+    """1.5e-3 -> '1.5 ms'."""
     if value >= 1.0:
         return f"{number(value)} s"
     if value >= MILLI:
@@ -75,12 +44,6 @@ def _write_seconds(value: float) -> str:
     if value >= MICRO:
         return f"{number(value / MICRO)} µs"
     return f"{number(value / NANO)} ns"
-
-
-def seconds(value: float) -> str:
-    """1.5e-3 -> '1.5 ms'."""
-    text = _SECONDS.get(value)
-    return _keep(_SECONDS, value, _write_seconds(value)) if text is None else text
 
 
 def duration(value: float) -> str:

@@ -36,9 +36,11 @@ from app.engine import (
     Kind,
     Phase,
     Precision,
+    Roofline,
     Software,
     TransformerSpec,
     Unit,
+    Work,
     attention,
     custom,
     estimate,
@@ -47,7 +49,6 @@ from app.engine import (
     place_kernel,
     saxpy,
 )
-from app.engine.roofline import Roofline, Work
 from app.engine.units import GIGA, TERA, seconds_from_ms
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -551,28 +551,6 @@ def test_a_retry_answers_as_the_first_post_did_baseline_included(db_client):
     assert db_client.get("/measurements").json()["total"] == 3
 
 
-def test_a_kept_expectation_stores_what_a_computed_one_does(db_client, db_app):
-    """The third post of a workload reuses the expectation the second kept (the memo of
-    app/services/memo.py keeps a question from its second time); with the memo emptied, the
-    same post computes it: the stored row's judgement is the same, column for column, on
-    both backends."""
-    memo = db_app.state.catalogs.expectations
-    submit(db_client, DECODE, measured_ms=9.0)
-    submit(db_client, DECODE, measured_ms=8.0)
-    kept = submit(db_client, DECODE, measured_ms=[4.0, 5.0])
-    assert memo.hits == 1
-    memo.clear()
-    computed = submit(db_client, DECODE, measured_ms=[4.0, 5.0])
-    assert memo.hits == 1 and len(memo) == 0  # seen once since it was emptied
-    judged = ("expectation", "verdict", "ratio", "efficiency", "advice", "expected_time_s")
-    assert {k: kept[k] for k in judged} == {k: computed[k] for k in judged}
-    sessions = db_app.state.database.sessions()
-    with sessions() as session:
-        rows = [session.get(MeasurementRow, answer["id"]) for answer in (kept, computed)]
-        stored = [(row.expectation, row.verdict, row.ratio, row.workload) for row in rows]
-    assert stored[0] == stored[1]
-
-
 def test_a_measurement_reads_back_with_the_repeats_it_was_judged_by(db_app, db_client):
     """Its repeats are the expectation's (what it was judged by); a row stored before the
     expectation kept them has them summarised again from its values, to the same numbers.
