@@ -88,9 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
     # inside Hardening: its headers and body cap apply
-    app.add_middleware(
-        ServeStoredAnswers, calculate={**calculation_routes.DIRECT, **measurement_routes.DIRECT}
-    )
+    app.add_middleware(ServeStoredAnswers)
     # before the answer cache and every route
     app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
@@ -100,10 +98,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # ProgrammingError: a database emptied while the service ran (else a bug, re-raised)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):
         app.add_exception_handler(unreachable, pages.database_unavailable)
-    # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
-    # jobs call by the thousand, come right after the trivial liveness check
     app.include_router(health_routes.router)
-    calculation_routes.register(app.router)
+    app.include_router(calculation_routes.router)
     app.include_router(catalog_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(trace_routes.router)
@@ -113,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(empirical_routes.router)
     app.include_router(page_routes.router)
     app.include_router(docs_routes.router)
+    docs_routes.in_reading_order(app, {**calculation_routes.QUERIES, **compare_routes.QUERIES})
     app.mount(docs_routes.ASSETS, docs_routes.assets(), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

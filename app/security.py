@@ -122,12 +122,6 @@ async def require_writer(
 WriterDep = Annotated[str | None, Depends(require_writer)]
 
 
-async def writer_of(request: Request) -> str | None:
-    """`require_writer` of `request` outside FastAPI's dependency solving: the owner of its
-    bearer token, None when writes are open; HTTPException 401 without a valid token."""
-    return await require_writer(request, await _BEARER(request))
-
-
 UNAUTHORIZED: dict[int | str, dict[str, str]] = {  # the routes that take WriterDep document it
     401: {"description": "Writes are restricted and no valid bearer token was given."}
 }
