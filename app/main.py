@@ -7,6 +7,7 @@ import logging
 from functools import lru_cache
 
 from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import ProgrammingError
@@ -92,6 +93,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # before the answer cache and every route
     app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
+    # answers of 500 bytes or more gzipped for a client that accepts it (stored answers and
+    # /docs' script too; not images); zlib's own default level, within a percent of the smallest
+    app.add_middleware(GZipMiddleware, compresslevel=6)
     traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
     app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes, large_bodies=traces)
     error_handlers.install(app)

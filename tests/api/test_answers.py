@@ -134,12 +134,12 @@ def test_a_repeated_get_is_served_from_the_cache(fresh: TestClient) -> None:
     cache = _cache(fresh)
     assert (first.status_code, cache.hits, len(cache)) == (200, 0, 0)
     assert (fresh.get(path).content, cache.hits, len(cache)) == (first.content, 0, 1)
-    second = fresh.get(path)
+    second = fresh.get(path, headers={"accept-encoding": "identity"})  # not gzipped
     assert (second.status_code, cache.hits) == (200, 1)
     assert second.content == first.content
     assert second.headers["content-type"] == "application/json"
     assert int(second.headers["content-length"]) == len(first.content)
-    # the security headers are added outside the cache (app/security.py)
+    # the security headers (and gzip, tests/api/test_compression.py) are added outside the cache
     assert second.headers["content-security-policy"] == first.headers["content-security-policy"]
     assert second.headers["x-content-type-options"] == "nosniff"
     for _ in range(2):
