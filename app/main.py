@@ -35,7 +35,7 @@ from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
 from app.services.catalogs import Catalogs, load_catalog_files, record_catalogs
 from app.settings import Settings, get_settings
-from app.web import negotiated_routes, page_routes, pages
+from app.web import negotiated_routes, page_routes, pages, svg
 from app.web.templating import STATIC
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # /docs' script too; not images); zlib's own default level, within a percent of the smallest
     app.add_middleware(GZipMiddleware, compresslevel=6)
     traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
-    app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes, large_bodies=traces)
+    app.add_middleware(
+        Hardening,
+        max_body_bytes=settings.max_body_bytes,
+        large_bodies=traces,
+        inline_styles=[svg.STYLE],
+    )
     error_handlers.install(app)
     # ProgrammingError: a database emptied while the service ran (else a bug, re-raised)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):

@@ -8,11 +8,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
-from app.db.availability import UNAVAILABLE
-from app.db.models import KEY_LENGTH
+from app.columns import KEY_LENGTH
 from app.engine import InvalidInput
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
-from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep
+from app.http.deps import JSON_BODY_ERRORS, UNAVAILABLE, CatalogsDep, JsonBody, SessionsDep
 from app.http.params import (
     BaselineId,
     BaselineWindow,

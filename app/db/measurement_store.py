@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, defer
 
+from app.columns import COUNT_CAP, Position, TotalKind
 from app.db.base import EncodedJSON, json_text, utc_now
 from app.db.models import Measurement, MeasurementRow
 
@@ -40,22 +41,6 @@ class Filters:
     workload_key: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where a list stopped: its last row's sort key. Lists are newest first, by
-    (created_at, id): unique and never altered, so the rows after a position stay the same
-    rows however many are stored meanwhile (those are newer)."""
-
-    created_at: datetime
-    id: int
-
-
-# A list's total is counted exactly up to this many matching rows (reading at most one more
-# index entry); beyond it, estimated (the whole table) or bounded below (a filtered list).
-COUNT_CAP = 1_000
-TotalKind = Literal["exact", "estimate", "more_than"]
 
 
 # The wide JSON columns: left out of lists and histories, loaded on access (one row at a time).

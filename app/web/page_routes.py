@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
 from app.catalog.names import UnknownName
-from app.db.models import MAX_ID
+from app.columns import MAX_ID
 from app.engine import AttentionKernel, Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW, MAX_WINDOW
 from app.engine.training import Optimizer
