@@ -138,7 +138,7 @@ def batch_sweep_chart(request: Request, catalogs: CatalogsDep) -> Response:
     values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
     try:
         question = batch_request(forms.calculation(values), forms.latency_bounds(values))
-        svg = sweep_svg(planning.best_batch(catalogs, question))
+        svg = sweep_svg(planning.optimal_batch(catalogs, question))
     except _ERRORS as exc:
         return _svg_error(forms.errors_of(exc, values["kind"]))
     return Response(svg, media_type=SVG)
