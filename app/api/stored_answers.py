@@ -4,9 +4,11 @@ An answer is a pure function of the request (method, path, query string or body 
 content type) and of the catalogs: the same CI job asking the same question gets the same
 bytes. A route renders an answer (`answer`) and stores it; `ServeStoredAnswers`, at the edge
 of the app, sends the stored bytes to the next identical request, which then never reaches
-FastAPI. Each `Catalogs` owns one cache, so a catalog reload starts an empty one; a request
-that fails (404, 422) is never stored. Each worker process has its own cache, which only
-saves work: losing it changes no answer.
+FastAPI: what the app adds to its routes (a dependency, an exception handler) applies to
+every request that computes an answer, not to one answered from the store. Each `Catalogs`
+owns one cache, so a catalog reload starts an empty one; a request that fails (404, 422) is
+never stored. Each worker process has its own cache, which only saves work: losing it
+changes no answer.
 """
 
 from __future__ import annotations
