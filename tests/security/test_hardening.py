@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app import engine
 from app.main import create_app
 from app.security import WriteTokens
-from app.services import planning
 from app.settings import Settings
 from tests.conftest import serve
 
@@ -197,7 +197,7 @@ def test_a_500_carries_the_security_headers_and_keeps_the_connection(monkeypatch
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(planning, "memory_fit", broken)
+    monkeypatch.setattr(engine, "memory_fit", broken)  # /memory-fit's engine call
     app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'db'}"))
     with serve(app) as base:
         host, port = base.removeprefix("http://").split(":")
