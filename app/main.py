@@ -7,6 +7,7 @@ import logging
 from functools import lru_cache
 
 from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import ProgrammingError
@@ -34,7 +35,7 @@ from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
 from app.services.catalogs import Catalogs, load_catalog_files, record_catalogs
 from app.settings import Settings, get_settings
-from app.web import negotiated_routes, page_routes, pages
+from app.web import negotiated_routes, page_routes, pages, svg
 from app.web.templating import STATIC
 
 log = logging.getLogger(__name__)
@@ -88,22 +89,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
     # inside Hardening: its headers and body cap apply
-    app.add_middleware(
-        ServeStoredAnswers, calculate={**calculation_routes.DIRECT, **measurement_routes.DIRECT}
-    )
+    app.add_middleware(ServeStoredAnswers)
     # before the answer cache and every route
     app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
+    # answers of 500 bytes or more gzipped for a client that accepts it (stored answers and
+    # /docs' script too; not images); zlib's own default level, within a percent of the smallest
+    app.add_middleware(GZipMiddleware, compresslevel=6)
     traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
-    app.add_middleware(Hardening, max_body_bytes=settings.max_body_bytes, large_bodies=traces)
+    app.add_middleware(
+        Hardening,
+        max_body_bytes=settings.max_body_bytes,
+        large_bodies=traces,
+        inline_styles=[svg.STYLE],
+    )
     error_handlers.install(app)
     # ProgrammingError: a database emptied while the service ran (else a bug, re-raised)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):
         app.add_exception_handler(unreachable, pages.database_unavailable)
-    # FastAPI matches routes in order, a few µs each: the calculation endpoints, which CI
-    # jobs call by the thousand, come right after the trivial liveness check
     app.include_router(health_routes.router)
-    calculation_routes.register(app.router)
+    app.include_router(calculation_routes.router)
     app.include_router(catalog_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(trace_routes.router)
@@ -113,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(empirical_routes.router)
     app.include_router(page_routes.router)
     app.include_router(docs_routes.router)
+    docs_routes.in_reading_order(app, {**calculation_routes.QUERIES, **compare_routes.QUERIES})
     app.mount(docs_routes.ASSETS, docs_routes.assets(), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -21,7 +21,7 @@ import base64
 import hashlib
 import hmac
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -30,17 +30,25 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.db.models import OWNER_LENGTH
-from app.web.svg import STYLE
+from app.columns import OWNER_LENGTH
 
 log = logging.getLogger(__name__)
 
-_STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
-CSP = (
-    "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
-    f"style-src 'self' 'sha256-{_STYLE_HASH}'; img-src 'self' data:; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
+
+def content_security_policy(inline_styles: Iterable[str]) -> str:
+    """The CSP of every response but /docs: no inline script, and of the inline stylesheets
+    only `inline_styles`, each allowed by its SHA-256."""
+    hashes = "".join(
+        f" 'sha256-{base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()}'"
+        for style in inline_styles
+    )
+    return (
+        "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
+        f"style-src 'self'{hashes}; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
+
+
 # /docs starts Swagger UI (served from the app's own files) with an inline script
 _DOCS_CSP = (
     "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; "
@@ -122,12 +130,6 @@ async def require_writer(
 WriterDep = Annotated[str | None, Depends(require_writer)]
 
 
-async def writer_of(request: Request) -> str | None:
-    """`require_writer` of `request` outside FastAPI's dependency solving: the owner of its
-    bearer token, None when writes are open; HTTPException 401 without a valid token."""
-    return await require_writer(request, await _BEARER(request))
-
-
 UNAUTHORIZED: dict[int | str, dict[str, str]] = {  # the routes that take WriterDep document it
     401: {"description": "Writes are restricted and no valid bearer token was given."}
 }
@@ -144,22 +146,27 @@ def same_origin(request: Request) -> bool:
 
 
 class Hardening:
-    """ASGI middleware: security headers on every response (500s included), and a cap on
-    request bodies."""
+    """ASGI middleware: security headers on every response (500s included), their CSP allowing
+    the `inline_styles` (the charts' stylesheet), and a cap on request bodies."""
 
     def __init__(
-        self, app: ASGIApp, max_body_bytes: int, large_bodies: Mapping[str, int] | None = None
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        large_bodies: Mapping[str, int] | None = None,
+        inline_styles: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.large_bodies = dict(large_bodies or {})  # paths with a cap of their own
+        self.csp = content_security_policy(inline_styles)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
-        csp = (_DOCS_CSP if path in _DOCS else CSP).encode()
+        csp = (_DOCS_CSP if path in _DOCS else self.csp).encode()
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         chunked = declared is None and b"transfer-encoding" in headers

@@ -27,7 +27,8 @@ import httpx
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.engine import make_url
 
-from app.db.measurement_store import Filters, Position
+from app.columns import Position
+from app.db.measurement_store import Filters
 from app.db.models import MeasurementRow
 from app.db.session import make_engine, session_factory
 from app.schemas.measurement_bodies import encode_cursor

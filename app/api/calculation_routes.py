@@ -1,25 +1,20 @@
 """GET (transformer query parameters) and POST (any workload) calculation endpoints, registered
 from one table: each differs from the others only in its path, its use case and its models.
 
-These are the endpoints CI jobs call by the thousand, so each GET parses its query and each
-answer is serialised by app/api/wire.py rather than by FastAPI's generic field-by-field path;
-the schema FastAPI publishes is unchanged. The routes are registered on the app's own router
-(`register`), not included as a router of their own, which FastAPI would match twice per
-request (once to pick the included router, once inside it).
+Each answer is stored, and a repeated request answered from the store before it reaches
+these routes (app/api/stored_answers.py).
 """
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
-from typing import Any, cast
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
-from fastapi.routing import APIRoute
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel
 
-from app.api.stored_answers import Direct
-from app.api.wire import answer, posted_body, query_body, query_parameters
+from app.api.stored_answers import answer
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.answers import (
@@ -82,7 +77,7 @@ ENDPOINTS = (
         "/memory-fit",
         "memory_fit",
         ("Memory per chip and what fits", "Memory per chip and what fits (body)"),
-        planning.memory,
+        planning.memory_fit,
         MemoryFitAnswer,
         TransformerQuery,
         CalculationRequest,
@@ -93,7 +88,7 @@ ENDPOINTS = (
         "/optimal-batch",
         "optimal_batch",
         ("Optimal batch of a transformer workload", "Optimal batch (body)"),
-        planning.best_batch,
+        planning.optimal_batch,
         OptimalBatchAnswer,
         OptimalBatchQuery,
         OptimalBatchRequest,
@@ -115,7 +110,7 @@ ENDPOINTS = (
         "/scaling",
         "scaling",
         ("Scaling of a training step over chip counts", "Scaling of a training step (body)"),
-        planning.scale,
+        planning.scaling,
         ScalingAnswer,
         ScalingQuery,
         ScalingRequest,
@@ -123,6 +118,10 @@ ENDPOINTS = (
         "The scaling curve of a training workload (body form).",
     ),
 )
+
+
+# each path's GET query model (app/api/docs_routes.py lists its parameters in reading order)
+QUERIES = {endpoint.path: endpoint.query for endpoint in ENDPOINTS}
 
 
 def _bounded(body: CalculationRequest) -> bool:
@@ -152,33 +151,13 @@ async def _answer(
     return await answer(request, cache, calculated)
 
 
-class _QueryRoute(APIRoute):
-    """A GET route whose endpoint takes the request and returns the whole response (`_get`):
-    FastAPI's request handler would solve an empty set of dependencies and wrap the call
-    (about 40 µs a request under load), so the route calls the endpoint directly. Routing,
-    the exception handlers and the OpenAPI schema (read from the route, not its handler)
-    are FastAPI's as before."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        return cast(Callable[[Request], Coroutine[Any, Any, Response]], self.endpoint)
-
-
 def _get(endpoint: Endpoint) -> Callable[..., Any]:
-    # no dependencies to solve: the catalogs are read from the app's state (as
-    # app/http/deps.py's get_catalogs does), the query parsed by wire.query_body
-    async def get(request: Request) -> Response:
-        body = query_body(request, endpoint.query)
-        catalogs: Catalogs = request.app.state.catalogs
-        return await _answer(request, catalogs, endpoint, body)
+    async def get(request: Request, query: Any, catalogs: CatalogsDep) -> Response:
+        return await _answer(request, catalogs, endpoint, query.to_body())
 
+    # FastAPI reads the query model from here: each of its fields is a query parameter
+    get.__annotations__["query"] = Annotated[endpoint.query, Query()]
     return get
-
-
-def _sent_nothing(get: Callable[[Request], Awaitable[Response]]) -> Direct:
-    async def direct(request: Request, sent: bytes) -> Response:
-        return await get(request)
-
-    return direct
 
 
 def _post(endpoint: Endpoint) -> Callable[..., Any]:
@@ -189,43 +168,19 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
     return post
 
 
-def _post_directly(endpoint: Endpoint) -> Direct:
-    async def post(request: Request, sent: bytes) -> Response | None:
-        """The answer to a POST whose body the request model takes (`posted_body`); None for
-        any other, which the route then answers, with FastAPI's errors."""
-        body = posted_body(request, sent, endpoint.body)
-        if body is None:
-            return None
-        return await _answer(request, request.app.state.catalogs, endpoint, body)
-
-    return post
-
-
-# each path's GET endpoint: its route's, which app/api/stored_answers.py also calls directly
-GET_ENDPOINTS = {endpoint.path: _get(endpoint) for endpoint in ENDPOINTS}
-# what app/api/stored_answers.py computes without FastAPI's routing: every GET, and every POST
-# whose body validates
-DIRECT: dict[tuple[str, str], Direct] = {
-    **{("GET", path): _sent_nothing(get) for path, get in GET_ENDPOINTS.items()},
-    **{("POST", endpoint.path): _post_directly(endpoint) for endpoint in ENDPOINTS},
-}
-
-
-def register(router: APIRouter) -> None:
-    """Add every endpoint's GET and POST routes to `router` (the app's own)."""
+def _router() -> APIRouter:
+    """Every endpoint's GET and POST routes."""
+    router = APIRouter(tags=_TAGS)
     for endpoint in ENDPOINTS:
         router.add_api_route(
             endpoint.path,
-            GET_ENDPOINTS[endpoint.path],
+            _get(endpoint),
             methods=["GET"],
-            route_class_override=_QueryRoute,
             name=f"{endpoint.name}_get",
             summary=endpoint.summaries[0],
             description=endpoint.get_doc,
             response_model=endpoint.answer,
             responses=_ERRORS,
-            openapi_extra=query_parameters(endpoint.query),
-            tags=_TAGS,
         )
         router.add_api_route(
             endpoint.path,
@@ -237,5 +192,8 @@ def register(router: APIRouter) -> None:
             response_model=endpoint.answer,
             responses=_ERRORS | JSON_BODY_ERRORS,
             dependencies=[JsonBody],
-            tags=_TAGS,
         )
+    return router
+
+
+router = _router()

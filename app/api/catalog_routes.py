@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from app.db.availability import UNAVAILABLE
-from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
+from app.http.deps import UNAVAILABLE, CatalogsDep, OptionalSessionsDep, SessionsDep
 from app.schemas.catalog_bodies import (
     CatalogVersions,
     ChipDetail,

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from enum import Enum
 from functools import partial
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
-from app.api.wire import answer, parse_query, query_parameters
+from app.api.stored_answers import answer
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.comparison import CompareQuery, CompareRequest, Comparison
 from app.services.chip_comparison import compare
 
 router = APIRouter(tags=list[str | Enum](["calculations"]))
+QUERIES = {"/compare": CompareQuery}  # the GET's query model (app/api/docs_routes.py)
 
 _ERRORS: dict[int | str, dict[str, str]] = {
     404: {"description": "Unknown chip, model or catalog version; with suggestions."},
@@ -38,11 +40,11 @@ async def _answer(request: Request, catalogs: CatalogsDep, body: CompareRequest)
     "energy per token and cost per million tokens, ranked by realistic tokens/s.",
     response_model=Comparison,
     responses=_ERRORS,
-    openapi_extra=query_parameters(CompareQuery),
 )
-async def compare_get(request: Request, catalogs: CatalogsDep) -> Response:
-    body = parse_query(request, CompareQuery).to_body()
-    return await _answer(request, catalogs, body)
+async def compare_get(
+    request: Request, query: Annotated[CompareQuery, Query()], catalogs: CatalogsDep
+) -> Response:
+    return await _answer(request, catalogs, query.to_body())
 
 
 @router.post(

@@ -7,13 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Response
 from fastapi.exceptions import RequestValidationError
 
-from app.db import empirical
-from app.db.availability import UNAVAILABLE
-from app.db.models import MAX_ID
-from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep
+from app.columns import MAX_ID
+from app.http.deps import JSON_BODY_ERRORS, UNAVAILABLE, CatalogsDep, JsonBody, SessionsDep
 from app.schemas.catalog_bodies import EmpiricalProfile, StoredProfile
 from app.security import UNAUTHORIZED, WriterDep
-from app.services.profiles import device_matches, profile_view
+from app.services import profiles
 
 router = APIRouter(tags=["catalog"])
 
@@ -45,7 +43,7 @@ def add_profile(
     The profile's device must be the chip (422 otherwise), unless `force` stores it anyway,
     marked as forced."""
     record = catalogs.chips().resolve(chip)
-    if not (profile.force or device_matches(profile.device, profile.backend, record)):
+    if not (profile.force or profiles.device_matches(profile.device, profile.backend, record)):
         kind = "the CPU (numpy)" if profile.backend != "torch" else "another device"
         raise RequestValidationError(
             [
@@ -57,20 +55,7 @@ def add_profile(
                 }
             ]
         )
-    row = empirical.add(
-        sessions,
-        chip_id=record.entry.id,
-        device=profile.device,
-        backend=profile.backend,
-        measured_on=profile.date,
-        copy_bytes_per_s=profile.copy_bytes_per_s,
-        matmul_flops_per_s={str(k): v for k, v in profile.matmul_flops_per_s.items()},
-        software=profile.software,
-        hostname=profile.hostname,
-        forced=profile.force,
-        written_by=writer,
-    )
-    return StoredProfile(chip=record.entry.id, **profile_view(row, record).model_dump())
+    return profiles.store(sessions, record, profile, writer)
 
 
 @router.delete(
@@ -94,10 +79,8 @@ def delete_profile(
     """Delete a profile stored for `chip` (a wrong one: measured on another device). With
     write tokens set, only its writer may."""
     record = catalogs.chips().resolve(chip)
-    try:
-        empirical.delete(sessions, record.entry.id, profile_id, writer)
-    except empirical.NotTheWriter:
+    if not profiles.delete(sessions, record, profile_id, writer):
         raise HTTPException(
             status_code=403, detail={"message": "only the writer who stored it may delete it"}
-        ) from None
+        )
     return Response(status_code=204)

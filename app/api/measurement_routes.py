@@ -6,16 +6,12 @@ import asyncio
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
-from sqlalchemy.orm import Session, sessionmaker
+from fastapi import APIRouter, Header, Query, Response
 
-from app.api.stored_answers import Direct
-from app.api.wire import json_bytes, posted_body
-from app.db.availability import UNAVAILABLE
-from app.db.models import KEY_LENGTH
+from app.columns import KEY_LENGTH
 from app.engine import InvalidInput
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
-from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody, SessionsDep, get_sessions
+from app.http.deps import JSON_BODY_ERRORS, UNAVAILABLE, CatalogsDep, JsonBody, SessionsDep
 from app.http.params import (
     BaselineId,
     BaselineWindow,
@@ -34,9 +30,8 @@ from app.schemas.measurement_bodies import (
     Rejudged,
     WorkloadComparison,
 )
-from app.security import UNAUTHORIZED, WriterDep, writer_of
+from app.security import UNAUTHORIZED, WriterDep
 from app.services import history, recording
-from app.services.catalogs import Catalogs
 
 router = APIRouter(tags=["measurements"])
 FAIL_ON_LENGTH = 500  # characters of POST /measurements' fail_on
@@ -87,52 +82,6 @@ async def create(
     ] = None,
 ) -> Response:
     """Judge a measured runtime against the roofline and store it with its verdict."""
-    return await _stored(
-        catalogs, sessions, body, writer=writer, fail_on=fail_on, idempotency_key=idempotency_key
-    )
-
-
-async def create_directly(request: Request, sent: bytes) -> Response | None:
-    """`create`'s answer to a POST that its dependencies and parameters all take (a JSON body
-    the model takes, a valid token where tokens are set, `fail_on` and the idempotency key
-    within their lengths), computed without FastAPI's routing and dependency solving, which
-    cost about a third of a write's server CPU under load (docs/performance.md, "Writes").
-    None for any other POST, which the route answers, with FastAPI's errors."""
-    fail_on = request.query_params.get("fail_on")  # the last one given, as FastAPI reads it
-    key = request.headers.get(recording.IDEMPOTENCY_KEY)
-    if fail_on is not None and len(fail_on) > FAIL_ON_LENGTH:
-        return None
-    if key is not None and not 1 <= len(key) <= KEY_LENGTH:
-        return None
-    body = posted_body(request, sent, MeasurementIn)
-    if body is None:
-        return None
-    try:
-        writer = await writer_of(request)
-    except HTTPException:  # no valid token where tokens are set: the route's 401
-        return None
-    sessions = await get_sessions(request)  # DatabaseUnavailable: the app's 503, as the route's
-    catalogs = request.app.state.catalogs
-    return await _stored(
-        catalogs, sessions, body, writer=writer, fail_on=fail_on, idempotency_key=key
-    )
-
-
-# what app/api/stored_answers.py answers without FastAPI's routing
-DIRECT: dict[tuple[str, str], Direct] = {("POST", "/measurements"): create_directly}
-
-
-async def _stored(
-    catalogs: Catalogs,
-    sessions: sessionmaker[Session],
-    body: MeasurementIn,
-    *,
-    writer: str | None,
-    fail_on: str | None,
-    idempotency_key: str | None,
-) -> Response:
-    """`body` judged, stored and compared, and gated by `fail_on`: 201, or 412 when the gate
-    fails."""
     choices = None if fail_on is None else _gate_choices(fail_on)  # before anything is stored
     # The request's one hop off the event loop (where waiting for the commit would hold up
     # every other request): judging, then storing and comparing in one transaction. On
@@ -156,7 +105,7 @@ async def _stored(
         status = 412 if stored.gate and stored.gate.failed else 201
     # serialised once: the answer was validated when built (inside the transaction), so it
     # is not validated again against the response model
-    return Response(json_bytes(stored), status, media_type="application/json")
+    return Response(stored.model_dump_json().encode(), status, media_type="application/json")
 
 
 def _gate_choices(fail_on: str) -> frozenset[str]:

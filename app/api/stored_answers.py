@@ -2,32 +2,23 @@
 
 An answer is a pure function of the request (method, path, query string or body and its
 content type) and of the catalogs: the same CI job asking the same question gets the same
-bytes, so they are rendered once (app/api/wire.py stores them) and later served by
-`ServeStoredAnswers` before FastAPI routes the request at all. Each `Catalogs` owns one
-cache, so a catalog reload starts an empty one; a request that fails (404, 422) is never
-stored. Each worker process has its own cache, which only saves work: losing it changes no
-answer.
+bytes. A route renders an answer (`answer`) and stores it; `ServeStoredAnswers`, at the edge
+of the app, sends the stored bytes to the next identical request, which then never reaches
+FastAPI: what the app adds to its routes (a dependency, an exception handler) applies to
+every request that computes an answer, not to one answered from the store. Each `Catalogs`
+owns one cache, so a catalog reload starts an empty one; a request that fails (404, 422) is
+never stored. Each worker process has its own cache, which only saves work: losing it
+changes no answer.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from typing import cast
-
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import Response
+from fastapi import Request, Response
+from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.request_text import read_body
 from app.services.answer_cache import AnswerCache, Key
-
-# an endpoint computed without FastAPI's routing: given the request and its body, its
-# response, or None for one it leaves to the route
-Direct = Callable[[Request, bytes], Awaitable[Response | None]]
-
-SCOPE_KEY = "roofcheck.answer_key"  # where ServeStoredAnswers leaves a missed request's key
 
 
 def key_of(scope: Scope, body: bytes) -> Key:
@@ -39,76 +30,44 @@ def key_of(scope: Scope, body: bytes) -> Key:
     return (scope["method"], scope["path"], content_type + b"\n" + body)
 
 
+async def answer(request: Request, cache: AnswerCache | None, calculated: BaseModel) -> Response:
+    """`calculated` as a JSON response, stored in `cache` (unless None: an answer that
+    depends on more than the request and the catalogs) for the next identical request.
+
+    The route declares its response model, so the OpenAPI schema is the one FastAPI writes;
+    the answer, validated when it was built, is sent as pydantic serialises it. Answer models
+    refuse NaN and infinity (allow_inf_nan=False), so the JSON is always valid."""
+    body = calculated.model_dump_json().encode()
+    if cache is not None:
+        sent = await request.body() if request.method == "POST" else b""
+        cache.put(key_of(request.scope, sent), body)
+    return Response(body, media_type="application/json")
+
+
 class ServeStoredAnswers:
     """ASGI middleware: answer a GET or POST from the current catalogs' AnswerCache when it
-    holds the answer, skipping routing, dependencies and validation (which cost a repeated
-    calculation request more than the calculation: docs/performance.md).
+    holds the answer; any other request goes on to the app.
 
-    A request that is not stored is computed right here when `calculate` (method and path ->
-    `Direct`, app/api/calculation_routes.py's and a stored measurement's,
-    app/api/measurement_routes.py) holds its endpoint: a GET by its route's own endpoint,
-    which parses the query itself and takes no dependency, a POST when its JSON body
-    validates. FastAPI's routing would add its per-request exit stacks, dependency solving
-    and exception wrapping (about 45 µs of a 400 µs /check, 150 µs of a POST, a third of a
-    stored measurement's CPU under load).
-    An error raised is answered by the app's exception handlers as FastAPI would answer it
-    (`_handled`); anything else (HEAD, a POST whose body does not validate, other paths) goes
-    through FastAPI."""
+    A POST's body is read here only on a path where answers were stored, and handed on to
+    the app as it came."""
 
-    def __init__(self, app: ASGIApp, calculate: Mapping[tuple[str, str], Direct] | None = None):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.calculate = dict(calculate or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
-            await self.app(scope, receive, send)
-            return
-        cache: AnswerCache = scope["app"].state.catalogs.answers
-        endpoint = self.calculate.get((scope["method"], scope["path"]))
-        if endpoint is None and scope["path"] not in cache.paths:
+        cache: AnswerCache | None = None
+        if scope["type"] == "http" and scope["method"] in ("GET", "POST"):
+            cache = scope["app"].state.catalogs.answers
+        if cache is None or scope["path"] not in cache.paths:
             await self.app(scope, receive, send)
             return
         body: bytes | None = b""
         if scope["method"] == "POST":
             body, receive = await read_body(receive)
-        if body is None:  # the client went away
+        stored = None if body is None else cache.get(key_of(scope, body))
+        if stored is None:  # not stored, or the client went away
             await self.app(scope, receive, send)
             return
-        scope[SCOPE_KEY] = key = key_of(scope, body)  # for wire.answer, on a miss
-        stored = cache.get(key) if scope["path"] in cache.paths else None
-        if stored is not None:
-            await _send_json(send, stored)
-            return
-        response = None
-        if endpoint is not None:
-            request = Request(scope, receive)
-            try:
-                response = await endpoint(request, body)
-            except Exception as error:  # answered as FastAPI would, or raised again
-                response = await _handled(request, error)
-        if response is None:
-            await self.app(scope, receive, send)
-        else:
-            await response(scope, receive, send)
-
-
-async def _send_json(send: Send, body: bytes) -> None:
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _handled(request: Request, error: Exception) -> Response:
-    """The app's answer to `error`, found as Starlette's ExceptionMiddleware finds it: an
-    HTTPException's status code first, then the error's classes from the most derived. An
-    error no handler takes is raised again, for the server-error handler (a 500)."""
-    handlers = request.app.exception_handlers
-    handler = handlers.get(error.status_code) if isinstance(error, HTTPException) else None
-    for cls in type(error).__mro__:
-        if handler is not None or cls is Exception:
-            break
-        handler = handlers.get(cls)
-    if handler is None:
-        raise error
-    response = handler(request, error)
-    return cast(Response, await response if inspect.isawaitable(response) else response)
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(stored))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": stored})

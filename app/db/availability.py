@@ -53,11 +53,6 @@ def unless_unreachable(read: Callable[[], T]) -> T | None:
         return None
 
 
-UNAVAILABLE: dict[int | str, dict[str, str]] = {
-    503: {"description": "The database is unreachable now; retry later (Retry-After)."}
-}
-
-
 class Database:
     """An engine whose schema is migrated, and `on_ready` run, on the first successful use."""
 

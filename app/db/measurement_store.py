@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Row, Select, Table, func, select, tuple_
 from sqlalchemy.orm import Session, defer
 
+from app.columns import COUNT_CAP, Position, TotalKind
 from app.db.models import MeasurementRow
 
 
@@ -25,22 +26,6 @@ class Filters:
     workload_key: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where a list stopped: its last row's sort key. Lists are newest first, by
-    (created_at, id): unique and never altered, so the rows after a position stay the same
-    rows however many are stored meanwhile (those are newer)."""
-
-    created_at: datetime
-    id: int
-
-
-# A list's total is counted exactly up to this many matching rows (reading at most one more
-# index entry); beyond it, estimated (the whole table) or bounded below (a filtered list).
-COUNT_CAP = 1_000
-TotalKind = Literal["exact", "estimate", "more_than"]
 
 
 # The wide JSON columns: left out of lists and histories, loaded on access (one row at a time).

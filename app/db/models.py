@@ -8,19 +8,16 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.columns import (
+    COMMIT_LENGTH,
+    HOST_LENGTH,
+    ID_LENGTH,
+    LABEL_LENGTH,
+    SCOPED_KEY_LENGTH,
+    WRITER_LENGTH,
+)
 from app.db.base import Base, UTCDateTime, utc_now
 
-# Field lengths, shared with the API's validation so the database never truncates.
-ID_LENGTH = 100
-LABEL_LENGTH = 200
-COMMIT_LENGTH = 64
-HOST_LENGTH = 255
-WRITER_LENGTH = 64  # written_by: the owner of the write token
-KEY_LENGTH = 200  # an Idempotency-Key header
-SCOPED_KEY_LENGTH = 264  # idempotency_key: "<owner>:<Idempotency-Key>"
-# the longest owner name both columns hold, with a key of KEY_LENGTH: 63
-OWNER_LENGTH = min(WRITER_LENGTH, SCOPED_KEY_LENGTH - len(":") - KEY_LENGTH)
-MAX_ID = 2**31 - 1  # the largest id an Integer column holds (PostgreSQL's INTEGER)
 # the columns a list of measurements may be filtered on (besides workload_key and dates)
 FILTERS = ("chip_id", "model_id", "phase", "label", "branch")
 

@@ -40,6 +40,9 @@ async def get_optional_sessions(request: Request) -> sessionmaker[Session] | Non
 
 CatalogsDep = Annotated[Catalogs, Depends(get_catalogs)]
 SessionsDep = Annotated[sessionmaker[Session], Depends(get_sessions)]
+UNAVAILABLE: dict[int | str, dict[str, str]] = {  # the routes that take SessionsDep document it
+    503: {"description": "The database is unreachable now; retry later (Retry-After)."}
+}
 OptionalSessionsDep = Annotated[sessionmaker[Session] | None, Depends(get_optional_sessions)]
 
 

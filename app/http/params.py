@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Path, Query
 
-from app.db.models import MAX_ID
+from app.columns import MAX_ID
 from app.engine.compare import MAX_WINDOW
 
 MeasurementId = Annotated[int, Path(ge=1, le=MAX_ID)]

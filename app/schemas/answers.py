@@ -23,7 +23,7 @@ from app.schemas.echo import EchoedWorkload
 
 class _Out(BaseModel):
     # built with keyword arguments, so validated: a NaN or an infinity from a calculation
-    # fails here (a 500 that is logged), never reaching the JSON (app/api/wire.py)
+    # fails here (a 500 that is logged), never reaching the JSON (app/api/stored_answers.py)
     model_config = ConfigDict(allow_inf_nan=False)
 
 

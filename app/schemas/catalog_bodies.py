@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from app.db.models import HOST_LENGTH
+from app.columns import HOST_LENGTH
 from app.engine import Dtype
 
 MAX_RATE = 1e18  # 1 EFLOP/s or 1 EB/s: far beyond any single chip

@@ -18,8 +18,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from app.db.measurement_store import COUNT_CAP, Position, TotalKind
-from app.db.models import COMMIT_LENGTH, HOST_LENGTH, LABEL_LENGTH, MAX_ID
+from app import columns
 from app.engine import Phase, Verdict
 from app.engine.compare import (
     DEFAULT_CONFIDENCE,
@@ -33,7 +32,7 @@ from app.engine.verdict import gate_choices
 from app.schemas.answers import Check, ChipRef, RepeatsOut
 from app.schemas.requests import CheckRequest
 
-_Label = Annotated[str, Field(min_length=1, max_length=LABEL_LENGTH)]
+_Label = Annotated[str, Field(min_length=1, max_length=columns.LABEL_LENGTH)]
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date or time begins
 # the filters' range: no measurement predates Unix time; a year past 9999 overflows the column
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,26 +41,26 @@ CURSOR_LENGTH = 64  # an encoded position is at most 36 characters
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def encode_cursor(position: Position) -> str:
+def encode_cursor(position: columns.Position) -> str:
     """The `next` cursor of a list that stopped at `position`: URL-safe base64, without
     padding, of "<microseconds since 1970 UTC>:<id>"."""
     micros = (position.created_at - _EARLIEST) // _MICROSECOND
     return base64.urlsafe_b64encode(f"{micros}:{position.id}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> Position:
+def decode_cursor(cursor: str) -> columns.Position:
     """The position `cursor` encodes; ValueError unless it is one encode_cursor gives, of a
     time between 1970 and 9999 and an id a row may have."""
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
         micros, row_id = (int(part) for part in text.split(":"))
-        position = Position(_EARLIEST + micros * _MICROSECOND, row_id)
+        position = columns.Position(_EARLIEST + micros * _MICROSECOND, row_id)
     except (ValueError, OverflowError):
         position = None
     if (
         position is None
         or not _EARLIEST <= position.created_at <= _LATEST
-        or not 1 <= position.id <= MAX_ID
+        or not 1 <= position.id <= columns.MAX_ID
         or encode_cursor(position) != cursor  # one spelling per position
     ):
         raise ValueError("not a cursor of this list: pass the `next` of a previous page as is")
@@ -78,9 +77,9 @@ class MeasurementIn(CheckRequest):
     """A workload, the time it took, and where it ran. Stored with its verdict."""
 
     label: _Label | None = Field(None, description="Free label, e.g. 'nightly-decode'.")
-    git_commit: Annotated[str, Field(min_length=1, max_length=COMMIT_LENGTH)] | None = None
+    git_commit: Annotated[str, Field(min_length=1, max_length=columns.COMMIT_LENGTH)] | None = None
     branch: _Label | None = None
-    hostname: Annotated[str, Field(min_length=1, max_length=HOST_LENGTH)] | None = None
+    hostname: Annotated[str, Field(min_length=1, max_length=columns.HOST_LENGTH)] | None = None
     software: dict[Annotated[str, Field(max_length=100)], Annotated[str, Field(max_length=200)]] = (
         Field(default_factory=dict, max_length=64, description="e.g. {'torch': '2.5.1'}")
     )
@@ -88,7 +87,7 @@ class MeasurementIn(CheckRequest):
     baseline_id: int | None = Field(
         None,
         ge=1,
-        le=MAX_ID,
+        le=columns.MAX_ID,
         description="Compare with this stored measurement (same workload).",
     )
     baseline_branch: _Label | None = Field(
@@ -310,7 +309,7 @@ class MeasurementQuery(BaseModel):
         return self
 
     @property
-    def after(self) -> Position | None:
+    def after(self) -> columns.Position | None:
         """The position `cursor` names (None: from the newest)."""
         return None if self.cursor is None else decode_cursor(self.cursor)
 
@@ -319,9 +318,9 @@ class MeasurementPage(_Finite):
     """A page of measurements, newest first."""
 
     total: int
-    total_kind: TotalKind = Field(
+    total_kind: columns.TotalKind = Field(
         description="How `total` is known. exact: counted. estimate: the whole table, beyond "
-        f"{COUNT_CAP:,} rows (an upper bound, from the span of ids). more_than: a filtered "
+        f"{columns.COUNT_CAP:,} rows (an upper bound, from the span of ids). more_than: a filtered "
         "list of more than `total` rows."
     )
     limit: int

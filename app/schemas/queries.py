@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from functools import cache
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
 from app.engine import Phase
@@ -80,47 +78,14 @@ class TransformerQuery(TransformerFields):
     breakdown: bool = BREAKDOWN
     what_if: bool = WHAT_IF
 
-    body: ClassVar[type[CalculationRequest]] = CalculationRequest  # the POST body it stands for
-
     def to_body(self) -> CalculationRequest:
         """The equivalent POST body."""
-        return self._body(self.body)
-
-    @classmethod
-    def body_of(cls, given: dict[str, Any]) -> CalculationRequest | None:
-        """The body `to_body` gives of the query `given` (its parameters as sent), validated
-        once, straight into the body; None where it may differ: a name the query does not
-        take, a value either refuses (the caller then validates the query, for its errors).
-
-        The body's fields and its workload's are declared once for both (TransformerFields
-        and the request's own, with the same defaults), so a query both accept gives the
-        same body either way (tests/api/test_query_body.py)."""
-        outer, names = _split(cls)
-        if not given.keys() <= names:
-            return None
-        top: dict[str, Any] = {}
-        workload: dict[str, Any] = {"kind": "transformer"}
-        for name, value in given.items():
-            (top if name in outer else workload)[name] = value
-        if not cls._own(top, workload):
-            return None
-        top["workload"] = workload
-        try:
-            return cls.body.model_validate(top)
-        except ValidationError:
-            return None
-
-    @classmethod
-    def _own(cls, top: dict[str, Any], workload: dict[str, Any]) -> bool:
-        """Turn the fields this query takes otherwise than its body into the body's; False
-        where that is not certain."""
-        return True
+        return self._body(CalculationRequest)
 
     def _body(self, body: type[_Body], **extra: Any) -> _Body:
         """`body` with this query's chip, catalog version and workload, and `extra` fields."""
         # the same fields, validated by the same declarations (TransformerFields, the request's
-        # own); pydantic-core re-checks the values already parsed (a few µs: less than
-        # model_construct's Python loop over the workload's 35 fields)
+        # own)
         fields = self.__dict__
         workload = TransformerWorkload.model_validate(
             {name: fields[name] for name in _WORKLOAD_FIELDS}
@@ -149,27 +114,24 @@ class CheckQuery(TransformerQuery, Measured):
     measured_time_s: Seconds | None = Field(None, description="Measured seconds.")
     measured_ms: Millis | None = Field(None, description="Measured milliseconds.")
 
-    body: ClassVar[type[CheckRequest]] = CheckRequest
-
     def to_body(self) -> CheckRequest:
         """The equivalent POST body."""
         return self._body(
-            self.body, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
+            CheckRequest, measured_time_s=self.measured_time_s, measured_ms=self.measured_ms
         )
 
 
 class OptimalBatchQuery(LatencyBounds, TransformerQuery):
     """GET query parameters of /optimal-batch: a transformer workload and a latency bound."""
 
-    body: ClassVar[type[OptimalBatchRequest]] = OptimalBatchRequest
-
     def to_body(self) -> OptimalBatchRequest:
         """The equivalent POST body."""
-        return self._body(self.body, max_tpot_ms=self.max_tpot_ms, max_ttft_ms=self.max_ttft_ms)
+        return self._body(
+            OptimalBatchRequest, max_tpot_ms=self.max_tpot_ms, max_ttft_ms=self.max_ttft_ms
+        )
 
 
 _COUNTS = r"^\s*\d{1,7}(\s*,\s*\d{1,7})*\s*$"
-_ASCII_COUNTS = re.compile(r"[ ]*[0-9]{1,7}([ ]*,[ ]*[0-9]{1,7})*[ ]*")
 _MAX_COUNTS_TEXT = 1000
 
 
@@ -198,38 +160,11 @@ class ScalingQuery(TransformerQuery):
             raise ValueError(f"give 1 to {MAX_COUNTS} counts, each between 1 and {MAX_CHIPS}")
         return value
 
-    body: ClassVar[type[ScalingRequest]] = ScalingRequest
-
     def to_body(self) -> ScalingRequest:
         """The equivalent POST body."""
         return self._body(
-            self.body,
+            ScalingRequest,
             chip_counts=_counts(self.chip_counts),
             mode=self.mode,
             serial_fraction=self.serial_fraction,
         )
-
-    @classmethod
-    def _own(cls, top: dict[str, Any], workload: dict[str, Any]) -> bool:
-        """The phase defaults to training; the counts, a string here, are the body's list:
-        certain only for plain ASCII digits, commas and spaces (the pattern's \\d and \\s are
-        Unicode-aware, and pydantic-core's regex engine is not Python's), within its length."""
-        workload.setdefault("phase", Phase.TRAINING)
-        counts = top.get("chip_counts", _DEFAULT_COUNTS)
-        if not isinstance(counts, str) or len(counts) > _MAX_COUNTS_TEXT:
-            return False
-        if not counts.isascii() or not _ASCII_COUNTS.fullmatch(counts):
-            return False
-        top["chip_counts"] = _counts(counts)
-        return True
-
-
-_DEFAULT_COUNTS = ScalingQuery.model_fields["chip_counts"].default
-
-
-@cache
-def _split(query: type[TransformerQuery]) -> tuple[frozenset[str], frozenset[str]]:
-    """The query's fields that are its body's own (the rest make up the workload), and all
-    its fields."""
-    names = frozenset(query.model_fields)
-    return names & frozenset(query.body.model_fields), names

@@ -24,10 +24,8 @@ class AnswerCache:
     """A least-recently-used map from a request's key to its rendered JSON answer.
 
     With `second_sight` (the app's), an answer is stored when its question is asked a second
-    time (`Memo`'s second sight) and served from the third: a question asked once, as CI
-    jobs' new commits and the form's new batches ask them, leaves no answer to evict later.
-    Under load that churn cost a distinct question about 20 µs of CPU in 370
-    (docs/performance.md)."""
+    time (`Memo`'s second sight) and served from the third: a question asked once leaves no
+    answer to evict later."""
 
     max_entries: int = MAX_ENTRIES
     second_sight: bool = True

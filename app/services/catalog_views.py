@@ -21,6 +21,7 @@ from app.schemas.catalog_bodies import (
     ChipDetail,
     ChipList,
     ChipOut,
+    EmpiricalOut,
     ModelDetail,
     ModelOut,
 )
@@ -126,6 +127,21 @@ def chip(
         **_chip_fields(record, catalog),
         empirical=None if row is None else profile_view(row, record),
     )
+
+
+def measured_profiles(
+    version: ChipCatalogVersion, sessions: sessionmaker[Session] | None
+) -> dict[str, EmpiricalOut]:
+    """The newest empirical profile of each chip of `version` that has one, by chip id (none
+    while the database is unreachable, `sessions` None)."""
+    rows = None
+    if sessions is not None:
+        rows = unless_unreachable(partial(empirical.latest_by_chip, sessions))
+    return {
+        chip_id: profile_view(row, version.chips[chip_id])
+        for chip_id, row in (rows or {}).items()
+        if chip_id in version.chips
+    }
 
 
 def _model_fields(record: ModelRecord) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import formatting as fmt
 from app.catalog.names import UnknownName
+from app.columns import Position
 from app.db import measurement_store as store
 from app.db.models import MeasurementRow
 from app.db.session import transaction
@@ -142,7 +143,7 @@ def listing(
     *,
     limit: int,
     offset: int,
-    after: store.Position | None,
+    after: Position | None,
 ) -> MeasurementPage:
     """A page of stored measurements, newest first, after the position `after` (a cursor)."""
     with transaction(sessions) as session:

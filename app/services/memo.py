@@ -1,11 +1,6 @@
-"""A bounded, thread-safe memo of pure results, kept while the catalogs they came from last:
-the rendered answers (app/services/answer_cache.py) and the expectations of checks.
-
-The expectation of a workload on a chip (everything a `/check` says before it reads the
-measured time) is a pure function of the request and of the catalogs; CI jobs ask it again
-for every commit with only a new measured time, and every stored measurement asks it again.
-`Catalogs` owns one memo (a catalog reload starts an empty one). The write path reads it
-from worker threads, hence the lock. Losing an entry changes no answer.
+"""A bounded, thread-safe memo of results that are pure functions of their key, kept while the
+catalogs they came from last (`Catalogs` owns them: a catalog reload starts empty ones).
+It may be used from worker threads, hence the lock. Losing an entry changes no answer.
 """
 
 from __future__ import annotations
@@ -22,13 +17,11 @@ class Memo(Generic[Key, Value]):
     """A least-recently-used map of at most `max_entries` results.
 
     With `second_sight`, a result is stored only when its key is put a second time (by its
-    hash, in a bounded set of those seen once): a question asked once, the common case for
-    the expectation of a new workload, then leaves no result to be evicted later. Under load
-    that churn cost more than the result saves: the memory of evicted results, long out of
-    the processor's caches, is what the next requests' objects are built in (a distinct
-    `/check` at 817 µs of CPU with every result stored, 670 µs with none:
-    docs/performance.md). A question asked again, a CI job's workload at its next commit, is
-    stored then and reused from its third time on."""
+    hash, in a bounded set of those seen once): a question asked once, as a CI job's new
+    commit or the form's new batch asks it, then leaves no result to evict later, whose
+    memory would otherwise be what the next requests' objects are built in
+    (docs/performance.md). A question asked again is stored then and reused from its third
+    time on."""
 
     def __init__(self, max_entries: int, *, second_sight: bool = False) -> None:
         self.max_entries = max_entries

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from app import engine
 from app import formatting as fmt
-from app.engine import (
-    InvalidInput,
-    Phase,
-    memory_fit,
-    optimal_batch,
-)
-from app.engine.scaling import scaling
+from app.engine import InvalidInput, Phase
+from app.engine.scaling import scaling as scaling_curve
 from app.engine.units import GIGA, MILLI
 from app.schemas.answers import (
     MemoryBreakdownOut,
@@ -57,11 +53,11 @@ def header(resolved: Resolved, model: ModelInput) -> dict[str, Any]:
     }
 
 
-def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
+def memory_fit(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
     """Memory per chip of a transformer workload, the largest batch and the fewest chips."""
     resolved, model = transformer_inputs(catalogs, request, "memory-fit")
     chip = resolved.chip.chip
-    fit = memory_fit(model.arch, chip, spec_of(model.workload, request.stack))
+    fit = engine.memory_fit(model.arch, chip, spec_of(model.workload, request.stack))
     explanation = [memory_line(fit.breakdown, fit.capacity)]
     explanation.append(
         f"Largest batch that fits at this layout: {fit.max_batch}."
@@ -103,10 +99,10 @@ def memory(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnswer:
     )
 
 
-def scale(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
+def scaling(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
     """Speedup and efficiency of a training step over the request's chip counts."""
     resolved, model = transformer_inputs(catalogs, request, "scaling")
-    points = scaling(
+    points = scaling_curve(
         model.arch,
         resolved.chip.chip,
         spec_of(model.workload, request.stack),
@@ -172,13 +168,13 @@ def _step_bound(request: CalculationRequest, phase: Phase) -> float | None:
     return None if bound is None else bound * MILLI
 
 
-def best_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchAnswer:
+def optimal_batch(catalogs: Catalogs, request: CalculationRequest) -> OptimalBatchAnswer:
     """The optimal batch of a transformer workload (within its latency bound, if it gives one)
     and the sweep behind it."""
     resolved, model = transformer_inputs(catalogs, request, "optimal-batch")
     chip = resolved.chip.chip
     bound = _step_bound(request, model.workload.phase)
-    answer = optimal_batch(model.arch, chip, spec_of(model.workload, request.stack), bound)
+    answer = engine.optimal_batch(model.arch, chip, spec_of(model.workload, request.stack), bound)
     # the rows as plain data: pydantic-core validates them with the answer, in one call
     sweep = [
         {

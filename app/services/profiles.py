@@ -1,14 +1,53 @@
-"""Empirical profiles (ceilings measured by `roofcheck probe`) beside the datasheet figures."""
+"""Empirical profiles (ceilings measured by `roofcheck probe`) beside the datasheet figures:
+stored, deleted, and read as fractions of the datasheet's."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from app.catalog.loader import ChipRecord
+from app.db import empirical
 from app.db.models import EmpiricalProfileRow
 from app.engine import Dtype, EngineError, InvalidInput, Unit
-from app.schemas.catalog_bodies import EmpiricalOut
+from app.schemas.catalog_bodies import EmpiricalOut, EmpiricalProfile, StoredProfile
+
+
+def store(
+    sessions: sessionmaker[Session],
+    record: ChipRecord,
+    profile: EmpiricalProfile,
+    writer: str | None,
+) -> StoredProfile:
+    """Store `profile` as measured on the chip `record`, written by `writer`."""
+    row = empirical.add(
+        sessions,
+        chip_id=record.entry.id,
+        device=profile.device,
+        backend=profile.backend,
+        measured_on=profile.date,
+        copy_bytes_per_s=profile.copy_bytes_per_s,
+        matmul_flops_per_s={str(k): v for k, v in profile.matmul_flops_per_s.items()},
+        software=profile.software,
+        hostname=profile.hostname,
+        forced=profile.force,
+        written_by=writer,
+    )
+    return StoredProfile(chip=record.entry.id, **profile_view(row, record).model_dump())
+
+
+def delete(
+    sessions: sessionmaker[Session], record: ChipRecord, profile_id: int, writer: str | None
+) -> bool:
+    """Delete the profile `profile_id` of the chip `record` (UnknownName if it has none such);
+    False, deleting nothing, where writes are restricted and another writer stored it."""
+    try:
+        empirical.delete(sessions, record.entry.id, profile_id, writer)
+    except empirical.NotTheWriter:
+        return False
+    return True
 
 
 def profile_view(row: EmpiricalProfileRow, record: ChipRecord) -> EmpiricalOut:

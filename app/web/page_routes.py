@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
 from app.catalog.names import UnknownName
-from app.db.models import MAX_ID
+from app.columns import MAX_ID
 from app.engine import AttentionKernel, Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW, MAX_WINDOW
 from app.engine.training import Optimizer
@@ -138,7 +138,7 @@ def batch_sweep_chart(request: Request, catalogs: CatalogsDep) -> Response:
     values = forms.form_values(request.query_params, catalogs) | {"measured_ms": ""}
     try:
         question = batch_request(forms.calculation(values), forms.latency_bounds(values))
-        svg = sweep_svg(planning.best_batch(catalogs, question))
+        svg = sweep_svg(planning.optimal_batch(catalogs, question))
     except _ERRORS as exc:
         return _svg_error(forms.errors_of(exc, values["kind"]))
     return Response(svg, media_type=SVG)

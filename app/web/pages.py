@@ -4,18 +4,14 @@ the measurement list, one measurement, one workload's history, and the catalog."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
-from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
-from app.db import empirical
-from app.db.availability import Database, schema_missing, unless_unreachable
 from app.engine import EngineError, Phase
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from app.engine.units import ms_from_seconds
@@ -23,10 +19,8 @@ from app.http.negotiation import wants_html
 from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
 from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
-from app.services import history
-from app.services.catalog_views import chip_summaries
+from app.services import catalog_views, database_errors, history
 from app.services.catalogs import Catalogs
-from app.services.profiles import profile_view
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import covers
 from app.web.templating import render
@@ -185,17 +179,8 @@ def catalog_page(
     """The chips of the current catalog with their figures and sources, and probe results
     (none while the database is unreachable)."""
     version = catalogs.chips()
-    rows = (
-        None
-        if sessions is None
-        else unless_unreachable(partial(empirical.latest_by_chip, sessions))
-    )
-    measured = {
-        chip_id: profile_view(row, version.chips[chip_id])
-        for chip_id, row in (rows or {}).items()
-        if chip_id in version.chips
-    }
-    summaries = chip_summaries(version)
+    measured = catalog_views.measured_profiles(version, sessions)
+    summaries = catalog_views.chip_summaries(version)
     context = {
         "catalog": version.catalog,
         "version": version,
@@ -211,11 +196,7 @@ async def database_unavailable(request: Request, exc: Exception) -> Response:
     """503 while the database cannot be reached: a page for a browser, JSON otherwise, each
     with Retry-After. A database found empty (dropped and created anew while the service ran)
     is migrated again on the next request; any other SQL error is a bug, a 500."""
-    if isinstance(exc, DBAPIError) and schema_missing(exc):
-        database: Database = request.app.state.database
-        database.forget()
-    elif isinstance(exc, ProgrammingError):
-        raise exc
+    database_errors.recover(request.app.state.database, exc)
     message = "The measurement database is unreachable; the calculations still work. Retry soon."
     retry = {"Retry-After": str(RETRY_AFTER_S)}
     if wants_html(request.headers):

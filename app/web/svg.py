@@ -178,6 +178,8 @@ def axis_titles(svg: Svg, box: Box, x_title: str, y_title: str) -> None:
     )
 
 
+# the charts' one stylesheet, inline in each chart: the CSP allows it by its hash (app/main.py
+# hands it to app/security.py)
 STYLE = (
     "text{font:12px system-ui,sans-serif;fill:#222}"
     ".tick{font-size:11px;fill:#555}.axis{font-size:12px;font-weight:600}"

@@ -69,7 +69,7 @@ def scaling_for(
     catalogs: Catalogs, request: CalculationRequest, counts: list[int], serial_fraction: float
 ) -> ScalingAnswer:
     """The scaling curve of a training request over `counts` chips."""
-    return planning.scale(
+    return planning.scaling(
         catalogs,
         ScalingRequest(
             chip=request.chip,
@@ -115,9 +115,11 @@ def compute(
     memory = batch = None
     workload = request.workload
     if isinstance(workload, TransformerWorkload):
-        memory = planning.memory(catalogs, request)
+        memory = planning.memory_fit(catalogs, request)
         try:
-            batch = planning.best_batch(catalogs, batch_request(request, bounds or LatencyBounds()))
+            batch = planning.optimal_batch(
+                catalogs, batch_request(request, bounds or LatencyBounds())
+            )
         except EngineError:  # the sweep is extra; the answer stands without it
             batch = None
     curve, scaling_errors = None, {}

@@ -1,5 +1,6 @@
-"""The calculation endpoints' hot path: GET queries parsed in one call, answers rendered once
-and served from the cache (app/api/wire.py, app/api/stored_answers.py)."""
+"""The calculation endpoints: GET queries read by FastAPI from the query models and
+documented in reading order, answers rendered once and served from the cache
+(app/api/stored_answers.py)."""
 
 import asyncio
 import dataclasses
@@ -16,10 +17,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from app.api.stored_answers import ServeStoredAnswers, key_of
-from app.api.wire import json_bytes, query_parameters
-from app.engine import Bound, Dtype, Unit
+from app.engine import Bound
 from app.main import create_app
-from app.schemas.answers import ModelRef, PeakUsed, SweepRow
+from app.schemas.answers import SweepRow
 from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.services.answer_cache import AnswerCache
 from app.services.catalogs import Catalogs
@@ -69,7 +69,7 @@ def test_query_parameters_match_what_fastapi_documents(
     documented = client.get("/openapi.json").json()["paths"][path]["get"]["parameters"]
     # the same parameters, listed in reading order (tests/api/test_openapi_docs.py)
     assert {p["name"]: p for p in documented} == {p["name"]: p for p in expected}
-    assert {p["name"] for p in query_parameters(model)["parameters"]} == set(model.model_fields)
+    assert [p["name"] for p in documented] == list(model.model_json_schema()["properties"])
 
 
 def test_every_schema_reference_resolves(client: TestClient) -> None:
@@ -85,7 +85,7 @@ def test_every_schema_reference_resolves(client: TestClient) -> None:
     }
 
 
-# --- the query string in one pydantic call ---------------------------------------------------
+# --- the query string as FastAPI reads a query model -----------------------------------------
 
 
 def test_query_errors_name_the_query_field(client: TestClient) -> None:
@@ -134,12 +134,12 @@ def test_a_repeated_get_is_served_from_the_cache(fresh: TestClient) -> None:
     cache = _cache(fresh)
     assert (first.status_code, cache.hits, len(cache)) == (200, 0, 0)
     assert (fresh.get(path).content, cache.hits, len(cache)) == (first.content, 0, 1)
-    second = fresh.get(path)
+    second = fresh.get(path, headers={"accept-encoding": "identity"})  # not gzipped
     assert (second.status_code, cache.hits) == (200, 1)
     assert second.content == first.content
     assert second.headers["content-type"] == "application/json"
     assert int(second.headers["content-length"]) == len(first.content)
-    # the security headers are added outside the cache (app/security.py)
+    # the security headers (and gzip, tests/api/test_compression.py) are added outside the cache
     assert second.headers["content-security-policy"] == first.headers["content-security-policy"]
     assert second.headers["x-content-type-options"] == "nosniff"
     for _ in range(2):
@@ -316,18 +316,3 @@ def test_catalogs_compare_without_their_cache(client: TestClient) -> None:
     catalogs: Catalogs = client.app.state.catalogs  # type: ignore[attr-defined]
     copy = dataclasses.replace(catalogs)
     assert copy == catalogs and copy.answers is not catalogs.answers
-
-
-@given(
-    name=st.text(max_size=8),
-    total=st.integers(0, 2**62),
-    flops=st.floats(allow_nan=False, allow_infinity=False),
-)
-def test_json_bytes_are_the_models_json_encoded(name: str, total: int, flops: float) -> None:
-    """Non-ASCII text, integers and floats of any size: the bytes the answers are sent as."""
-    models = [
-        ModelRef(id=name, name=f"µ{name}", params_total=total, params_active=total),
-        PeakUsed(flops_per_s=flops, dtype=Dtype.BF16, unit=Unit.MATRIX),
-    ]
-    for model in models:
-        assert json_bytes(model) == model.model_dump_json().encode()

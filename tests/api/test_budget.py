@@ -13,8 +13,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from app import engine
 from app.main import create_app
-from app.services import expectations, planning
+from app.services import expectations
 from app.settings import Settings
 from tests.conftest import serve
 
@@ -67,7 +68,7 @@ def test_a_config_beyond_any_real_model_is_a_prompt_422_naming_the_limit(
 def _slowed(monkeypatch):
     """Make /memory-fit's engine call burn the CPU (in Python, holding the GIL in turns) for
     SLOW_S before it answers."""
-    real = planning.memory_fit  # type: ignore[attr-defined]
+    real = engine.memory_fit
 
     def slow(*args, **kwargs):
         deadline = time.perf_counter() + SLOW_S
@@ -75,7 +76,7 @@ def _slowed(monkeypatch):
             pass
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(planning, "memory_fit", slow)
+    monkeypatch.setattr(engine, "memory_fit", slow)
 
 
 def test_health_answers_promptly_while_heavy_requests_run(monkeypatch, tmp_path: Path):

@@ -1,6 +1,5 @@
 """The calculation endpoints through the ASGI app: worked answers, GET = POST, every kind."""
 
-import fastapi.routing
 import pytest
 
 LLAMA_H100 = {"chip": "h100", "model": "llama-8b", "phase": "decode", "batch": 1, "seq_len": 1024}
@@ -323,26 +322,3 @@ def test_a_check_gives_the_rates_it_achieved(client):
     assert answer["flops_share_of_peak"] == pytest.approx(0.7342, rel=1e-3)
     assert answer["achieved_bytes_per_s"] == pytest.approx(167.77e9, rel=1e-4)
     assert answer["bytes_share_of_bandwidth"] == pytest.approx(0.08228, rel=1e-3)
-
-
-def test_a_get_calculation_skips_fastapis_dependency_solving(client, monkeypatch):
-    # a GET calculation's endpoint reads its query and the catalogs itself, so its route calls
-    # it directly: FastAPI's request handler (dependency solving, the call wrapper) never runs,
-    # while a POST, whose body FastAPI validates, still goes through it (here: refused)
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("solve_dependencies ran")
-
-    monkeypatch.setattr(fastapi.routing, "solve_dependencies", refuse)
-    asked = {"chip": "h100", "model": "llama-8b", "batch": 4093}  # never asked elsewhere
-    for path, extra in (
-        ("/expected-time", {}),
-        ("/check", {"measured_ms": 5}),
-        ("/memory-fit", {}),
-        ("/optimal-batch", {}),
-        ("/scaling", {"phase": "training", "batch": 1024, "seq_len": 4093}),
-    ):
-        assert client.get(path, params=asked | extra).status_code == 200, path
-    bad = client.get("/check", params={"chip": "h100", "model": "llama-8b", "measured_ms": -1})
-    assert bad.status_code == 422
-    posted = {"chip": "h100", "model": "llama-8b", "measured_ms": 5, "batch": 4093}
-    assert client.post("/check", json=posted).status_code == 500  # the refusal, logged

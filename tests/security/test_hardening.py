@@ -1,5 +1,7 @@
 """Headers, body limits, write tokens and cross-site form posts (SECURITY.md)."""
 
+import base64
+import hashlib
 import re
 import socket
 import time
@@ -8,9 +10,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app import engine
 from app.main import create_app
 from app.security import WriteTokens
-from app.services import planning
 from app.settings import Settings
 from tests.conftest import serve
 
@@ -28,6 +30,15 @@ def test_every_response_carries_the_security_headers(client, path):
     assert "unsafe-inline" not in csp
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["x-frame-options"] == "DENY"
+
+
+def test_the_csp_allows_the_charts_inline_stylesheet_and_no_other(client):
+    page = client.get("/", params={"chip": "a100", "model": "llama-8b", "measured_ms": "30"})
+    styles = set(re.findall(r"<style>(.*?)</style>", page.text))
+    assert len(styles) == 1  # the charts' one stylesheet (app/web/svg.py)
+    digest = hashlib.sha256(styles.pop().encode()).digest()
+    hashes = re.findall(r"'sha256-([^']+)'", page.headers["content-security-policy"])
+    assert hashes == [base64.b64encode(digest).decode()]
 
 
 def test_oversized_body_is_refused_before_it_is_read(client):
@@ -186,7 +197,7 @@ def test_a_500_carries_the_security_headers_and_keeps_the_connection(monkeypatch
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(planning, "memory_fit", broken)
+    monkeypatch.setattr(engine, "memory_fit", broken)  # /memory-fit's engine call
     app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'db'}"))
     with serve(app) as base:
         host, port = base.removeprefix("http://").split(":")
