@@ -141,10 +141,9 @@ async def _answer(
     """The endpoint's answer to `body`, and kept for the next identical request unless it
     read measured ceilings: those come from the database, which may change them.
 
-    A bounded calculation runs right here: handing it to a worker thread would cost more CPU
-    than the calculation itself (a queue, two thread switches and the GIL's hand-over, under
-    load several times the engine's time: docs/performance.md). Any other runs off the event
-    loop within the time budget (app/http/budget.py)."""
+    A bounded calculation runs right here: it takes less time than handing it to a worker
+    thread would (docs/performance.md, "Design decisions"). Any other runs off the event loop
+    within the time budget (app/http/budget.py)."""
     calculate = partial(endpoint.calculate, catalogs, body)
     calculated = calculate() if _bounded(body) else await within_budget(request, calculate)
     cache = catalogs.answers if body.ceilings == "datasheet" else None

@@ -85,9 +85,9 @@ async def create(
     choices = None if fail_on is None else _gate_choices(fail_on)  # before anything is stored
     # The request's one hop off the event loop (where waiting for the commit would hold up
     # every other request): judging, then storing and comparing in one transaction. On
-    # asyncio's own executor rather than Starlette's thread pool: anyio's hop costs about twice
-    # the CPU, and its 40 threads judging at once contend for the GIL and the SQLite writers'
-    # lock (docs/performance.md, "Writes").
+    # asyncio's default executor, whose few threads queue concurrent writes for the group
+    # commit rather than have Starlette's 40 judge at once and contend for the GIL and the
+    # SQLite writers' lock (docs/performance.md, "Writes").
     stored = await asyncio.get_running_loop().run_in_executor(
         None,
         partial(

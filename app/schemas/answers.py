@@ -318,8 +318,7 @@ class MemoryFitAnswer(_Displayed):
     )
 
 
-# a typed dict, not a model: a sweep validates a dozen rows or more, and a dict is validated
-# in two thirds of a model's instructions (docs/performance.md)
+# a typed dict, not a model: a row of the sweep is plain data, built as a dict by the service
 @with_config(_Out.model_config)
 class SweepRow(TypedDict):
     """One batch size of the optimal-batch sweep."""

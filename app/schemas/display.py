@@ -65,7 +65,7 @@ OPTIMAL_BATCH: Shown = (
 
 def formatted(answer: object, shown: Shown) -> dict[str, str]:
     """`answer`'s fields in `shown` (a dotted name reads a nested answer's), as display
-    strings: a few µs, reading attributes only."""
+    strings."""
     texts = {}
     for key, name, show in shown:
         value: Any = getattr(answer, name) if "." not in name else _dotted(answer, name)

@@ -7,9 +7,8 @@ what a request's key is, stores answers and serves them. Losing the cache change
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from app.services.memo import Memo
+import threading
+from collections import OrderedDict
 
 # at most 2048 answers of at most 16 KiB: 32 MiB per worker at worst (an optimal-batch
 # answer is ~4.4 KB, a check ~2.6 KB)
@@ -19,44 +18,67 @@ MAX_ANSWER_BYTES = 16 * 1024
 Key = tuple[str, str, bytes]  # method, path, and the query string or content type + body
 
 
-@dataclass(slots=True)
 class AnswerCache:
-    """A least-recently-used map from a request's key to its rendered JSON answer.
+    """A least-recently-used map of at most `max_entries` rendered JSON answers, by their
+    request's key; safe to share between threads.
 
-    With `second_sight` (the app's), an answer is stored when its question is asked a second
-    time (`Memo`'s second sight) and served from the third: a question asked once leaves no
-    answer to evict later."""
+    With `second_sight` (the app's), an answer is stored only when its question is put a
+    second time (known by its hash, in a bounded set of those seen once) and served from the
+    third: a question asked once, as a CI job's new commit or the form's new batch asks it,
+    leaves no answer to evict later."""
 
-    max_entries: int = MAX_ENTRIES
-    second_sight: bool = True
-    paths: set[str] = field(default_factory=set)  # where answers were put
-    _answers: Memo[Key, bytes] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._answers = Memo(self.max_entries, second_sight=self.second_sight)
-
-    @property
-    def hits(self) -> int:
-        """How many answers were served from the cache."""
-        return self._answers.hits
+    def __init__(self, max_entries: int = MAX_ENTRIES, *, second_sight: bool = True) -> None:
+        self.max_entries = max_entries
+        self.hits = 0  # answers served from the cache
+        self.paths: set[str] = set()  # where answers were put
+        self._answers: OrderedDict[Key, bytes] = OrderedDict()
+        self._seen: set[int] | None = set() if second_sight else None
+        self._lock = threading.Lock()
 
     def get(self, key: Key) -> bytes | None:
         """The stored answer to `key`, now the most recently used, or None."""
-        return self._answers.get(key)
+        with self._lock:
+            body = self._answers.get(key)
+            if body is not None:
+                self.hits += 1
+                self._answers.move_to_end(key)
+            return body
 
     def put(self, key: Key, body: bytes) -> None:
-        """Store `body` as the answer to `key` (unless it is over MAX_ANSWER_BYTES), dropping
-        the least recently used answer when full."""
+        """Store `body` as the answer to `key` (unless it is over MAX_ANSWER_BYTES, or, with
+        second sight, its question is new), dropping the least recently used when full."""
         if len(body) > MAX_ANSWER_BYTES:
             return
-        self.paths.add(key[1])
-        self._answers.put(key, body)
+        with self._lock:
+            self.paths.add(key[1])
+            if self._seen is not None and not self._seen_before(key):
+                return
+            self._answers[key] = body
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.max_entries:
+                self._answers.popitem(last=False)
+
+    def _seen_before(self, key: Key) -> bool:
+        """Whether `key` was put before (by its hash: a collision only stores an answer early),
+        remembering it if not; the hashes are forgotten once there are 4x max_entries."""
+        assert self._seen is not None
+        digest = hash(key)
+        if digest in self._seen:
+            self._seen.discard(digest)
+            return True
+        if len(self._seen) >= 4 * self.max_entries:
+            self._seen.clear()
+        self._seen.add(digest)
+        return False
 
     def clear(self) -> None:
-        """Forget every answer (and where they were stored: no path is looked up again until
-        an answer on it is stored)."""
-        self._answers.clear()
-        self.paths.clear()
+        """Forget every answer, the questions seen once, and where answers were put (no path
+        is looked up again until an answer on it is put)."""
+        with self._lock:
+            self._answers.clear()
+            self.paths.clear()
+            if self._seen is not None:
+                self._seen.clear()
 
     def __len__(self) -> int:
         return len(self._answers)
