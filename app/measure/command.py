@@ -51,6 +51,12 @@ def add_parser(commands: Any) -> None:
         help="stop when the median's 95%% interval is within this fraction of it",
     )
     sub.add_argument("--fail-on", default="", help="comma-separated verdicts that exit 1")
+    sub.add_argument(
+        "--allow-device-mismatch",
+        action="store_true",
+        help="judge a run on the CPU against a catalog chip anyway (the report warns first); "
+        "without it that is refused (exit 2)",
+    )
     sub.add_argument("--json", action="store_true", help="print everything as JSON")
 
 
@@ -106,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             warmup=args.warmup,
             max_time_s=args.max_time_s,
             target_ci=args.target_ci,
+            allow_device_mismatch=args.allow_device_mismatch,
         )
     except (MeasureError, ImportError, ValueError) as error:
         print(f"roofcheck: {error}", file=sys.stderr)

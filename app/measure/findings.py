@@ -131,12 +131,15 @@ def report(
     counts: Counts,
     answer: dict[str, Any] | None,
     advice_lines: Sequence[str],
+    *,
+    warnings: Sequence[str] = (),
 ) -> str:
-    """The printed report."""
+    """The printed report: the warnings first, under the title."""
     t = timing
     judged = "" if answer is None else f" on {answer['chip']['id']} ({answer['stack']})"
     lines = [
         f"roofcheck measure: {name}{judged}",
+        *(f"  WARNING  {warning}" for warning in warnings),
         f"  time     median {fmt.seconds(t.median_s)} +-{t.relative_ci:.1%} (95% CI "
         f"{fmt.seconds(t.ci_low_s)}-{fmt.seconds(t.ci_high_s)}), min {fmt.seconds(t.min_s)}, "
         f"max {fmt.seconds(t.max_s)}; {t.repeats} runs after {t.warmup} warm-up ({t.clock}); "

@@ -11,8 +11,9 @@ import functools
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from app.engine import Chip, Dtype, EngineError, Software, judge
@@ -123,25 +124,14 @@ def _detail(status: int, body: Any) -> str:
             f"{'.'.join(str(p) for p in e.get('loc', []))}: {e.get('msg')}" for e in detail
         )
     elif isinstance(detail, dict):
-        detail = detail.get("message", detail)
+        hint = detail.get("suggestions")
+        more = f" (did you mean {', '.join(hint)}?)" if hint else ""
+        detail = f"{detail.get('message', detail)}{more}"
     return f"the service answered {status}: {detail}"
 
 
-def service_check(
-    url: str, chip: str, stack: Software, workload: dict[str, Any], measured_s: float
-) -> dict[str, Any]:
-    """POST /check with the `ops` workload and the measured median."""
-    if len(workload["ops"]) > MAX_OPS:
-        raise MeasureError(
-            f"the function ran {len(workload['ops'])} operators; the service takes at most "
-            f"{MAX_OPS}: measure a smaller part of it"
-        )
-    body = {"chip": chip, "stack": str(stack), "workload": workload, "measured_time_s": measured_s}
-    request = urllib.request.Request(
-        f"{url.rstrip('/')}/check",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
+def _call(request: urllib.request.Request | str, url: str) -> dict[str, Any]:
+    """The service's JSON answer; MeasureError with its detail, or when it is unreachable."""
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             answer: dict[str, Any] = json.load(response)
@@ -154,3 +144,44 @@ def service_check(
         raise MeasureError(_detail(exc.code, detail)) from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise MeasureError(f"cannot reach {url}: {exc}") from exc
+
+
+def resolve_chip(url: str, chip: str) -> dict[str, Any]:
+    """The catalog chip an id or alias names (GET /chips/{chip}): its id, name, vendor, ...;
+    MeasureError with the service's suggestions when it names none."""
+    return _call(f"{url.rstrip('/')}/chips/{urllib.parse.quote(chip, safe='')}", url)
+
+
+def device_mismatch(devices: Collection[str], chip: dict[str, Any]) -> str | None:
+    """Why a run on `devices` (its tensors' devices: cpu, cuda:0, ...) is no run on the
+    catalog `chip`, or None when it may be. The catalog's chips are accelerators, none a
+    CPU: a run whose tensors all stay on the host did not run on one."""
+    if any(not device.startswith("cpu") for device in devices):
+        return None
+    return (
+        f"the function ran on cpu (its tensors' device), not on {chip['id']} ({chip['name']}), "
+        "an accelerator"
+    )
+
+
+def check_op_count(count: int) -> None:
+    """MeasureError when the service takes fewer operators than the function ran."""
+    if count > MAX_OPS:
+        raise MeasureError(
+            f"the function ran {count} operators; the service takes at most {MAX_OPS}: "
+            "measure a smaller part of it"
+        )
+
+
+def service_check(
+    url: str, chip: str, stack: Software, workload: dict[str, Any], measured_s: float
+) -> dict[str, Any]:
+    """POST /check with the `ops` workload and the measured median (at most MAX_OPS: see
+    check_op_count)."""
+    body = {"chip": chip, "stack": str(stack), "workload": workload, "measured_time_s": measured_s}
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/check",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    return _call(request, url)

@@ -19,7 +19,8 @@ from app.measure.timing import time_calls as _time_calls
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """A function measured: its timing, its work, the service's (or the local engine's)
-    /check answer (None without a chip) and the advice."""
+    /check answer (None without a chip), the advice, and the warnings that come before the
+    verdict (a chip the function did not run on)."""
 
     name: str
     chip: str | None
@@ -27,6 +28,7 @@ class Measurement:
     counts: Counts
     answer: dict[str, Any] | None
     advice: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str | None:
@@ -35,13 +37,16 @@ class Measurement:
 
     def report(self) -> str:
         """The printed report: time, work, expectations, verdict, top ops and advice."""
-        return findings.report(self.name, self.timing, self.counts, self.answer, self.advice)
+        return findings.report(
+            self.name, self.timing, self.counts, self.answer, self.advice, warnings=self.warnings
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form: `workload` is the `ops` workload judged."""
         return {
             "name": self.name,
             "chip": self.chip,
+            "warnings": list(self.warnings),
             "timing": self.timing.as_dict(),
             "work": self.counts.as_dict(),
             "workload": self.counts.workload(),
@@ -70,6 +75,7 @@ def measure(
     warmup: int = 3,
     max_time_s: float = MAX_TIME_S,
     target_ci: float = TARGET_CI,
+    allow_device_mismatch: bool = False,
 ) -> Measurement:
     """Time `fn(*args)` and judge it on `chip`.
 
@@ -80,6 +86,11 @@ def measure(
     (a catalog id or alias), the service at `url` (default $ROOFCHECK_URL, else
     http://localhost:8000) judges the median; `chip="local"` judges it here against the
     ceilings `roofcheck probe` measures on this machine; without one nothing is judged.
+
+    The chip is resolved before anything runs (an unknown name: MeasureError with the
+    service's suggestions). A function whose tensors all stay on the CPU is not judged against
+    a catalog chip (MeasureError, before the timing) unless `allow_device_mismatch`: then
+    the report's first line after the title says so.
     """
     trace = _torch_trace()
     try:
@@ -88,6 +99,8 @@ def measure(
         raise MeasureError(
             f"unknown stack {stack!r}; one of {', '.join(s.value for s in Software)}"
         ) from None
+    url = url or judging.default_url()
+    catalogued = None if chip in (None, judging.LOCAL) else judging.resolve_chip(url, chip)
 
     def call() -> object:
         return fn(*args)
@@ -99,7 +112,12 @@ def measure(
     first_call_s = time.perf_counter() - start
     recorded, flops = trace.record(fn, args)
     counts = count(recorded, flops)
-    gpu = trace.on_gpu(args, recorded)
+    devices = trace.devices(args, recorded)
+    warnings: tuple[str, ...] = ()
+    if catalogued is not None:
+        judging.check_op_count(len(counts.ops))
+        warnings = _device_warnings(devices, catalogued, allowed=allow_device_mismatch)
+    gpu = any(device.startswith("cuda") for device in devices)
     timing = _time_calls(
         call,
         trace.cuda_events_clock() if gpu else perf_counter_clock,
@@ -113,9 +131,10 @@ def measure(
     answer = None
     if chip == judging.LOCAL:
         answer = judging.local_check(counts.ops, timing.median_s, software)
-    elif chip is not None:
-        url = url or judging.default_url()
-        answer = judging.service_check(url, chip, software, counts.workload(), timing.median_s)
+    elif catalogued is not None:
+        answer = judging.service_check(
+            url, catalogued["id"], software, counts.workload(), timing.median_s
+        )
     name = getattr(fn, "__qualname__", None) or repr(fn)
     return Measurement(
         name=name,
@@ -124,4 +143,25 @@ def measure(
         counts=counts,
         answer=answer,
         advice=tuple(findings.advice(counts, timing, answer)),
+        warnings=warnings,
+    )
+
+
+def _device_warnings(devices: set[str], chip: dict[str, Any], *, allowed: bool) -> tuple[str, ...]:
+    """The warning of a run judged against a chip it did not run on, when allowed; else
+    MeasureError, which names both devices and the ways out."""
+    why = judging.device_mismatch(devices, chip)
+    if why is None:
+        return ()
+    if not allowed:
+        raise MeasureError(
+            f"not judged: {why}, so its time says nothing of that chip. Judge CPU code on this "
+            f"machine with chip='{judging.LOCAL}' (--chip {judging.LOCAL}), move its tensors "
+            "to the chip, or judge it anyway with allow_device_mismatch=True "
+            "(--allow-device-mismatch)"
+        )
+    return (
+        f"Judged against {chip['id']}, a chip the function did not run on: {why} "
+        "(allow_device_mismatch). The verdict and advice compare a CPU's time with that "
+        "chip's roofline.",
     )

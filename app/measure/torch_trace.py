@@ -96,12 +96,12 @@ def record(fn: Callable[..., object], args: Sequence[object]) -> tuple[list[Reco
     return recorder.ops, float(counter.get_total_flops())
 
 
-def on_gpu(args: Sequence[object], ops: Sequence[RecordedOp]) -> bool:
-    """Whether the function's tensors live on a CUDA device."""
+def devices(args: Sequence[object], ops: Sequence[RecordedOp]) -> set[str]:
+    """The devices of the function's tensors: its arguments' and its operators' (cpu,
+    cuda:0, ...)."""
     tensors = [t for t in tree_leaves(list(args)) if isinstance(t, torch.Tensor)]
-    devices = {str(t.device) for t in tensors}
-    devices |= {t.device for op in ops for t in (*op.inputs, *op.outputs)}
-    return any(d.startswith("cuda") for d in devices)
+    found = {str(t.device) for t in tensors}
+    return found | {t.device for op in ops for t in (*op.inputs, *op.outputs)}
 
 
 def cuda_events_clock() -> Clock:
