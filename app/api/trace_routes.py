@@ -14,6 +14,7 @@ from app.http.deps import CatalogsDep
 from app.http.responses import StrictJSONResponse
 from app.schemas.trace_answers import TraceCheck
 from app.services import trace_checks
+from app.services.trace_checks import DeviceMismatch
 
 router = APIRouter(tags=["calculations"])
 
@@ -31,10 +32,14 @@ _BODY = {
 }
 
 
-def rejection(error: NotATrace | TooManyEvents) -> Response:
-    """413 for a trace over the bounds, 422 for JSON that is not a trace."""
+def rejection(error: NotATrace | TooManyEvents | DeviceMismatch) -> Response:
+    """413 for a trace over the bounds, 422 for JSON that is not a trace or for a trace that
+    did not run on the chip."""
     if isinstance(error, TooManyEvents):
         return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})
+    if isinstance(error, DeviceMismatch):
+        mismatch = [{"loc": ["query", "chip"], "msg": str(error), "type": "device_mismatch"}]
+        return StrictJSONResponse(status_code=422, content={"detail": mismatch})
     detail = [{"loc": ["body"], "msg": str(error), "type": "not_a_trace"}]
     return StrictJSONResponse(status_code=422, content={"detail": detail})
 
@@ -47,7 +52,10 @@ def rejection(error: NotATrace | TooManyEvents) -> Response:
     responses={
         404: {"description": "Unknown chip; with suggestions."},
         413: {"description": "Over ROOFCHECK_MAX_TRACE_BYTES, or too many events."},
-        422: {"description": "Not JSON, or not a torch.profiler trace with shapes."},
+        422: {
+            "description": "Not JSON, not a torch.profiler trace with shapes, or a trace "
+            "without GPU kernel events (not allow_device_mismatch)."
+        },
     },
     openapi_extra={"requestBody": _BODY},
 )
@@ -58,12 +66,26 @@ async def check_trace(
     stack: Annotated[
         Software, Query(description="Whose published runs the realistic times assume.")
     ] = Software.EAGER,
+    allow_device_mismatch: Annotated[
+        bool,
+        Query(
+            description="Judge a trace without GPU kernel events (a CPU run) against the "
+            "chip anyway; the answer's warnings say so first. Without it that is a 422."
+        ),
+    ] = False,
 ) -> Response:
     """Each operator's measured time beside its roofline time, sorted by time lost, with the
     verdict per operator and for the whole. Parsed in the thread pool, off the event loop."""
     body = await request.body()
     try:
-        answer = await run_in_threadpool(trace_checks.check, catalogs, body, chip, stack)
-    except (NotATrace, TooManyEvents) as error:
+        answer = await run_in_threadpool(
+            trace_checks.check,
+            catalogs,
+            body,
+            chip,
+            stack,
+            allow_device_mismatch=allow_device_mismatch,
+        )
+    except (NotATrace, TooManyEvents, DeviceMismatch) as error:
         return rejection(error)
     return Response(answer.model_dump_json(), media_type="application/json")

@@ -60,6 +60,10 @@ class TraceKernels(_Out):
 class TraceCheck(_Out):
     """A trace's operators, each beside its roofline time, sorted by time lost, and the whole."""
 
+    warnings: list[str] = Field(
+        description="What the caller must read before the verdict: a trace judged against a "
+        "chip it did not run on (allow_device_mismatch=true). Empty otherwise."
+    )
     chip: TraceChip
     catalog_version: str
     stack: Software = Field(description="Whose published runs the realistic times assume.")

@@ -1,10 +1,15 @@
 """POST /check/trace and the trace page: a torch.profiler trace's bytes in, the engine's
-analysis (app/engine/trace.py) out as a TraceCheck."""
+analysis (app/engine/trace.py) out as a TraceCheck.
+
+A trace is judged only against a chip it ran on: the catalog's chips are accelerators, none a
+CPU, so a trace without GPU kernel events is refused (DeviceMismatch) unless the caller allows
+the mismatch; then the answer's warnings say so first."""
 
 from __future__ import annotations
 
 import json
 
+from app.catalog.loader import ChipRecord
 from app.engine import Software
 from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse
 from app.schemas.trace_answers import (
@@ -20,6 +25,12 @@ NESTING = (
     "Nested operators count once: the outermost one the engine models, with everything it "
     "calls (aten::linear, not also its aten::addmm)."
 )
+RECORD_GPU = "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
+
+
+class DeviceMismatch(Exception):
+    """The trace did not run on the chip it would be judged against; the message names both
+    devices and how to record a trace that did."""
 
 
 def _constant(name: str) -> float:
@@ -34,14 +45,49 @@ def parse(body: bytes) -> object:
         raise NotATrace(f"the body is not JSON ({str(error)[:120]})") from None
 
 
-def check(catalogs: Catalogs, body: bytes, chip: str, stack: Software) -> TraceCheck:
-    """The trace in `body` judged on `chip` (UnknownName: 404; NotATrace, TooManyEvents)."""
+def check(
+    catalogs: Catalogs,
+    body: bytes,
+    chip: str,
+    stack: Software,
+    *,
+    allow_device_mismatch: bool = False,
+) -> TraceCheck:
+    """The trace in `body` judged on `chip` (UnknownName: 404; NotATrace, TooManyEvents;
+    DeviceMismatch unless `allow_device_mismatch`)."""
     catalog = catalogs.chips()
     record = catalog.resolve(chip)
     result = analyse(parse(body), record.chip, stack)
-    return _answer(
-        result, TraceChip(id=record.entry.id, name=record.entry.name), catalog.version, stack
-    )
+    warnings = []
+    if (why := mismatch(result, record)) is not None:
+        if not allow_device_mismatch:
+            raise DeviceMismatch(
+                f"not judged: {why}. Record the run on the chip with {RECORD_GPU}, or pass "
+                "allow_device_mismatch=true to judge it anyway"
+            )
+        warnings.append(
+            f"Judged against {record.entry.id}, a chip the trace did not run on: {why} "
+            "(allow_device_mismatch). The verdict and advice compare the CPU's times with "
+            "that chip's roofline."
+        )
+    chip_out = TraceChip(id=record.entry.id, name=record.entry.name)
+    return _answer(result, chip_out, catalog.version, stack, warnings)
+
+
+def mismatch(result: TraceAnalysis, record: ChipRecord) -> str | None:
+    """Why the trace is no run on the catalog chip `record`, or None when it is one: it has
+    GPU kernel events. Without them its times are the CPU's, and with calls to CUDA in it the
+    GPU's side was not recorded."""
+    if result.kernels is not None:
+        return None
+    chip = f"{record.entry.id} ({record.entry.name}), an accelerator"
+    if result.cuda_calls:
+        return (
+            f"the trace holds {result.cuda_calls} CUDA API calls but no GPU kernel events: it "
+            f"was recorded without ProfilerActivity.CUDA, so its times are the CPU's launches, "
+            f"not the work of {chip}"
+        )
+    return f"the trace has no GPU kernel events: it ran on cpu, not on {chip}"
 
 
 def _notes(result: TraceAnalysis) -> list[str]:
@@ -65,10 +111,13 @@ def _notes(result: TraceAnalysis) -> list[str]:
     return notes
 
 
-def _answer(result: TraceAnalysis, chip: TraceChip, version: str, stack: Software) -> TraceCheck:
+def _answer(
+    result: TraceAnalysis, chip: TraceChip, version: str, stack: Software, warnings: list[str]
+) -> TraceCheck:
     whole, judgement = result.whole, result.judgement
     kernels = result.kernels
     return TraceCheck(
+        warnings=warnings,
         chip=chip,
         catalog_version=version,
         stack=stack,

@@ -14,11 +14,14 @@ from app.engine import Software
 from app.engine.trace import NotATrace, TooManyEvents
 from app.http.deps import CatalogsDep
 from app.services import trace_checks
+from app.services.trace_checks import DeviceMismatch
 from app.web.templating import render
 
 router = APIRouter(include_in_schema=False)
 RECORD = (
-    "with torch.profiler.profile(record_shapes=True) as prof:\n"
+    "from torch.profiler import ProfilerActivity, profile\n\n"
+    "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n"
+    "             record_shapes=True) as prof:\n"
     "    model(x)\n"
     'prof.export_chrome_trace("trace.json")'
 )
@@ -47,7 +50,8 @@ def _page(
 @router.get("/trace", response_class=HTMLResponse)
 def trace_form(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     """The upload form."""
-    return _page(request, catalogs, {"chip": "", "stack": str(Software.EAGER)})
+    values = {"chip": "", "stack": str(Software.EAGER), "allow_device_mismatch": ""}
+    return _page(request, catalogs, values)
 
 
 @router.post("/trace", response_class=HTMLResponse)
@@ -58,6 +62,7 @@ async def trace_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
             name: value.strip()[:100] if isinstance(value := form.get(name), str) else ""
             for name in ("chip", "stack")
         }
+        values["allow_device_mismatch"] = "true" if form.get("allow_device_mismatch") else ""
         upload = form.get("trace")
         body = await upload.read() if isinstance(upload, UploadFile) else None
     stack = next((s for s in Software if s == values["stack"]), None)
@@ -66,7 +71,14 @@ async def trace_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     if body is None:
         return _page(request, catalogs, values, error="Choose a trace file to upload.", status=422)
     try:
-        result = await run_in_threadpool(trace_checks.check, catalogs, body, values["chip"], stack)
+        result = await run_in_threadpool(
+            trace_checks.check,
+            catalogs,
+            body,
+            values["chip"],
+            stack,
+            allow_device_mismatch=bool(values["allow_device_mismatch"]),
+        )
     except UnknownName as error:
         hint = f" (did you mean {', '.join(error.suggestions)}?)" if error.suggestions else ""
         return _page(
@@ -74,6 +86,6 @@ async def trace_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
         )
     except TooManyEvents as error:
         return _page(request, catalogs, values, error=str(error), status=413)
-    except NotATrace as error:
+    except (NotATrace, DeviceMismatch) as error:
         return _page(request, catalogs, values, error=str(error), status=422)
     return _page(request, catalogs, values, result=result)

@@ -1,6 +1,7 @@
 """POST /check/trace through the ASGI app, on traces recorded with real torch on the CPU
-(tests/traces/record.py): worked answers, nested ops counted once, ops the engine does not
-model, the kernels' view, and every rejection a clear 4xx."""
+(tests/traces/record.py) and on an H100 (tests/traces/gpu_*.json): worked answers, nested ops
+counted once, ops the engine does not model, the kernels' view, a trace never judged against a
+chip it did not run on unless asked, and every rejection a clear 4xx."""
 
 import json
 from pathlib import Path
@@ -23,11 +24,14 @@ def durations(events, name):
     return [e["dur"] * 1e-6 for e in events if e.get("cat") == "cpu_op" and e["name"] == name]
 
 
-def post(client, body, chip="a100", **params):
+def post(client, body, chip="a100", *, mismatch=True, **params):
+    """POST the trace; the CPU recordings are judged on a GPU on purpose (`mismatch`, the
+    allow_device_mismatch parameter: their arithmetic is the same)."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    allowed = {"allow_device_mismatch": "true"} if mismatch else {}
     return client.post(
         "/check/trace",
-        params={"chip": chip, **params},
+        params={"chip": chip, **allowed, **params},
         content=data,
         headers={"content-type": "application/json"},
     )
@@ -256,3 +260,53 @@ def test_the_endpoint_is_in_the_openapi_schema_with_its_response_model(client):
     assert ref.endswith("/TraceCheck")
     assert {"413", "422", "404"} <= set(operation["responses"])
     assert "traceEvents" in json.dumps(operation["requestBody"])
+
+
+def test_a_gpu_trace_on_its_own_chip_worked_by_hand(client):
+    # x.cos().cos() on 10^7 fp32 on an H100, warmed up, 10 times: 20 aten::cos, each launching
+    # one kernel. Per call 4 x 10^7 bytes read and written: 8e7 bytes; on the H100 SXM5
+    # (3.35 TB/s) 8e7 / 3.35e12 = 23.88 us; 20 calls 477.6 us. Measured: the kernels' time.
+    events = trace("gpu_cos")["traceEvents"]
+    kernel_time = sum(e["dur"] * 1e-6 for e in events if e.get("cat") == "kernel")
+    response = post(client, trace("gpu_cos"), chip="h100", mismatch=False)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["warnings"] == [] and body["time_source"] == "kernels"
+    [op] = body["ops"]
+    assert (op["name"], op["count"], op["bytes"]) == ("aten::cos", 20, 8e7)
+    assert op["expected_time_s"] == pytest.approx(20 * 8e7 / 3.35e12)
+    assert op["measured_time_s"] == pytest.approx(kernel_time)
+    assert body["verdict"] == "near_roofline"  # 569 us against 478 us: 1.19x
+
+
+def test_a_cpu_trace_against_a_gpu_chip_is_a_422_naming_both_devices(client):
+    response = post(client, trace("matmul"), chip="h100", mismatch=False)
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["query", "chip"]
+    assert error["type"] == "device_mismatch"
+    assert "no GPU kernel events: it ran on cpu" in error["msg"]
+    assert "h100-sxm5-80gb (NVIDIA H100 SXM5 80GB)" in error["msg"]
+    assert "ProfilerActivity.CUDA" in error["msg"] and "allow_device_mismatch=true" in error["msg"]
+
+
+def test_gpu_tensors_recorded_without_the_cuda_activity_say_how_to_record(client):
+    # the H100 run's CUDA calls are in the trace (21 to the runtime, 10 to the driver:
+    # cuLaunchKernel, cudaMemsetAsync, ...), its kernels are not
+    response = post(client, trace("gpu_no_kernels"), chip="h100", mismatch=False)
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert "31 CUDA API calls but no GPU kernel events" in error["msg"]
+    assert "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]" in error["msg"]
+
+
+def test_allowed_the_mismatch_is_judged_and_the_answer_warns_first(client):
+    refused = post(client, trace("matmul"), chip="h100", mismatch=False).json()
+    response = post(client, trace("matmul"), chip="h100")
+    assert response.status_code == 200
+    body = response.json()
+    assert next(iter(body)) == "warnings"  # the answer's first field
+    [warning] = body["warnings"]
+    assert warning.startswith("Judged against h100-sxm5-80gb, a chip the trace did not run on")
+    assert refused["detail"][0]["msg"].split(": ")[1] in warning  # the same reason
+    assert body["verdict"] == "order_of_magnitude_slower"  # the CPU's times, as before

@@ -6,6 +6,12 @@ tests/engine/test_trace.py and tests/web/test_trace_page.py), on the CPU:
 
 Each is a small program, run once to warm up and then profiled with record_shapes=True and
 written by export_chrome_trace, untouched. The service never imports torch: only this script.
+
+The gpu_*.json traces were recorded the same way on an NVIDIA H100 80GB HBM3 (torch's CUDA
+tensors, three warm-up calls, then ten profiled and a synchronisation), untouched:
+gpu_linear.json, the README's torch.nn.Linear(4096, 4096) on a (64, 4096) input, and
+gpu_cos.json, x.cos().cos() on 10^7 fp32, both with activities=[CPU, CUDA]; gpu_no_kernels.json,
+the Linear with activities=[CPU] only (CUDA calls, no kernel events).
 """
 
 from __future__ import annotations

@@ -17,7 +17,10 @@ def test_upload_a_trace_and_see_the_table(page, url, shot):
         str(TRACES / "mixed.json")
     )
     page.get_by_label("Chip (id or alias)").fill("a100")
+    # a CPU recording: judged on an A100 only when asked, and then the page says so first
+    page.get_by_label("Judge a trace without GPU kernel events").check()
     page.get_by_role("button", name="Check trace").click()
+    expect(page.locator("#trace-warnings")).to_contain_text("a chip the trace did not run on")
     expect(page.locator("#verdict")).to_contain_text("order of magnitude")
     rows = page.locator("#trace-ops tbody tr")
     expect(rows).to_have_count(2)
@@ -43,8 +46,15 @@ def test_a_file_that_is_not_a_trace_says_how_to_record_one(page, url, tmp_path):
 def test_the_page_errors_through_the_app(client):
     files = {"trace": ("m.json", (TRACES / "matmul.json").read_bytes(), "application/json")}
     assert client.get("/trace").status_code == 200
-    ok = client.post("/trace", data={"chip": "a100", "stack": "eager"}, files=files)
+    allowed = {"chip": "a100", "stack": "eager", "allow_device_mismatch": "true"}
+    ok = client.post("/trace", data=allowed, files=files)
     assert ok.status_code == 200 and "aten::matmul" in ok.text
+    assert 'id="t-mismatch" name="allow_device_mismatch" value="true" checked' in ok.text
+    refused = client.post("/trace", data={"chip": "a100", "stack": "eager"}, files=files)
+    assert refused.status_code == 422 and "no GPU kernel events: it ran on cpu" in refused.text
+    gpu = {"trace": ("g.json", (TRACES / "gpu_cos.json").read_bytes(), "application/json")}
+    on_its_chip = client.post("/trace", data={"chip": "h100", "stack": "eager"}, files=gpu)
+    assert on_its_chip.status_code == 200 and "trace-warnings" not in on_its_chip.text
     unknown = client.post("/trace", data={"chip": "a1000", "stack": "eager"}, files=files)
     assert unknown.status_code == 404 and "Unknown chip" in unknown.text
     no_file = client.post("/trace", data={"chip": "a100", "stack": "eager"})
