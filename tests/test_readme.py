@@ -43,8 +43,8 @@ EVENTS = {
     "pull_request": {"GITHUB_HEAD_REF": "pr-1", "GITHUB_REF_NAME": "1/merge"},
 }
 # The files the README's commands send, by the name they give, where the README shows how one
-# is made: trace.json, a torch.profiler trace with shapes of Linear layers (tests/traces/record.py)
-FILES = {"trace.json": ROOT / "tests" / "traces" / "mlp.json"}
+# is made: trace.json, the README's torch.nn.Linear profiled on an H100 (tests/traces/record.py)
+FILES = {"trace.json": ROOT / "tests" / "traces" / "gpu_linear.json"}
 # curl's options that change how it reports an answer, not what it sends
 REPORTING = {"--fail-with-body", "--fail", "-f", "--silent", "-s", "--show-error", "-S"}
 
