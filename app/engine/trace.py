@@ -12,9 +12,6 @@ then those count as units and only its time outside them is not modelled.
 
 The measured time of a unit is its kernels' device time when the trace has kernel events,
 else the operator's duration on the CPU (where PyTorch's CPU kernels run inside the op).
-Which device the trace ran on: a GPU when it has kernel events; else the CPU, and when it
-holds calls to the CUDA runtime or driver (`cuda_runtime`, `cuda_driver`: the host launching
-work) a GPU run whose device side was not recorded (no ProfilerActivity.CUDA).
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from app.engine.verdict import Judgement, judge
 MAX_EVENTS = 500_000
 MAX_DISTINCT = 2_000  # distinct (operator, shapes, arguments) analysed; the rest not modelled
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-CUDA_API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})  # the host's calls to CUDA
 US = 1e-6  # the trace's times are microseconds
 MAX_DURATION_US = 1e7 / US  # 10^7 s, the longest measured time roofcheck judges
 HOW = (
@@ -136,7 +132,6 @@ class TraceAnalysis:
     whole: Roofline | None  # the modelled calls one after another, realized
     judgement: Judgement | None  # their measured time against `whole`
     skipped: int  # cpu_op events without usable times
-    cuda_calls: int  # calls to the CUDA runtime or driver: the host used a GPU
     measured: float = field(init=False)
     modelled_time: float = field(init=False)
 
@@ -292,15 +287,7 @@ def analyse(trace: object, chip: Chip, software: Software = Software.EAGER) -> T
     if kernels is not None:
         units = sum(cpu[id(g)] for g in groups.values() if isinstance(g, Modelled))
         view = replace(kernels[0], op_cpu_time=units)
-    cuda_calls = sum(1 for e in events if e.get("cat") in CUDA_API_CATEGORIES)
-    return _summary(
-        groups.values(),
-        view,
-        events=count,
-        skipped=skipped,
-        software=software,
-        cuda_calls=cuda_calls,
-    )
+    return _summary(groups.values(), view, events=count, skipped=skipped, software=software)
 
 
 def _owners(
@@ -382,7 +369,6 @@ def _summary(
     events: int,
     skipped: int,
     software: Software,
-    cuda_calls: int,
 ) -> TraceAnalysis:
     """The groups that took time, sorted, and the modelled ones judged as a whole."""
     modelled: list[Modelled] = []
@@ -406,5 +392,5 @@ def _summary(
         judgement = judge(whole, sum(m.measured for m in modelled))
     not_modelled = sorted(merged.values(), key=lambda n: n.measured, reverse=True)
     return TraceAnalysis(
-        tuple(modelled), tuple(not_modelled), kernels, events, whole, judgement, skipped, cuda_calls
+        tuple(modelled), tuple(not_modelled), kernels, events, whole, judgement, skipped
     )

@@ -11,7 +11,7 @@ import json
 
 from app.catalog.loader import ChipRecord
 from app.engine import Software
-from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse
+from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse, read_events
 from app.schemas.trace_answers import (
     TraceCheck,
     TraceChip,
@@ -26,6 +26,9 @@ NESTING = (
     "calls (aten::linear, not also its aten::addmm)."
 )
 RECORD_GPU = "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
+# the host's calls to the CUDA runtime and driver: a GPU run's, recorded with or without its
+# kernels (ProfilerActivity.CUDA)
+CUDA_API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 
 
 class DeviceMismatch(Exception):
@@ -57,9 +60,10 @@ def check(
     DeviceMismatch unless `allow_device_mismatch`)."""
     catalog = catalogs.chips()
     record = catalog.resolve(chip)
-    result = analyse(parse(body), record.chip, stack)
+    trace = parse(body)
+    result = analyse(trace, record.chip, stack)
     warnings = []
-    if (why := mismatch(result, record)) is not None:
+    if (why := mismatch(result, cuda_calls(trace), record)) is not None:
         if not allow_device_mismatch:
             raise DeviceMismatch(
                 f"not judged: {why}. Record the run on the chip with {RECORD_GPU}, or pass "
@@ -74,16 +78,22 @@ def check(
     return _answer(result, chip_out, catalog.version, stack, warnings)
 
 
-def mismatch(result: TraceAnalysis, record: ChipRecord) -> str | None:
+def cuda_calls(trace: object) -> int:
+    """The trace's calls to the CUDA runtime or driver (a trace already analysed)."""
+    events, _ = read_events(trace)
+    return sum(1 for e in events if e.get("cat") in CUDA_API_CATEGORIES)
+
+
+def mismatch(result: TraceAnalysis, calls: int, record: ChipRecord) -> str | None:
     """Why the trace is no run on the catalog chip `record`, or None when it is one: it has
-    GPU kernel events. Without them its times are the CPU's, and with calls to CUDA in it the
-    GPU's side was not recorded."""
+    GPU kernel events. Without them its times are the CPU's, and with `calls` to CUDA in it
+    the GPU's side was not recorded."""
     if result.kernels is not None:
         return None
     chip = f"{record.entry.id} ({record.entry.name}), an accelerator"
-    if result.cuda_calls:
+    if calls:
         return (
-            f"the trace holds {result.cuda_calls} CUDA API calls but no GPU kernel events: it "
+            f"the trace holds {calls} CUDA API calls but no GPU kernel events: it "
             f"was recorded without ProfilerActivity.CUDA, so its times are the CPU's launches, "
             f"not the work of {chip}"
         )
