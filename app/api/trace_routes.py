@@ -14,7 +14,7 @@ from app.http.deps import CatalogsDep
 from app.http.responses import StrictJSONResponse
 from app.schemas.trace_answers import TraceCheck
 from app.services import trace_checks
-from app.services.trace_checks import DeviceMismatch
+from app.services.trace_devices import DeviceMismatch
 
 router = APIRouter(tags=["calculations"])
 

@@ -1,17 +1,16 @@
 """POST /check/trace and the trace page: a torch.profiler trace's bytes in, the engine's
 analysis (app/engine/trace.py) out as a TraceCheck.
 
-A trace is judged only against a chip it ran on: the catalog's chips are accelerators, none a
-CPU, so a trace without GPU kernel events is refused (DeviceMismatch) unless the caller allows
-the mismatch; then the answer's warnings say so first."""
+A trace is judged only against a chip it ran on (app/services/trace_devices.py): otherwise it
+is refused (DeviceMismatch) unless the caller allows the mismatch, and then the answer's
+warnings say so first."""
 
 from __future__ import annotations
 
 import json
 
-from app.catalog.loader import ChipRecord
 from app.engine import Software
-from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse, read_events
+from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse
 from app.schemas.trace_answers import (
     TraceCheck,
     TraceChip,
@@ -19,21 +18,13 @@ from app.schemas.trace_answers import (
     TraceNotModelled,
     TraceOp,
 )
+from app.services import trace_devices
 from app.services.catalogs import Catalogs
 
 NESTING = (
     "Nested operators count once: the outermost one the engine models, with everything it "
     "calls (aten::linear, not also its aten::addmm)."
 )
-RECORD_GPU = "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
-# the host's calls to the CUDA runtime and driver: a GPU run's, recorded with or without its
-# kernels (ProfilerActivity.CUDA)
-CUDA_API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
-
-
-class DeviceMismatch(Exception):
-    """The trace did not run on the chip it would be judged against; the message names both
-    devices and how to record a trace that did."""
 
 
 def _constant(name: str) -> float:
@@ -63,41 +54,12 @@ def check(
     trace = parse(body)
     result = analyse(trace, record.chip, stack)
     warnings = []
-    if (why := mismatch(result, cuda_calls(trace), record)) is not None:
+    if (found := trace_devices.mismatch(trace, result, record)) is not None:
         if not allow_device_mismatch:
-            raise DeviceMismatch(
-                f"not judged: {why}. Record the run on the chip with {RECORD_GPU}, or pass "
-                "allow_device_mismatch=true to judge it anyway"
-            )
-        warnings.append(
-            f"Judged against {record.entry.id}, a chip the trace did not run on: {why} "
-            "(allow_device_mismatch). The verdict and advice compare the CPU's times with "
-            "that chip's roofline."
-        )
+            raise trace_devices.refusal(*found)
+        warnings.append(trace_devices.warning(found[0], record))
     chip_out = TraceChip(id=record.entry.id, name=record.entry.name)
     return _answer(result, chip_out, catalog.version, stack, warnings)
-
-
-def cuda_calls(trace: object) -> int:
-    """The trace's calls to the CUDA runtime or driver (a trace already analysed)."""
-    events, _ = read_events(trace)
-    return sum(1 for e in events if e.get("cat") in CUDA_API_CATEGORIES)
-
-
-def mismatch(result: TraceAnalysis, calls: int, record: ChipRecord) -> str | None:
-    """Why the trace is no run on the catalog chip `record`, or None when it is one: it has
-    GPU kernel events. Without them its times are the CPU's, and with `calls` to CUDA in it
-    the GPU's side was not recorded."""
-    if result.kernels is not None:
-        return None
-    chip = f"{record.entry.id} ({record.entry.name}), an accelerator"
-    if calls:
-        return (
-            f"the trace holds {calls} CUDA API calls but no GPU kernel events: it "
-            f"was recorded without ProfilerActivity.CUDA, so its times are the CPU's launches, "
-            f"not the work of {chip}"
-        )
-    return f"the trace has no GPU kernel events: it ran on cpu, not on {chip}"
 
 
 def _notes(result: TraceAnalysis) -> list[str]:

@@ -14,7 +14,7 @@ from app.engine import Software
 from app.engine.trace import NotATrace, TooManyEvents
 from app.http.deps import CatalogsDep
 from app.services import trace_checks
-from app.services.trace_checks import DeviceMismatch
+from app.services.trace_devices import DeviceMismatch
 from app.web.templating import render
 
 router = APIRouter(include_in_schema=False)

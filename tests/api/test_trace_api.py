@@ -310,3 +310,22 @@ def test_allowed_the_mismatch_is_judged_and_the_answer_warns_first(client):
     assert warning.startswith("Judged against h100-sxm5-80gb, a chip the trace did not run on")
     assert refused["detail"][0]["msg"].split(": ")[1] in warning  # the same reason
     assert body["verdict"] == "order_of_magnitude_slower"  # the CPU's times, as before
+
+
+def test_a_gpu_trace_against_another_gpu_is_a_422_naming_both(client):
+    # the trace names the GPU it ran on (deviceProperties): an H100's is no A100's run
+    response = post(client, trace("gpu_cos"), chip="a100", mismatch=False)
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["type"] == "device_mismatch"
+    assert "ran on NVIDIA H100 80GB HBM3, not on a100-sxm4-80gb" in error["msg"]
+    # an H100 of another form factor has the same model number: judged
+    assert post(client, trace("gpu_cos"), chip="h100-pcie", mismatch=False).status_code == 200
+    allowed = post(client, trace("gpu_cos"), chip="a100").json()
+    assert "NVIDIA H100 80GB HBM3" in allowed["warnings"][0]
+
+
+def test_a_kernel_trace_that_names_no_device_is_judged(client):
+    # the synthetic kernels above come without deviceProperties: nothing says it is another chip
+    assert trace("matmul")["deviceProperties"] == []
+    assert post(client, with_kernels(trace("matmul")), mismatch=False).status_code == 200
