@@ -134,8 +134,7 @@ def _call(request: urllib.request.Request | str, url: str) -> dict[str, Any]:
     """The service's JSON answer; MeasureError with its detail, or when it is unreachable."""
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            answer: dict[str, Any] = json.load(response)
-            return answer
+            raw = response.read()
     except urllib.error.HTTPError as exc:
         try:
             detail = json.load(exc)
@@ -144,12 +143,25 @@ def _call(request: urllib.request.Request | str, url: str) -> dict[str, Any]:
         raise MeasureError(_detail(exc.code, detail)) from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise MeasureError(f"cannot reach {url}: {exc}") from exc
+    try:
+        answer = json.loads(raw)
+    except ValueError:  # no roofcheck service at that URL
+        answer = None
+    if not isinstance(answer, dict):
+        raise MeasureError(f"{url} answered no JSON object: is roofcheck serving there?")
+    return answer
 
 
 def resolve_chip(url: str, chip: str) -> dict[str, Any]:
     """The catalog chip an id or alias names (GET /chips/{chip}): its id, name, vendor, ...;
     MeasureError with the service's suggestions when it names none."""
-    return _call(f"{url.rstrip('/')}/chips/{urllib.parse.quote(chip, safe='')}", url)
+    name = chip.strip()
+    answer: dict[str, Any] = {}
+    if name.strip("."):  # a path of dots would name the list of chips, or nothing
+        answer = _call(f"{url.rstrip('/')}/chips/{urllib.parse.quote(name, safe='')}", url)
+    if not isinstance(answer.get("id"), str):
+        raise MeasureError(f"unknown chip {chip!r}: give a catalog id or alias, or {LOCAL}")
+    return answer
 
 
 def device_mismatch(devices: Collection[str], chip: dict[str, Any]) -> str | None:

@@ -123,3 +123,15 @@ def test_the_devices_of_a_run_are_its_arguments_and_its_ops():
 
     assert devices([torch.ones(2)], [_op("cuda:0")]) == {"cpu", "cuda:0"}
     assert devices([], [_op("cpu")]) == {"cpu"}
+
+
+@pytest.mark.parametrize("chip", ["", " ", ".", ".."])
+def test_a_chip_name_that_names_no_chip_is_refused_before_the_function_runs(url, chip, untimed):
+    # GET /chips/. would answer the list of chips: no chip, and no KeyError either
+    with pytest.raises(MeasureError, match="unknown chip"):
+        measure(torch.cos, torch.ones(4), chip=chip, url=url)
+
+
+def test_a_url_that_serves_no_json_object_is_an_error(url, untimed):
+    with pytest.raises(MeasureError, match="answered no JSON object"):
+        measure(torch.cos, torch.ones(4), chip="a100", url=f"{url}/docs#")
