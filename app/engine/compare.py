@@ -125,23 +125,43 @@ class WindowGate:
     median_efficiency: float
     change: float | None  # +0.1: 10% slower than the median time; None beyond a float
     efficiency_change: float | None  # -0.1: 10% less of the roofline than the median
-    test: Test  # insufficient: no ordering of samples this few reaches the confidence
     alpha: float  # 1 - confidence: the largest p-value called significant
     time_test: RankTest  # "the run's repeats are slower than the window's"
     efficiency_test: RankTest  # "the window's repeats reached more of the roofline"
     slower: bool  # the time beyond the threshold of the median
     less_efficient: bool  # the efficiency beyond the threshold below the median
+    slowest_time_s: float  # the slowest repeat of the window
+    least_efficiency: float  # the lowest fraction of the roofline a repeat of the window had
+    beyond_slowest: bool  # the time beyond the threshold of the slowest repeat
+    below_least: bool  # the efficiency beyond the threshold below the least efficient repeat
+
+    @property
+    def smallest_p(self) -> float:
+        """The smallest p-value either test can give at these sizes."""
+        return max(self.time_test.smallest_p, self.efficiency_test.smallest_p)
+
+    @property
+    def test(self) -> Test:
+        """insufficient: no ordering of samples this few reaches the confidence, by the same
+        distribution (exact or approximated) that gives the p-values."""
+        return "insufficient" if self.smallest_p > self.alpha else "mann_whitney_u"
 
     @property
     def regressed_on(self) -> tuple[Axis, ...]:
         """What regressed: the time (slower) and/or the efficiency (less of the roofline),
         each beyond the threshold and significantly so; with too few samples for the test,
-        beyond the threshold alone."""
+        beyond the threshold alone; and whatever the test says, beyond the threshold of the
+        window's whole range (slower than its slowest repeat, less of the roofline than its
+        least efficient one)."""
         untested = self.test == "insufficient"
         axes: list[Axis] = []
-        if self.slower and (untested or self.time_test.p_value <= self.alpha):
+        if self.beyond_slowest or (
+            self.slower and (untested or self.time_test.p_value <= self.alpha)
+        ):
             axes.append("time")
-        if self.less_efficient and (untested or self.efficiency_test.p_value <= self.alpha):
+        if self.below_least or (
+            self.less_efficient and (untested or self.efficiency_test.p_value <= self.alpha)
+        ):
             axes.append("efficiency")
         return tuple(axes)
 
@@ -164,7 +184,8 @@ def gate_against_window(
 
     Compared with the window's median time and median efficiency (not one run, which may
     have been a noisy one), and tested one-sided with Mann-Whitney U over the repeats: the
-    run's repeats against the window's, pooled (at most TESTED_REPEATS of each run).
+    run's repeats against the window's, pooled (at most TESTED_REPEATS of each run). Beyond
+    the threshold of the window's whole range, it regressed whatever the test says.
     """
     if not window:
         raise InvalidInput("window", "needs at least one baseline run")
@@ -176,10 +197,9 @@ def gate_against_window(
     time_test = mann_whitney_greater(tested[0][1], pooled)
     # the fraction of the roofline of each repeat: expected / its time
     efficiencies = [[expected / t for t in repeats] for expected, repeats in tested]
-    efficiency_test = mann_whitney_greater(
-        [e for run in efficiencies[1:] for e in run], efficiencies[0]
-    )
-    alpha = 1.0 - confidence
+    pooled_efficiencies = [e for run in efficiencies[1:] for e in run]
+    efficiency_test = mann_whitney_greater(pooled_efficiencies, efficiencies[0])
+    slowest, least = max(pooled), min(pooled_efficiencies)
     return WindowGate(
         runs=len(window),
         samples=len(pooled),
@@ -188,12 +208,15 @@ def gate_against_window(
         median_efficiency=median_efficiency,
         change=change(new.time_s, median_time),
         efficiency_change=change(new.efficiency, median_efficiency),
-        test="insufficient" if time_test.smallest_p > alpha else "mann_whitney_u",
-        alpha=alpha,
+        alpha=1.0 - confidence,
         time_test=time_test,
         efficiency_test=efficiency_test,
         slower=is_regression(new.time_s, median_time, threshold),
         less_efficient=lost_efficiency(new.efficiency, median_efficiency, threshold),
+        slowest_time_s=slowest,
+        least_efficiency=least,
+        beyond_slowest=is_regression(new.time_s, slowest, threshold),
+        below_least=lost_efficiency(new.efficiency, least, threshold),
     )
 
 

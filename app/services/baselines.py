@@ -76,6 +76,23 @@ def _change(new: float | None) -> str:
     return "beyond a float's range" if new is None else f"{new:+.1%}"
 
 
+def _beyond_the_window(gate: WindowGate) -> str:
+    """What lies beyond the threshold of the window's whole range, and so regressed whatever
+    the test says."""
+    beyond = []
+    if gate.beyond_slowest:
+        beyond.append(f"slower than its slowest repeat ({fmt.seconds(gate.slowest_time_s)})")
+    if gate.below_least:
+        share = fmt.percent(gate.least_efficiency)
+        beyond.append(f"less of the roofline than its least efficient repeat ({share})")
+    if not beyond:
+        return ""
+    return (
+        f"Beyond the window: {' and '.join(beyond)} by more than the threshold, a regression "
+        "whatever the test says. "
+    )
+
+
 def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats: int) -> str:
     """The gate's decision in a sentence: against what, by how much, how sure."""
     runs = f"{window.runs} run{'' if window.runs == 1 else 's'}"
@@ -93,7 +110,7 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
     if gate.test == "insufficient":
         text += (
             f"Too few repeats for a test ({repeats} against {gate.samples}: no ordering of "
-            f"them gives a p-value below {gate.time_test.smallest_p:.3g}, and "
+            f"them gives a p-value below {gate.smallest_p:.3g}, and "
             f"{gate.alpha:.3g} is needed at {level}): judged by the threshold on the medians "
             "alone. "
         )
@@ -106,10 +123,12 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
                 ("less of the roofline", gate.efficiency_test),
             )
         )
+        method = {"exact": "exact", "normal": "by its normal approximation"}
         text += (
-            f"Mann-Whitney U over {repeats} repeats against {gate.samples}, one-sided at "
-            f"{level}: {', '.join(tests)}. "
+            f"Mann-Whitney U over {repeats} repeats against {gate.samples}, "
+            f"{method[gate.time_test.method]}, one-sided at {level}: {', '.join(tests)}. "
         )
+    text += _beyond_the_window(gate)
     verdict = "A regression" if gate.regression else "No regression"
     return f"{text}{verdict} (threshold {against.threshold:.1%})."
 

@@ -64,6 +64,25 @@ def test_ranked_by_realistic_tokens_per_s_and_the_unfit_last(client):
     assert l4["realistic_time_s"] > 0  # its figures are still given, marked by the warning
 
 
+def test_a_chip_the_work_fits_on_ranks_above_a_faster_one_it_does_not(client):
+    # llama-8b decode at batch 64 with an 8192-token context: its KV cache, 64 x 8192 tokens x
+    # 32 layers x 2 (K, V) x 1024 (8 KV heads of 128) x 2 bytes = 68.7 GB, plus 16 GB of
+    # weights: ~93 GB per chip with the rest the answer counts, more than the H100's or A100's
+    # 80 GB, less than the MI250X's 128 GB. The H100 is still the fastest of the three, so
+    # ranking by tokens/s alone would put it first; the answer's own fit flags give the order
+    answer = client.get("/compare?chips=h100,mi250x,a100&model=llama-8b&batch=64&seq_len=8192")
+    rows = _rows(answer.json())
+    h100, mi250x, a100 = rows["h100-sxm5-80gb"], rows["mi250x"], rows["a100-sxm4-80gb"]
+    assert (mi250x["fits"], h100["fits"], a100["fits"]) == (True, False, False)
+    for unfit in (h100, a100):
+        assert unfit["memory_required_bytes"] > unfit["memory_available_bytes"]
+    rate = {chip: row["realistic_tokens_per_s"] for chip, row in rows.items()}
+    assert rate["h100-sxm5-80gb"] > rate["mi250x"] > rate["a100-sxm4-80gb"]
+    # the one it fits on first, then those it does not, fastest first
+    ranked = [(row["chip"]["id"], row["rank"]) for row in answer.json()["rows"]]
+    assert ranked == [("mi250x", 1), ("h100-sxm5-80gb", 2), ("a100-sxm4-80gb", 3)]
+
+
 def test_a_chip_without_bf16_falls_back_to_fp16_and_says_so(client):
     rows = _rows(client.get(f"/compare?chips=v100,a100&{LLAMA_DECODE}").json())
     assert rows["v100-sxm2-32gb"]["dtype"] == "fp16"

@@ -42,20 +42,21 @@ def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
     assert window["median_time_s"] == pytest.approx(1.005e-3)
     assert window["spread_time_s"] == pytest.approx(0.025e-3)
     assert compared["change_vs_median"] == pytest.approx(1.25 / 1.005 - 1)
-    # U = 27 of 30 pairs: z = (27 - 15 - 0.5) / sqrt(35) = 1.944, p = 0.0260 < 0.05
+    # U = 27 of 30 pairs: exactly, 7 of the C(13, 3) = 286 choices of three values reach it,
+    # p = 0.0245 < 0.05 (tests/engine)
     assert compared["test"] == "mann_whitney_u" and compared["confidence"] == 0.95
-    assert compared["p_value"] == pytest.approx(0.02596, abs=1e-5)
+    assert compared["p_value"] == pytest.approx(7 / 286)
     assert compared["regression"] is True and compared["regressed_on"] == ["time", "efficiency"]
     assert compared["explanation"].startswith(
         "Against the latest 10 runs on main (median 1.01 ms, median absolute deviation 25 µs): "
         "+24.4% in time, -19.6% in fraction of the roofline. Mann-Whitney U over 3 repeats "
-        "against 10, one-sided at 95% confidence: slower at p = 0.026 (significant)"
+        "against 10, exact, one-sided at 95% confidence: slower at p = 0.0245 (significant)"
     )
     assert pr["gate"]["reasons"] == [
-        "regression: time +24.4%, p = 0.026; fraction of the roofline -19.6%, p = 0.026 vs the "
-        "median of 10 runs (threshold 10.0%; 95% confidence)"
+        "regression: time +24.4%, p = 0.0245; fraction of the roofline -19.6%, p = 0.0245 vs "
+        "the median of 10 runs (threshold 10.0%; 95% confidence)"
     ]
-    # at 99% confidence p = 0.026 is not enough: stored, not gated
+    # at 99% confidence p = 0.0245 is not enough: stored, not gated
     sure = post(
         db_client,
         measured_ms=[1.24, 1.25, 1.26],
@@ -65,8 +66,8 @@ def test_a_noisy_slow_run_on_main_does_not_let_a_slower_pr_through(db_client):
     )
     assert sure["comparison"]["regression"] is False
     assert (
-        "one-sided at 99% confidence: slower at p = 0.026 (not significant), less of the "
-        "roofline at p = 0.026 (not significant). No regression (threshold 10.0%)."
+        "one-sided at 99% confidence: slower at p = 0.0245 (not significant), less of the "
+        "roofline at p = 0.0245 (not significant). No regression (threshold 10.0%)."
     ) in sure["comparison"]["explanation"]
     # the pages say it too: the measurement's (against the latest 10 runs before it) and its
     # workload's (its latest run against the 10 before)
@@ -90,6 +91,47 @@ def test_the_window_is_the_latest_runs_before_this_one(db_client):
     # read back later it is compared with the default window, as of when it was stored
     read = db_client.get(f"/measurements/{new['id']}").json()["comparison"]
     assert read["window"]["run_ids"] == ids[::-1]
+
+
+def test_one_repeat_ten_times_slower_than_a_window_of_three_repeats_regresses(db_client):
+    # ten runs of three repeats on main, 30 distinct values from 0.90 to 1.10 ms (run i:
+    # 0.90 + 0.01 i, 1.000 + 0.001 i, 1.10 - 0.01 i; mean 1 + i / 3000), then one repeat of
+    # 10 ms: U = 30, every pair. Exactly, one of the 31 equally likely places of one value
+    # among 30 is above them all: p = 1/31 = 0.0323 <= 0.05, a regression. The normal
+    # approximation's p here, z = (30 - 15 - 0.5) / sqrt(30 * 32 / 12) = 1.621, p = 0.0525,
+    # was never significant: "No regression"
+    for i in range(10):
+        post(
+            db_client,
+            measured_ms=[0.90 + 0.01 * i, 1.0 + 0.001 * i, 1.10 - 0.01 * i],
+            branch="main",
+        )
+    gated = {"status": 412, "params": {"fail_on": "regression"}, "baseline_branch": "main"}
+    slow = post(db_client, measured_ms=[10.0], **gated)
+    compared = slow["comparison"]
+    assert (compared["window"]["runs"], compared["window"]["samples"]) == (10, 30)
+    assert compared["test"] == "mann_whitney_u"
+    assert compared["p_value"] == pytest.approx(1 / 31)
+    assert compared["regression"] is True and compared["regressed_on"] == ["time", "efficiency"]
+    assert slow["gate"]["failed"] is True
+    assert "over 1 repeats against 30, exact, one-sided" in compared["explanation"]
+    assert "slower at p = 0.0323 (significant)" in compared["explanation"]
+    # two repeats, 0.5 and 25 ms: U = 0 + 30 of 60. Of the C(32, 2) = 496 choices of two, the
+    # pairs (b1 <= b2) of window values below each summing to 30 or more: 496 less the 240
+    # summing to at most 29 (30 - 2 b1 for b1 = 0 .. 14): p = 256/496 = 0.516, not
+    # significant. But the mean, 12.75 ms, is beyond the slowest repeat, 1.10 ms x 1.1
+    split = post(db_client, measured_ms=[0.5, 25.0], **gated)["comparison"]
+    assert split["p_value"] == pytest.approx(256 / 496)
+    assert split["regressed_on"] == ["time", "efficiency"]
+    assert (
+        "slower at p = 0.516 (not significant), less of the roofline at p = 0.516 (not "
+        "significant). Beyond the window: slower than its slowest repeat (1.1 ms) and less of "
+        "the roofline than its least efficient repeat"
+    ) in split["explanation"]
+    assert split["explanation"].endswith(
+        "by more than the threshold, a regression whatever the test says. A regression "
+        "(threshold 10.0%)."
+    )
 
 
 def test_too_few_samples_say_so_and_fall_back_to_the_threshold(db_client):
@@ -121,9 +163,9 @@ def test_a_fall_in_the_fraction_of_the_roofline_regresses(db_app, db_client):
     # time: median of 1.0, 1.01, 1.02 ms; the run's 1.005 ms: -0.5%, not slower
     assert new["change_vs_median"] == pytest.approx(1.005 / 1.01 - 1)
     # efficiency: e / 1.005 against 2e / 1.01: 1.01 / (2 * 1.005) - 1 = -49.8%; the window's
-    # nine repeat efficiencies all above the run's three: U = 27, p = 0.0081
+    # nine repeat efficiencies all above the run's three: U = 27, p = 1/C(12, 3) = 1/220
     assert new["efficiency_change"] == pytest.approx(1.01 / (2 * 1.005) - 1)
-    assert new["efficiency_p_value"] == pytest.approx(0.00812, abs=1e-5)
+    assert new["efficiency_p_value"] == pytest.approx(1 / 220)
     assert new["regressed_on"] == ["efficiency"] and new["regression"] is True
 
 

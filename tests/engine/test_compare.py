@@ -119,10 +119,12 @@ def test_a_noisy_slow_baseline_run_does_not_hide_a_regression():
     assert gate.median_time_s == pytest.approx(1.005)
     assert gate.spread_time_s == pytest.approx(0.025)
     assert gate.change == pytest.approx(1.25 / 1.005 - 1)
-    # U: each PR repeat beats nine runs and loses to 1.30: 27. Mean 3*10/2 = 15, variance
-    # 30/12 * 14 = 35: z = (27 - 15 - 0.5) / sqrt(35) = 1.944, p = 0.0260 < 0.05
-    assert gate.time_test.u == 27
-    assert gate.time_test.p_value == pytest.approx(0.02596, abs=1e-5)
+    # U: each PR repeat beats nine runs and loses to 1.30: 27 of 30 pairs. Exactly, over the
+    # C(13, 3) = 286 choices of three of the 13 values: U >= 27 leaves at most 3 pairs lost,
+    # a partition of 0, 1, 2 or 3 into at most 3 parts: 1 + 1 + 2 + 3 = 7 choices,
+    # p = 7/286 = 0.0245 < 0.05
+    assert gate.time_test.u == 27 and gate.time_test.method == "exact"
+    assert gate.time_test.p_value == pytest.approx(7 / 286)
     assert gate.test == "mann_whitney_u"
     # the same expectation throughout: efficiency 0.5 / 1.25 = 0.4 against the median of
     # the runs' efficiencies, (0.5 / 1.00 + 0.5 / 1.01) / 2 = 0.49752: -19.6%
@@ -133,20 +135,24 @@ def test_a_noisy_slow_baseline_run_does_not_hide_a_regression():
 
 def test_a_slowdown_within_the_noise_is_not_significant():
     # window 0.6, 0.8, 1.0, 1.2, 1.4 ms (median 1.0); new 0.9, 1.2, 1.5 (mean 1.2: +20%).
-    # U = 2 + 3.5 + 5 = 10.5 (1.2 ties once); mean 7.5; one tie of two, N = 8: variance
-    # 15/12 * (9 - 6/56) = 11.116; z = (10.5 - 7.5 - 0.5) / 3.334 = 0.750, p = 0.2267
+    # U = 2 + 3.5 + 5 = 10.5 (1.2 ties once). Pooled ranks 1, 2, 3, 4, 5.5, 5.5, 7, 8; the
+    # run's sum 3 + 5.5 + 8 = 16.5. Of the C(8, 3) = 56 choices of three ranks, those summing
+    # to 16.5 or more: 8 and 7 with 2, 3, 4, 5.5 or 5.5 (5); 8 without 7 and two of the rest
+    # summing to 8.5 or more, 5.5 + 5.5, 5.5 + 4 twice, 5.5 + 3 twice (5); 7 without 8 and
+    # 9.5 or more, 5.5 + 5.5, 5.5 + 4 twice (3): p = 13/56 = 0.232
     gate = gate_against_window(
         RunSample.of((0.9, 1.2, 1.5), 0.5), _runs(0.6, 0.8, 1.0, 1.2, 1.4), 0.1, 0.95
     )
     assert gate.slower and gate.change == pytest.approx(0.2)
-    assert gate.time_test.p_value == pytest.approx(0.2267, abs=1e-4)
+    assert gate.time_test.p_value == pytest.approx(13 / 56)
+    assert not gate.beyond_slowest  # 1.2 ms within 1.4 ms x 1.1
     assert not gate.regression
 
 
 def test_a_lower_fraction_of_the_roofline_regresses_when_the_time_does_not():
     # the same times, but the expectation halved (a new catalog): 0.25 / t against 0.5 / t.
-    # The window's 9 efficiencies all exceed the run's 3: U = 27, mean 13.5, variance
-    # 27/12 * 13 = 29.25: z = (27 - 13.5 - 0.5) / 5.408 = 2.404, p = 0.0081
+    # The window's 9 efficiencies all exceed the run's 3: U = 27, every pair; one choice of
+    # the C(12, 3) = 220 of three values to be the lowest: p = 1/220 = 0.0045
     window = [
         RunSample.of(r, 0.5) for r in ((0.99, 1.0, 1.01), (0.98, 1.02, 1.03), (0.97, 1.04, 1.05))
     ]
@@ -154,7 +160,7 @@ def test_a_lower_fraction_of_the_roofline_regresses_when_the_time_does_not():
     assert not gate.slower
     # median efficiency 0.5 / 1.01 (the runs' means 1.0, 1.01, 1.02); the run's 0.25 / 1.005
     assert gate.efficiency_change == pytest.approx((0.25 / 1.005) / (0.5 / 1.01) - 1)
-    assert gate.efficiency_test.p_value == pytest.approx(0.00812, abs=1e-5)
+    assert gate.efficiency_test.p_value == pytest.approx(1 / 220)
     assert gate.regressed_on == ("efficiency",)
 
 
@@ -166,6 +172,44 @@ def test_too_few_samples_fall_back_to_the_threshold_on_the_medians():
     assert not gate_against_window(RunSample.of((1.05,), 0.5), _runs(1.0), 0.1, 0.95).regression
     with pytest.raises(InvalidInput):
         gate_against_window(RunSample.of((1.0,), 0.5), [], 0.1, 0.95)
+
+
+def test_a_run_beyond_the_whole_window_regresses_whatever_the_test_says():
+    # window 1 .. 5 ms, one repeat each; the run 0.5 and 60 ms (mean 30.25 ms). U = 0 + 5 = 5
+    # of 10 pairs: of the C(7, 2) = 21 choices of two of the seven, those with U >= 5 are the
+    # pairs (b1 <= b2) of windows values below each with b1 + b2 >= 5: 21 less the 9 with a
+    # sum of at most 4 ((0, 0..4), (1, 1..3), (2, 2)): p = 12/21 = 0.571, not significant.
+    # But 30.25 ms is beyond the slowest repeat, 5 ms x 1.1: a regression, on both axes
+    gate = gate_against_window(RunSample.of((0.5, 60.0), 0.5), _runs(1, 2, 3, 4, 5), 0.1, 0.95)
+    assert gate.test == "mann_whitney_u"
+    assert gate.time_test.p_value == pytest.approx(12 / 21)
+    assert gate.slowest_time_s == 5 and gate.beyond_slowest
+    assert gate.least_efficiency == pytest.approx(0.5 / 5) and gate.below_least
+    assert gate.regressed_on == ("time", "efficiency")
+    # at 5.4 ms, within 5 ms x 1.1, the test decides, and says no
+    within = gate_against_window(RunSample.of((0.5, 10.3), 0.5), _runs(1, 2, 3, 4, 5), 0.1, 0.95)
+    assert within.time_test.p_value == pytest.approx(12 / 21)
+    assert not within.beyond_slowest and not within.regression
+
+
+@pytest.mark.parametrize(
+    ("window", "new", "test", "regression"),
+    [
+        # one repeat at 0.75 confidence (alpha 0.25) against two, three or four runs of one:
+        # the smallest p is 1/3, 1/4, 1/5. Above alpha, too few: 1.8 ms, +20% over the median
+        # 1.5 ms, decides by the threshold alone
+        ((1.0, 2.0), 1.8, "insufficient", True),
+        # exactly alpha: a p of 0.25 would be significant, so the test decides. 2.5 ms, +25%:
+        # U = 2 of 3, p = 2/4 = 0.5, not significant; within 3 ms x 1.1: no regression
+        ((1.0, 2.0, 3.0), 2.5, "mann_whitney_u", False),
+        # below: 3.5 ms, +40%: U = 3 of 4, p = 2/5, not significant; within 4 ms x 1.1
+        ((1.0, 2.0, 3.0, 4.0), 3.5, "mann_whitney_u", False),
+    ],
+)
+def test_too_few_samples_is_a_smallest_p_above_alpha(window, new, test, regression):
+    gate = gate_against_window(RunSample.of((new,), 0.5), _runs(*window), 0.1, 0.75)
+    assert gate.alpha == 0.25 and gate.smallest_p == pytest.approx(1 / (len(window) + 1))
+    assert gate.slower and gate.test == test and gate.regression is regression
 
 
 def test_a_run_of_many_repeats_is_tested_by_its_quantiles():
