@@ -124,12 +124,15 @@ def _checkpoint(
 
 
 def _checkpoint_note(name: str, checkpoint: Quantised, dtype: Dtype) -> str:
-    which = (
-        f"its routed experts; attention, router and embeddings in {dtype}"
+    which, rest = (
+        ("its routed experts", "the other weights")
         if checkpoint.experts_only
-        else f"its blocks' linear weights; embeddings and lm_head in {dtype}"
+        else ("its blocks' linear weights", "embeddings, lm_head and norms")
     )
-    return f"weights {checkpoint.dtype} by default: {name}'s checkpoint stores {which}"
+    return (
+        f"weights {checkpoint.dtype} by default: {name}'s checkpoint stores {which} in it; "
+        f"{rest} in the compute dtype ({dtype})"
+    )
 
 
 def chip_ref(chip: Chip) -> ChipRef:

@@ -170,6 +170,10 @@ def test_deepseek_v3_weights_default_to_its_fp8_checkpoint(client):
     body = client.get("/memory-fit", params={"chip": "h100", "model": "deepseek-v3"}).json()
     assert body["workload"]["weight_dtype"] == "fp8"
     assert body["breakdown"]["weights"] == 672_880_798_720
+    assert (
+        "weights fp8 by default: DeepSeek-V3's checkpoint stores its blocks' linear weights in "
+        "it; embeddings, lm_head and norms in the compute dtype (bf16)"
+    ) in body["assumptions"]
 
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "llama-2-7b", "gemma-2-9b", "gpt2"])
