@@ -121,11 +121,12 @@ def _quantised(config: Any) -> Quantised | None:
     """The checkpoint's format, from its quantization_config: None for one it does not name
     (or a method stored otherwise). Attention left unconverted (modules_to_not_convert names
     self_attn, as gpt-oss's does) leaves the routed experts alone quantised."""
-    if not isinstance(config, Mapping) or config.get("quant_method") not in _FORMATS:
+    method = config.get("quant_method") if isinstance(config, Mapping) else None
+    if not isinstance(method, str) or method not in _FORMATS:
         return None
     kept = config.get("modules_to_not_convert") or []
     experts_only = isinstance(kept, list) and any("self_attn" in str(name) for name in kept)
-    return Quantised(_FORMATS[config["quant_method"]], experts_only)
+    return Quantised(_FORMATS[method], experts_only)
 
 
 def _heads(cfg: _Config, d: int, heads_name: str = "num_attention_heads") -> tuple[int, int, int]:

@@ -200,3 +200,17 @@ def test_an_inline_config_with_the_same_quantization_config_answers_the_same(cli
         json={"chip": "h100", "workload": {"kind": "transformer", "config": config}},
     ).json()
     assert body["breakdown"]["weights"] == GPT_OSS_120B_WEIGHTS
+
+
+@pytest.mark.parametrize(
+    "quantization",
+    [{"quant_method": []}, {"quant_method": "gptq", "bits": 4}, "mxfp4", {"quant_method": None}],
+)
+def test_a_quantization_config_the_engine_does_not_read_leaves_the_default(client, quantization):
+    # only mxfp4 and fp8 checkpoints are read; anything else is the compute dtype, as before
+    models = json.loads(Settings().model_catalog.read_text())["models"]
+    config = next(m["config"] for m in models if m["id"] == "gpt-oss-120b")
+    workload = {"kind": "transformer", "config": {**config, "quantization_config": quantization}}
+    body = client.post("/memory-fit", json={"chip": "h100", "workload": workload}).json()
+    assert body["workload"]["weight_dtype"] == "bf16"
+    assert body["breakdown"]["weights"] == 233_658_313_344
