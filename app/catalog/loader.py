@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from app.catalog.names import NameIndex
 from app.catalog.schema import ChipCatalog, ChipEntry, ModelCatalog, ModelEntry
-from app.engine import Architecture, Chip, EngineError, architecture_from_config
+from app.engine import Architecture, Chip, Dtype, EngineError, architecture_from_config
 
 
 class CatalogError(Exception):
@@ -135,6 +135,17 @@ def load_chip_catalog(path: Path) -> ChipCatalogVersion:
     return chip_catalog_from_data(_read(path), str(path))
 
 
+# config.json's torch_dtype -> the engine's dtype
+_TORCH_DTYPES = {"bfloat16": Dtype.BF16, "float16": Dtype.FP16, "float32": Dtype.FP32}
+
+
+def _config_dtype(entry: ModelEntry, arch: Architecture) -> Dtype | None:
+    """The weights' dtype the config says: its quantised format, else its torch_dtype."""
+    if arch.quantised is not None:
+        return arch.quantised.dtype
+    return _TORCH_DTYPES.get(str(entry.config.get("torch_dtype")))
+
+
 def load_model_catalog(path: Path) -> ModelCatalogVersion:
     """Read and validate models.json, and parse every architecture."""
     data = _read(path)
@@ -155,5 +166,10 @@ def load_model_catalog(path: Path) -> ModelCatalogVersion:
             names.append((name.lower(), entry.id))
         if entry.id in models:
             raise CatalogError(f"{path}: model {entry.id}: id is used twice")
+        if (config_dtype := _config_dtype(entry, arch)) not in (None, entry.checkpoint.dtype):
+            raise CatalogError(
+                f"{path}: model {entry.id}: checkpoint.dtype {entry.checkpoint.dtype} is not "
+                f"its config's {config_dtype}"
+            )
         models[entry.id] = ModelRecord(entry, arch)
     return ModelCatalogVersion(catalog, models, NameIndex("model", names))

@@ -252,6 +252,14 @@ class OfficialParams(_Strict):
     source: dict[str, str]
 
 
+class Checkpoint(_Strict):
+    """The dtype the published weights are stored in (the quantised linear weights' where
+    they are quantised), with its source; null where none are published."""
+
+    dtype: Dtype | None
+    source: dict[str, str]
+
+
 class ModelEntry(_Strict):
     """One architecture: its Hugging Face config and where it was read."""
 
@@ -261,6 +269,7 @@ class ModelEntry(_Strict):
     aliases: list[Annotated[str, Field(pattern=_ID)]] = Field(default_factory=list)
     hf_repo: str | None
     config_source: dict[str, str]
+    checkpoint: Checkpoint
     official_params: OfficialParams
     config: dict[str, Any]
 

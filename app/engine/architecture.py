@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from app.engine.units import Dtype
+
 
 @dataclass(frozen=True, slots=True)
 class MLA:
@@ -89,6 +91,16 @@ class MoE:
 
 
 @dataclass(frozen=True, slots=True)
+class Quantised:
+    """How a checkpoint stores its linear weights where it ships them narrower than 16 bits
+    (its config's quantization_config): in `dtype`, the routed experts only where
+    `experts_only` (gpt-oss: MXFP4 experts; attention, router, embeddings in bf16)."""
+
+    dtype: Dtype
+    experts_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Architecture:
     """A decoder (or encoder) transformer, as its Hugging Face config describes it."""
 
@@ -109,6 +121,7 @@ class Architecture:
     token_types: int = 0  # BERT's segment embeddings
     pooler: bool = False  # BERT's pooler: a d x d linear with bias
     max_positions: int | None = None
+    quantised: Quantised | None = None  # the checkpoint's format, where narrower than 16 bits
 
     @property
     def dense_layers(self) -> int:

@@ -11,14 +11,14 @@ sum of theirs. Launch costs are the engine's fixed costs per kernel (realism.py)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine import prose
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
-from app.engine.ops import Op, Tensor, is_view, op_work
+from app.engine.ops import Op, Tensor, is_in_place, is_view, op_work
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
@@ -127,61 +127,99 @@ def kernel_groups(count: int, groups: Sequence[Sequence[int]]) -> list[list[int]
     return sorted(kernels)
 
 
-def _shape(tensor: Tensor) -> tuple[tuple[int, ...], Dtype]:
+_Key = tuple[tuple[int, ...], Dtype]  # an anonymous tensor's shape and dtype
+
+
+def _shape(tensor: Tensor) -> _Key:
     return tensor.shape, tensor.dtype
 
 
-def external_bytes(ops: Sequence[Op]) -> float:
-    """Bytes of `ops` run in order as one kernel: the inputs none of them wrote (read once
-    each, by id), and the outputs no later one of them reads. A tensor without an id is taken
-    for one unconsumed earlier output (without an id) of the same shape and dtype. An operator
-    given its bytes is opaque: they count in full, and its tensors take no part. A view of
-    tensors on chip is on chip too."""
-    traffic = 0.0
-    anonymous: Counter[tuple[tuple[int, ...], Dtype]] = Counter()  # written, not yet read
-    written: dict[str, float] = {}  # by id: written, not read since
-    on_chip: set[str] = set()  # ids written or read already
+class _Traffic:
+    """The bytes one kernel moves, op by op. Each tensor has a name: its id, or for one
+    without, a name of its own (the earlier output it is taken for, else a new one)."""
+
+    def __init__(self) -> None:
+        self.read = 0.0  # bytes read from memory, and opaque operators' bytes
+        self.size: dict[str, float] = {}  # written tensors: bytes of the last write
+        self.anonymous: dict[_Key, list[str]] = {}  # outputs without an id, not yet read
+        self.on_chip: set[str] = set()  # read or written already
+        self.loaded: set[str] = set()  # read from memory: they live outside the kernel
+        self.unread: set[str] = set()  # written, not read since
+        self._names = 0
+
+    def _new(self) -> str:
+        self._names += 1
+        return f"#{self._names}"
+
+    def available(self, inputs: Sequence[Tensor]) -> bool:
+        """Whether all of `inputs` are on chip."""
+        wanted = Counter(_shape(x) for x in inputs if x.id is None)
+        return all(x.id in self.on_chip for x in inputs if x.id is not None) and all(
+            len(self.anonymous.get(key, ())) >= n for key, n in wanted.items()
+        )
+
+    def take(self, tensor: Tensor) -> str:
+        """Read `tensor`: on chip if it is there, else from memory. Its name."""
+        name = tensor.id
+        if name is None and (waiting := self.anonymous.get(_shape(tensor))):
+            name = waiting.pop()  # the latest such output
+        elif name is None:
+            name = self._new()
+        if name in self.on_chip:
+            self.unread.discard(name)
+        else:
+            self.read += tensor.bytes
+            self.on_chip.add(name)
+            self.loaded.add(name)
+        return name
+
+    def give(self, tensor: Tensor, storage: str | None = None) -> None:
+        """Write `tensor` (into `storage`, the tensor an in-place operator mutates)."""
+        name = tensor.id or storage or self._new()
+        if tensor.id is None:
+            self.anonymous.setdefault(_shape(tensor), []).append(name)
+        self.size[name] = tensor.bytes
+        self.on_chip.add(name)
+        self.unread.add(name)
+
+    def written(self, outside: Collection[str]) -> float:
+        """Bytes written out: each tensor written here that no later op here reads, or that
+        lives outside the kernel (read from memory here, or used by ops outside it)."""
+        kept = self.unread | self.loaded | set(outside)
+        return sum(size for name, size in self.size.items() if name in kept)
+
+
+def external_bytes(ops: Sequence[Op], outside: Collection[str] = frozenset()) -> float:
+    """Bytes of `ops` run in order as one kernel (docs/formulas.md#fusion): each input none of
+    them wrote, read once; each tensor written that no later one of them reads, that was read
+    from memory (mutated in place: its storage holds the new value), or whose id is in
+    `outside` (used by ops outside the kernel). A tensor without an id is taken for the latest
+    unconsumed earlier output (without an id) of the same shape and dtype; an in-place
+    operator's first output, without an id, is its first input. An operator given its bytes
+    is opaque: they count in full, and its tensors take no part. A view of tensors on chip is
+    on chip too; of tensors in memory, it is read by its users."""
+    traffic = _Traffic()
     for op in ops:
         if op.bytes is not None:
-            traffic += op.bytes
-            continue
-        if is_view(op):  # an alias: on chip where what it views is, else read by its users
-            wanted = Counter(_shape(x) for x in op.inputs if x.id is None)
-            ids = {x.id for x in op.inputs if x.id is not None}
-            if ids <= on_chip and all(anonymous[key] >= n for key, n in wanted.items()):
-                anonymous -= wanted
-                for id_ in ids:
-                    written.pop(id_, None)
-                _write(op.outputs, anonymous, written, on_chip)
-            continue
-        for tensor in op.inputs:
-            if tensor.id is not None:
-                if tensor.id in on_chip:
-                    written.pop(tensor.id, None)
-                else:
-                    traffic += tensor.bytes
-                    on_chip.add(tensor.id)
-            elif anonymous[_shape(tensor)]:
-                anonymous[_shape(tensor)] -= 1
-            else:
-                traffic += tensor.bytes
-        _write(op.outputs, anonymous, written, on_chip)
-    left = sum(Tensor(shape, dtype).bytes * n for (shape, dtype), n in anonymous.items())
-    return traffic + sum(written.values()) + left
+            traffic.read += op.bytes
+        elif not is_view(op):
+            names = [traffic.take(x) for x in op.inputs]
+            storage = names[0] if names and is_in_place(op.name) else None
+            for i, tensor in enumerate(op.outputs):
+                traffic.give(tensor, storage if i == 0 else None)
+        elif traffic.available(op.inputs):
+            for tensor in op.inputs:
+                traffic.take(tensor)
+            for tensor in op.outputs:
+                traffic.give(tensor)
+    return traffic.read + traffic.written(outside)
 
 
-def _write(
-    outputs: Sequence[Tensor],
-    anonymous: Counter[tuple[tuple[int, ...], Dtype]],
-    written: dict[str, float],
-    on_chip: set[str],
-) -> None:
-    for tensor in outputs:
-        if tensor.id is None:
-            anonymous[_shape(tensor)] += 1
-        else:
-            written[tensor.id] = tensor.bytes
-            on_chip.add(tensor.id)
+def _uses(ops: Iterable[Op]) -> Counter[str]:
+    """How many of `ops` use each id."""
+    return Counter(
+        id_ for op in ops for id_ in {t.id for t in (*op.inputs, *op.outputs) if t.id is not None}
+    )
 
 
 def _cost(index: int, op: Op, chip: Chip) -> OpCost:
@@ -271,12 +309,15 @@ def estimate_ops(
         raise InvalidInput("ops", f"give 1 to {MAX_OPS} ops, got {len(ops)}")
     costs = tuple(_cost(i, op, chip) for i, op in enumerate(ops))
     kernels = []
+    uses = _uses(ops)
     for indices in kernel_groups(len(ops), groups):
         parts = [r for i in indices if (r := costs[i].roofline) is not None]
         if len(parts) == 1:  # an op alone: its own tensors
             kernels.append(parts[0])
         elif parts:
-            traffic = external_bytes([ops[i] for i in indices])
+            group = [ops[i] for i in indices]
+            outside = {id_ for id_, n in _uses(group).items() if uses[id_] > n}
+            traffic = external_bytes(group, outside)
             kernels.append(_kernel(parts, traffic, chip))
     if not kernels:
         raise InvalidInput("ops", "the ops are all views: they launch no kernel to time")

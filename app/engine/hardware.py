@@ -11,7 +11,9 @@ from app.engine.units import Dtype, Unit
 # Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
 # at::opmath_type<Half> and <BFloat16> are float), so where a chip publishes no narrow vector
 # rate, the fp32 vector peak is the one that bounds them.
-_NARROW = frozenset({Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.FP4, Dtype.INT4})
+_NARROW = frozenset(
+    {Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.FP4, Dtype.INT4, Dtype.MXFP4}
+)
 
 
 def pointwise_dtype(dtype: Dtype) -> Dtype:

@@ -8,10 +8,12 @@ biases, Gemma-2's four norms per layer, OPT's position-table offset) it is set h
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from app.engine.architecture import MLA, MLP, Architecture, Attention, MoE
+from app.engine.architecture import MLA, MLP, Architecture, Attention, MoE, Quantised
 from app.engine.errors import InvalidArchitecture
+from app.engine.units import Dtype
 
 _FIELD = "config"
 
@@ -100,12 +102,31 @@ def architecture_from_config(raw: Mapping[str, Any]) -> Architecture:
     cfg = _Config(raw)
     model_type = str(raw.get("model_type", "llama"))
     if model_type == "gpt2":
-        return _gpt2(cfg)
-    if model_type == "bert":
-        return _bert(cfg)
-    if model_type == "opt":
-        return _opt(cfg)
-    return _llama_like(cfg, model_type)
+        arch = _gpt2(cfg)
+    elif model_type == "bert":
+        arch = _bert(cfg)
+    elif model_type == "opt":
+        arch = _opt(cfg)
+    else:
+        arch = _llama_like(cfg, model_type)
+    return replace(arch, quantised=_quantised(raw.get("quantization_config")))
+
+
+# quantization_config's quant_method -> the format its weights are stored in (transformers'
+# quantizers of the same names): MXFP4 (gpt-oss), fp8 e4m3 with block scales (DeepSeek-V3)
+_FORMATS = {"mxfp4": Dtype.MXFP4, "fp8": Dtype.FP8}
+
+
+def _quantised(config: Any) -> Quantised | None:
+    """The checkpoint's format, from its quantization_config: None for one it does not name
+    (or a method stored otherwise). Attention left unconverted (modules_to_not_convert names
+    self_attn, as gpt-oss's does) leaves the routed experts alone quantised."""
+    method = config.get("quant_method") if isinstance(config, Mapping) else None
+    if not isinstance(method, str) or method not in _FORMATS:
+        return None
+    kept = config.get("modules_to_not_convert") or []
+    experts_only = isinstance(kept, list) and any("self_attn" in str(name) for name in kept)
+    return Quantised(_FORMATS[method], experts_only)
 
 
 def _heads(cfg: _Config, d: int, heads_name: str = "num_attention_heads") -> tuple[int, int, int]:

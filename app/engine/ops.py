@@ -124,13 +124,22 @@ class Op:
     causal: bool = False  # attention only
 
 
+def _short(name: str) -> str:
+    """The name without namespace and overload: "aten::add_.Tensor" -> "add_"."""
+    return name.rsplit("::", 1)[-1].split(".", 1)[0].lower()
+
+
+def is_in_place(name: str) -> bool:
+    """Whether the operator writes its first input (PyTorch's trailing underscore: add_)."""
+    short = _short(name)
+    return short.endswith("_") and not short.endswith("__") and len(short) > 1
+
+
 def base_name(name: str) -> str:
     """The operator's name without namespace, overload and in-place suffix:
     "aten::add_.Tensor" -> "add"."""
-    short = name.rsplit("::", 1)[-1].split(".", 1)[0].lower()
-    if short.endswith("_") and not short.endswith("__") and len(short) > 1:
-        return short[:-1]
-    return short
+    short = _short(name)
+    return short[:-1] if is_in_place(name) else short
 
 
 def is_view(op: Op) -> bool:

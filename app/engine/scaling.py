@@ -52,6 +52,7 @@ class ScalingPoint:
     law_speedup_vs_one: float  # the same law over one chip
     communication_time: float  # exposed, per step
     fits: bool
+    required_bytes: float  # memory per chip the step needs
 
 
 def law_speedup(mode: ScalingMode, serial_fraction: float, first: int, chips: int) -> float:
@@ -151,6 +152,7 @@ def scaling(
                 law_speedup_vs_one=law_speedup(mode, serial_fraction, 1, n),
                 communication_time=roof.communication_time,
                 fits=memory.fits_in(chip.memory_bytes),
+                required_bytes=memory.total,
             )
         )
     return points

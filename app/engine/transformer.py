@@ -40,7 +40,9 @@ class Precision:
 
     Weight-only quantisation (w4a16: weights int4, compute bf16) stores the blocks' linear
     weights in `weights`; embeddings, lm_head, norms and biases stay in `compute`, as GPTQ,
-    AWQ and bitsandbytes leave them. Quantisation scales are not counted.
+    AWQ and bitsandbytes leave them (and a checkpoint that quantises its experts alone leaves
+    the other linear weights too: `linear_sizes`). Quantisation scales are not counted, but
+    in MXFP4's size, whose 8-bit scale per 32 values is part of the format.
     """
 
     compute: Dtype = Dtype.BF16
@@ -58,13 +60,25 @@ def experts_touched(experts: int, per_token: int, tokens: float) -> float:
     return experts * (1.0 - math.pow(1.0 - per_token / experts, tokens))
 
 
+def linear_sizes(arch: Architecture, precision: Precision) -> tuple[float, float]:
+    """Bytes per parameter of the blocks' linear weights other than the routed experts, and
+    of the routed experts: the weight dtype's, except that the format of a checkpoint that
+    quantises its experts alone (gpt-oss's MXFP4) leaves the others in the compute dtype, as
+    that checkpoint keeps them."""
+    s_w = dtype_bytes(precision.weights)
+    q = arch.quantised
+    if q is not None and q.experts_only and precision.weights == q.dtype:
+        return dtype_bytes(precision.compute), s_w
+    return s_w, s_w
+
+
 def weight_bytes(arch: Architecture, precision: Precision) -> float:
     """Bytes of all the weights, resident in memory (what a forward pass streams of them, by
     operation, is `linear_terms`'s)."""
     c = param_counts(arch)
-    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
+    (s_w, s_e), s_c = linear_sizes(arch, precision), dtype_bytes(precision.compute)
     unquantised = c.other + c.head_matmul
-    return s_w * (c.block_linear + c.routed_total) + s_c * (unquantised + c.lookup_only)
+    return s_w * c.block_linear + s_e * c.routed_total + s_c * (unquantised + c.lookup_only)
 
 
 def linear_terms(
@@ -78,7 +92,7 @@ def linear_terms(
     streamed."""
     c = param_counts(arch)
     p = c.parts
-    s_w, s_c = dtype_bytes(precision.weights), dtype_bytes(precision.compute)
+    (s_w, s_e), s_c = linear_sizes(arch, precision), dtype_bytes(precision.compute)
     moe = c.moe_layers
     per_op = (  # name, count, matrix parameters used per token, bytes streamed
         ("qkv_projection", arch.layers, p.qkv, s_w * p.qkv),
@@ -97,7 +111,7 @@ def linear_terms(
             "experts",
             moe,
             moe * c.experts_per_token * c.routed_expert,
-            s_w * (moe * experts_read * c.routed_expert),
+            s_e * (moe * experts_read * c.routed_expert),
         ),
         ("shared_experts", moe, p.shared_experts, s_w * p.shared_experts),
         ("pooler", 1, p.pooler, s_w * p.pooler),

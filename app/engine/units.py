@@ -5,7 +5,7 @@ Humans get formatted values only at the edges (API docs, HTML pages).
 
 - GB = 1e9 bytes, GiB = 2**30 bytes; bandwidths are decimal (1 TB/s = 1e12 bytes/s).
 - Dtype sizes (docs/formulas.md#units): fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1,
-  fp4/int4 0.5 bytes.
+  fp4/int4 0.5 bytes; mxfp4 0.53125 (4-bit values and one 8-bit scale per 32 of them).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class Dtype(StrEnum):
     INT8 = "int8"
     FP4 = "fp4"
     INT4 = "int4"
+    MXFP4 = "mxfp4"  # a storage format of weights (gpt-oss's experts), not a peak's dtype
 
 
 class Unit(StrEnum):
@@ -69,6 +70,9 @@ DTYPE_BYTES: dict[Dtype, float] = {
     Dtype.INT8: 1.0,
     Dtype.FP4: 0.5,
     Dtype.INT4: 0.5,
+    # OCP Microscaling Formats (MX) v1.0: blocks of 32 FP4 (E2M1) values sharing one 8-bit
+    # (E8M0) scale: (32 x 4 + 8) / 32 = 4.25 bits an element
+    Dtype.MXFP4: (32 * 4 + 8) / 32 / BITS_PER_BYTE,
 }
 
 

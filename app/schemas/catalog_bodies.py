@@ -238,6 +238,17 @@ class OfficialParamsOut(BaseModel):
     source: dict[str, str]
 
 
+class CheckpointOut(BaseModel):
+    """The dtype the published weights are stored in, with its source."""
+
+    dtype: Dtype | None = Field(
+        description="The quantised linear weights' where they are quantised (gpt-oss: mxfp4, "
+        "its routed experts); null where no weights are published. An inference's weights "
+        "default to it where it is narrower than the compute dtype."
+    )
+    source: dict[str, str]
+
+
 class ModelOut(BaseModel):
     """One model: derived parameter counts, KV-cache bytes per token, architecture."""
 
@@ -255,6 +266,7 @@ class ModelOut(BaseModel):
     architecture: ArchitectureOut
     official_params: OfficialParamsOut
     config_source: dict[str, str]
+    checkpoint: CheckpointOut
 
 
 class ModelDetail(ModelOut):

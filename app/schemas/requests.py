@@ -128,7 +128,9 @@ class TransformerFields(TrainingFields):
         "on a chip without bf16 (T4, V100).",
     )
     weight_dtype: Dtype | None = Field(
-        None, description="Dtype of stored linear weights (e.g. int4 for w4a16); default dtype."
+        None,
+        description="Dtype of stored linear weights (e.g. int4 for w4a16); default dtype, or in "
+        "inference the model's checkpoint format where narrower (gpt-oss: mxfp4 experts).",
     )
     kv_dtype: Dtype | None = Field(None, description="KV-cache dtype (e.g. fp8); default dtype.")
     tp: int = Field(_SPEC.tp, ge=1, le=4096, description="Chips, tensor parallel.")

@@ -177,6 +177,7 @@ def _model_fields(record: ModelRecord) -> dict[str, Any]:
         ),
         "official_params": entry.official_params.model_dump(),
         "config_source": entry.config_source,
+        "checkpoint": entry.checkpoint.model_dump(),
     }
 
 

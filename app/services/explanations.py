@@ -9,6 +9,7 @@ from app.engine import (
     OptimalBatch,
     Roofline,
 )
+from app.engine.scaling import ScalingPoint
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
 from app.schemas.echo import ignored
@@ -87,14 +88,39 @@ def warnings_of(model: ModelInput) -> list[str]:
     return warnings
 
 
+_CANNOT_RUN = (
+    "for a configuration that cannot run as given (more chips, ZeRO, recomputation, a smaller "
+    "batch or narrower dtypes would make it fit)."
+)
+
+
 def unfit_warning(memory: MemoryBreakdown, capacity: float) -> list[str]:
     """A warning, when the work does not fit, that its times describe what cannot run."""
     if memory.fits_in(capacity):
         return []
     return [
         f"Does not fit: {fmt.bytes_(memory.total)} per chip of {fmt.bytes_(capacity)}; the "
-        "times are for a configuration that cannot run as given (more chips, ZeRO, "
-        "recomputation, a smaller batch or narrower dtypes would make it fit)."
+        f"times are {_CANNOT_RUN}"
+    ]
+
+
+def _listed(items: list[str]) -> str:
+    """'1', '1 and 2', '1, 2 and 4'."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def scaling_unfit_warning(points: list[ScalingPoint], capacity: float) -> list[str]:
+    """A warning naming the chip counts of a scaling curve where the step does not fit, with
+    what it needs per chip at each."""
+    unfit = [p for p in points if not p.fits]
+    if not unfit:
+        return []
+    counts = _listed([str(p.chips) for p in unfit])
+    noun = "chip" if [p.chips for p in unfit] == [1] else "chips"
+    needs = _listed([fmt.bytes_(p.required_bytes) for p in unfit])
+    return [
+        f"The training step does not fit at {counts} {noun}: it needs {needs} per chip of "
+        f"{fmt.bytes_(capacity)}; the times there are {_CANNOT_RUN}"
     ]
 
 

@@ -9,7 +9,9 @@ from app.catalog.loader import ChipCatalogVersion, ChipRecord
 from app.engine import (
     Architecture,
     Chip,
+    Dtype,
     InvalidInput,
+    Phase,
     Precision,
     RowOp,
     Software,
@@ -18,6 +20,7 @@ from app.engine import (
     architecture_from_config,
     attention,
     custom,
+    dtype_bytes,
     elementwise,
     matmul,
     param_counts,
@@ -25,6 +28,7 @@ from app.engine import (
     row_op,
     saxpy,
 )
+from app.engine.architecture import Quantised
 from app.engine.training import Lora, Parallelism, Training
 from app.schemas.answers import ChipRef, ModelRef
 from app.schemas.requests import (
@@ -92,16 +96,43 @@ def model_input(catalogs: Catalogs, workload: TransformerWorkload, chip: Chip) -
     notes: tuple[str, ...] = ()
     if dtype != (workload.dtype or preferred):
         notes = (f"dtype {dtype} by default: {chip.id} has no {preferred} matrix peak",)
+    weights = workload.weight_dtype or dtype
+    if workload.weight_dtype is None and (checkpoint := _checkpoint(arch, workload, dtype)):
+        weights = checkpoint.dtype
+        notes = (*notes, _checkpoint_note(name, checkpoint, dtype))
     filled = workload.model_copy(
         update={
             "model": model_id if workload.model is not None else None,
             "dtype": dtype,
-            "weight_dtype": workload.weight_dtype or dtype,
+            "weight_dtype": weights,
             "kv_dtype": workload.kv_dtype or dtype,
         }
     )
     ref = ModelRef(id=model_id, name=name, params_total=counts.total, params_active=counts.active)
     return ModelInput(ref, arch, filled, notes)
+
+
+def _checkpoint(
+    arch: Architecture, workload: TransformerWorkload, dtype: Dtype
+) -> Quantised | None:
+    """The checkpoint's format where an inference keeps its weights in it: narrower than the
+    compute dtype (training holds them in the compute dtype)."""
+    q = arch.quantised
+    if q is None or workload.phase is Phase.TRAINING:
+        return None
+    return q if dtype_bytes(q.dtype) < dtype_bytes(dtype) else None
+
+
+def _checkpoint_note(name: str, checkpoint: Quantised, dtype: Dtype) -> str:
+    which, rest = (
+        ("its routed experts", "the other weights")
+        if checkpoint.experts_only
+        else ("its blocks' linear weights", "embeddings, lm_head and norms")
+    )
+    return (
+        f"weights {checkpoint.dtype} by default: {name}'s checkpoint stores {which} in it; "
+        f"{rest} in the compute dtype ({dtype})"
+    )
 
 
 def chip_ref(chip: Chip) -> ChipRef:

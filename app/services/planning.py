@@ -24,7 +24,12 @@ from app.schemas.requests import (
 )
 from app.services.assumptions import ceilings_assumptions, transformer_assumptions
 from app.services.catalogs import Catalogs
-from app.services.explanations import batch_lines, memory_line, warnings_of
+from app.services.explanations import (
+    batch_lines,
+    memory_line,
+    scaling_unfit_warning,
+    warnings_of,
+)
 from app.services.inputs import ModelInput, Resolved, chip_ref, model_input, resolve, spec_of
 
 
@@ -124,6 +129,7 @@ def scaling(catalogs: Catalogs, request: ScalingRequest) -> ScalingAnswer:
         f"over one chip: {fmt.number(last.law_speedup_vs_one)}x.",
     ]
     fields = header(resolved, model)
+    fields["warnings"] += scaling_unfit_warning(points, resolved.chip.chip.memory_bytes)
     # the curve is of realistic step times, which start from the ceilings
     fields["assumptions"] += ceilings_assumptions(resolved.measured)
     # the rows as plain data: pydantic-core validates them with the answer, in one call

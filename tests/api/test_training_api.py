@@ -213,3 +213,44 @@ def test_qlora_without_a_rank_is_refused_every_time(client):
         assert response.json()["detail"][0]["loc"][-1] == "qlora"
         assert "lora_rank" in response.json()["detail"][0]["msg"]
     assert client.get("/expected-time", params={**params, "lora_rank": 8}).status_code == 200
+
+
+SCALE = {"chip": "h100", "model": "llama-8b", "batch": 256, "micro_batch": 1}
+
+
+def _needs(client, zero, dp):
+    """What /memory-fit says the training step needs per chip at `dp` chips."""
+    params = {**SCALE, "phase": "training", "zero": zero, "dp": dp}
+    return client.get("/memory-fit", params=params).json()["formatted"]["required"]
+
+
+def test_a_scaling_curve_names_the_chip_counts_where_the_step_does_not_fit(client):
+    # ZeRO-3 shards weights, gradients and AdamW state (16 B a parameter, 8.03e9 of them:
+    # 128 GB in all) over the chips: one H100 (85.5 GB) cannot hold the step, two can
+    body = client.get("/scaling", params={**SCALE, "zero": 3, "chip_counts": "1,2,4"}).json()
+    assert [p["fits"] for p in body["points"]] == [False, True, True]
+    unfit = [w for w in body["warnings"] if "does not fit" in w]
+    assert unfit == [
+        f"The training step does not fit at 1 chip: it needs {_needs(client, 3, 1)} per chip "
+        "of 85.5 GB; the times there are for a configuration that cannot run as given (more "
+        "chips, ZeRO, recomputation, a smaller batch or narrower dtypes would make it fit)."
+    ]
+    assert _needs(client, 3, 1) == "147 GB"
+
+
+def test_a_scaling_curve_where_no_count_fits_says_so_for_each(client):
+    # without ZeRO every chip holds all 128 GB of weights, gradients and optimizer state
+    body = client.get("/scaling", params={**SCALE, "zero": 0, "chip_counts": "1,2,4"}).json()
+    assert not any(p["fits"] for p in body["points"])
+    needs = [_needs(client, 0, dp) for dp in (1, 2, 4)]
+    assert (
+        f"The training step does not fit at 1, 2 and 4 chips: it needs {needs[0]}, {needs[1]} "
+        f"and {needs[2]} per chip of 85.5 GB; the times there are for a configuration that "
+        "cannot run as given"
+    ) in body["warnings"][0]
+
+
+def test_a_scaling_curve_that_fits_everywhere_warns_of_nothing(client):
+    params = {**SCALE, "zero": 3, "chip_counts": "8,16,32,64", "serial_fraction": 0.02}
+    body = client.get("/scaling", params=params).json()
+    assert all(p["fits"] for p in body["points"]) and body["warnings"] == []
