@@ -54,7 +54,8 @@ def pytest_report_header() -> str:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     """Fail the run when app/engine's coverage is under ENGINE_FAIL_UNDER (after pytest-cov
-    has collected the data and judged the total; nothing to do under --no-cov)."""
+    has collected the data, with xdist that of every worker, and judged the total; nothing to
+    do without --cov)."""
     result = yield
     plugin = session.config.pluginmanager.getplugin("_cov")
     if plugin is None or plugin.cov_controller is None or plugin.cov_total is None:
