@@ -25,7 +25,7 @@ from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WI
 from app.engine.units import MIB
 from app.engine.verdict import gate_choices
 from app.measure import command as measure_command
-from app.probe import COPY_BYTES, MATMUL_N
+from app.probe import COPY_BYTES, MATMUL_N, NumpyMissing
 
 PASS, FAIL, ERROR = 0, 1, 2
 DEFAULT_URL = "http://localhost:8000"
@@ -284,7 +284,10 @@ def run(argv: Sequence[str]) -> int:
     if args.command == "probe":
         from app.probe import probe  # noqa: PLC0415 (needs the optional numpy or torch)
 
-        result = probe(copy_bytes=args.copy_mib * MIB, n=args.n, cpu_n=max(1, args.n // 4))
+        try:
+            result = probe(copy_bytes=args.copy_mib * MIB, n=args.n, cpu_n=max(1, args.n // 4))
+        except NumpyMissing as error:
+            raise CliError(str(error)) from error
         print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
         if args.submit:
             chip = urllib.parse.quote(args.submit, safe="")

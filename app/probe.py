@@ -27,6 +27,16 @@ MATMUL_N = 8192
 # dtypes measured per backend (NumPy has no half-precision BLAS worth timing)
 NUMPY_DTYPES = ("fp64", "fp32")
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+INSTALL = "pip install -e '.[probe]'"
+
+
+class NumpyMissing(ImportError):
+    """NumPy is not installed: probing the CPU needs the `probe` extra."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"probing the CPU needs NumPy: install the probe extra ({INSTALL})", name="numpy"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +85,10 @@ def _today() -> str:
 
 def probe_cpu(*, copy_bytes: int, n: int, warmup: int = 1, repeats: int = 5) -> Probe:
     """NumPy on the CPU: np.copyto of `copy_bytes` bytes and n^3 products in fp64 and fp32."""
-    import numpy as np  # noqa: PLC0415 (optional extra: imported only when probing)
+    try:
+        import numpy as np  # noqa: PLC0415 (optional extra: imported only when probing)
+    except ImportError as error:
+        raise NumpyMissing from error
 
     src = np.ones(copy_bytes // 8, dtype=np.float64)
     dst = np.empty_like(src)

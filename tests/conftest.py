@@ -1,5 +1,6 @@
-"""Shared fixtures: the app on a fresh SQLite database with the real catalogs, a client, the
-app served over loopback, and a PostgreSQL database per test (tests/postgres.py).
+"""Shared fixtures: the app with the real catalogs on an empty SQLite database for each test
+(SharedApp), a client, the app served over loopback, and a PostgreSQL database per test
+(tests/postgres.py).
 
 Also the suite's own rules: Hypothesis draws reproducibly in CI, and the engine is held to a
 coverage of its own (ENGINE_FAIL_UNDER), beside the total's (`fail_under` in pyproject.toml).
@@ -7,6 +8,7 @@ coverage of its own (ENGINE_FAIL_UNDER), beside the total's (`fail_under` in pyp
 
 import io
 import os
+import shutil
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -52,7 +54,8 @@ def pytest_report_header() -> str:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     """Fail the run when app/engine's coverage is under ENGINE_FAIL_UNDER (after pytest-cov
-    has collected the data and judged the total; nothing to do under --no-cov)."""
+    has collected the data, with xdist that of every worker, and judged the total; nothing to
+    do without --cov)."""
     result = yield
     plugin = session.config.pluginmanager.getplugin("_cov")
     if plugin is None or plugin.cov_controller is None or plugin.cov_total is None:
@@ -100,10 +103,49 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
         yield url
 
 
+class SharedApp:
+    """The app of the tests that ask for `app`, `client` or `url`: built once per session (per
+    xdist worker), its SQLite file reset before each of those tests to a copy of a template
+    migrated once, so that each test starts on a database of its own at the cost of a file
+    copy, not of an app."""
+
+    def __init__(self, folder: Path) -> None:
+        self.template = folder / "template.db"
+        self.database = folder / "roofcheck.db"
+        create_app(_sqlite(self.template)).state.database.engine.dispose()
+        shutil.copyfile(self.template, self.database)
+        self.app = create_app(_sqlite(self.database))
+
+    def reset(self) -> None:
+        """Put the migrated, empty template back in place of the database."""
+        self.app.state.database.engine.dispose()  # closes the connections to the file
+        for sidecar in ("-wal", "-shm"):  # a write-ahead log left by the last test
+            Path(f"{self.database}{sidecar}").unlink(missing_ok=True)
+        shutil.copyfile(self.template, self.database)
+
+
+def _sqlite(path: Path) -> Settings:
+    return Settings(database_url=f"sqlite:///{path}")
+
+
 @pytest.fixture(scope="session")
-def app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
-    database = Path(tmp_path_factory.mktemp("db")) / "roofcheck.db"
-    return create_app(Settings(database_url=f"sqlite:///{database}"))
+def shared_app(tmp_path_factory: pytest.TempPathFactory) -> SharedApp:
+    return SharedApp(tmp_path_factory.mktemp("db"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_database(request: pytest.FixtureRequest) -> None:
+    """A test of the shared app starts on an empty database: no test sees another's rows.
+    (Autouse: Hypothesis's tests share their fixtures across examples, and refuse
+    function-scoped ones among their arguments.)"""
+    if "shared_app" in request.fixturenames:
+        shared: SharedApp = request.getfixturevalue("shared_app")
+        shared.reset()
+
+
+@pytest.fixture(scope="session")
+def app(shared_app: SharedApp) -> FastAPI:
+    return shared_app.app
 
 
 @pytest.fixture(scope="session")

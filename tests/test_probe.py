@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
 
-from app.cli import run
+from app.cli import main, run
 from app.probe import Probe, median_time, probe_cpu, probe_gpu
 
 
@@ -114,3 +115,18 @@ def test_the_probe_table_of_a_known_profile() -> None:
         "  copy (1.07 GB)        1.5 TB/s",
         "  bf16 matmul (8192^3)  312 TFLOP/s",
     ]
+
+
+def test_probe_without_numpy_says_which_extra_to_install(monkeypatch, capsys) -> None:
+    # no NumPy, and no PyTorch either (it would probe a GPU instead): a usage error, exit 2
+    # (1 means a bad verdict), with the pip command instead of a traceback
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(sys, "argv", ["roofcheck", "probe", "--copy-mib", "1", "--n", "64"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "roofcheck: probing the CPU needs NumPy: "
+        "install the probe extra (pip install -e '.[probe]')\n"
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 from app.engine.verdict import Verdict
 from app.measure.judging import LOCAL, default_url
-from app.measure.measure_errors import MeasureError
+from app.measure.measure_errors import MeasureError, explain
 from app.measure.timing import MAX_TIME_S, MIN_REPEATS, TARGET_CI
 
 PASS, FAIL, ERROR = 0, 1, 2
@@ -114,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
             target_ci=args.target_ci,
             allow_device_mismatch=args.allow_device_mismatch,
         )
-    except (MeasureError, ImportError, ValueError) as error:
+    except ImportError as error:
+        print(f"roofcheck: {explain(error)}", file=sys.stderr)
+        return ERROR
+    except (MeasureError, ValueError) as error:
         print(f"roofcheck: {error}", file=sys.stderr)
         return ERROR
     except Exception:  # the script's own error: its traceback, and a usage exit code

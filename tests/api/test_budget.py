@@ -4,9 +4,10 @@ ceilings) run off the event loop (so /health answers while they run) and within 
 (503 past it), and the engine's cost does not grow with the layer count (issue 16, item 1).
 Bounded ones (a catalog model, a kernel) run on the event loop: a thread would cost more."""
 
-import statistics
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -37,7 +38,7 @@ LLAMA_CONFIG = {
 }  # fmt: skip
 X = {"id": "x", "shape": [1024], "dtype": "fp32"}
 COS = {"name": "aten::cos", "inputs": [X], "outputs": [X]}
-SLOW_S = 1.5  # how long the slowed calculation below holds its thread
+HOLD_S = 30  # the longest a held calculation (below) waits to be released
 
 
 def _post(config):
@@ -58,73 +59,73 @@ def test_a_config_beyond_any_real_model_is_a_prompt_422_naming_the_limit(
 ):
     started = time.perf_counter()
     response = client.post(path, json=_post(config))
-    assert time.perf_counter() - started < 0.5
+    # the config's ranges are checked in milliseconds; the per-layer loop this config once
+    # ran took 7-56 s: a bound between the two that a loaded machine does not reach
+    assert time.perf_counter() - started < 5
     assert response.status_code == 422
     [error] = response.json()["detail"]
     assert error["loc"] == ["body", "workload", "config", field]
     assert f"between 1 and {limit}" in error["msg"]
 
 
-def _slowed(monkeypatch):
-    """Make /memory-fit's engine call burn the CPU (in Python, holding the GIL in turns) for
-    SLOW_S before it answers."""
+@dataclass
+class Held:
+    """/memory-fit's engine call, held in its worker thread until `release` is set (or for
+    HOLD_S): `running` is set once it is under way, `finished` once it has returned."""
+
+    running: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def held(monkeypatch) -> Iterator[Held]:
+    hold = Held()
     real = engine.memory_fit
 
     def slow(*args, **kwargs):
-        deadline = time.perf_counter() + SLOW_S
-        while time.perf_counter() < deadline:
-            pass
-        return real(*args, **kwargs)
+        hold.running.set()
+        hold.release.wait(HOLD_S)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            hold.finished.set()
 
     monkeypatch.setattr(engine, "memory_fit", slow)
+    yield hold
+    hold.release.set()
 
 
-def test_health_answers_promptly_while_heavy_requests_run(monkeypatch, tmp_path: Path):
-    """The calculations run in worker threads, never on the event loop: /health answers
-    within 100 ms at the median while three hold the CPU. A probe that waited for one would
-    take about SLOW_S - 0.2 s; the 5 ms turns of the GIL among four busy threads on a loaded
-    2-core machine make single probes slower, rarely by hundreds of ms (676 ms once in a full
-    run), which is why the slowest is bounded by half of SLOW_S rather than by 100 ms."""
-    _slowed(monkeypatch)
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}", calculation_budget_s=10)
-    heavy = [
-        _post(LLAMA_CONFIG),
-        _post(HUGE_MOE),
-        _post(MANY_HEADS),
-    ]
+def test_health_answers_while_a_calculation_holds_its_thread(held, tmp_path: Path):
+    """The calculations run in worker threads, never on the event loop: /health answers while
+    one is held (on the event loop, it would hold every other request until released)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}", calculation_budget_s=HOLD_S)
     with serve(create_app(settings)) as base:
         statuses: list[int] = []
 
-        def call(body):
-            statuses.append(httpx.post(base + "/memory-fit", json=body, timeout=60).status_code)
+        def call():
+            response = httpx.post(base + "/memory-fit", json=_post(LLAMA_CONFIG), timeout=HOLD_S)
+            statuses.append(response.status_code)
 
-        threads = [threading.Thread(target=call, args=(body,)) for body in heavy]
-        with httpx.Client(base_url=base) as probe:
-            probe.get("/health")  # connected
-            for thread in threads:
-                thread.start()
-            time.sleep(0.2)  # the slowed calculations are under way
-            latencies = []
-            while any(thread.is_alive() for thread in threads):
-                started = time.perf_counter()
-                assert probe.get("/health").status_code == 200
-                latencies.append(time.perf_counter() - started)
-                time.sleep(0.05)
-        for thread in threads:
-            thread.join()
-    assert statistics.median(latencies) < 0.1, latencies
-    assert max(latencies) < SLOW_S / 2, latencies
-    assert len(latencies) >= 5
-    assert sorted(statuses) == [200, 422, 422]
+        heavy = threading.Thread(target=call)
+        heavy.start()
+        try:
+            assert held.running.wait(HOLD_S)
+            with httpx.Client(base_url=base, timeout=HOLD_S / 3) as probe:
+                for _ in range(3):
+                    assert probe.get("/health").status_code == 200
+            assert not held.finished.is_set()  # answered while the calculation was held
+        finally:
+            held.release.set()
+            heavy.join()
+    assert statuses == [200]
 
 
-def test_a_calculation_past_its_budget_is_a_503_with_retry_after(monkeypatch, tmp_path: Path):
-    _slowed(monkeypatch)
+def test_a_calculation_past_its_budget_is_a_503_with_retry_after(held, tmp_path: Path):
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'db'}", calculation_budget_s=0.2)
     client = TestClient(create_app(settings))
-    started = time.perf_counter()
     response = client.post("/memory-fit", json=_post(LLAMA_CONFIG))
-    assert time.perf_counter() - started < SLOW_S
+    assert not held.finished.is_set()  # answered at the budget, not when the work ended
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
     assert response.json()["detail"] == {

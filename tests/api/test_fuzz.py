@@ -6,9 +6,11 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# the client fixture is shared by every example on purpose: the app holds no per-request state
+# Each test draws from pools of odd values (limits, non-numbers, unknown names), so that a
+# hundred examples meet every pool's values in many combinations. The client fixture is shared
+# by every example on purpose: the app holds no per-request state.
 FUZZ = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 numbers = st.one_of(
     st.integers(-(10**12), 10**12),
@@ -57,9 +59,7 @@ def assert_clean(response):
     walk(body)
 
 
-@settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@FUZZ
 @given(
     path=st.sampled_from(["/expected-time", "/memory-fit", "/optimal-batch", "/check"]),
     params=query,
@@ -122,9 +122,7 @@ kernel = st.one_of(
 )
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@FUZZ
 @given(
     path=st.sampled_from(["/expected-time", "/check", "/memory-fit", "/optimal-batch"]),
     workload=kernel,
@@ -167,9 +165,7 @@ training_query = st.fixed_dictionaries(
 )
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@FUZZ
 @given(
     path=st.sampled_from(["/expected-time", "/memory-fit", "/optimal-batch", "/check", "/scaling"]),
     params=training_query,

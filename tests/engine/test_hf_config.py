@@ -128,4 +128,6 @@ def test_the_largest_config_allowed_parses_at_once():
     arch = architecture_from_config(config)
     assert arch.moe is not None
     assert arch.moe.moe_layers == 1024
-    assert time.perf_counter() - started < 0.01
+    # microseconds in closed form; a loop over its 1024 layers' 2**14 experts (16 million
+    # steps) takes seconds: a bound between the two that a loaded machine does not reach
+    assert time.perf_counter() - started < 1

@@ -2,6 +2,7 @@
 service on a loopback port (uvicorn in a thread) or, with chip local, by the engine here."""
 
 import json
+import sys
 import textwrap
 
 import pytest
@@ -148,3 +149,16 @@ def test_too_many_ops_for_the_service_is_an_error_before_timing(url, monkeypatch
     monkeypatch.setattr(runner, "_time_calls", None)  # a call to it would fail otherwise
     with pytest.raises(MeasureError, match="4097 operators"):
         measure(many, torch.ones(1), chip="a100", url=url, allow_device_mismatch=True)
+
+
+@pytest.mark.parametrize("module", ["torch", "numpy"])
+def test_without_the_measure_extra_the_command_says_what_to_install(
+    module, script, small_probe, monkeypatch, capsys
+):
+    # the script's `import torch` fails, or (with torch) --chip local's probe finds no NumPy
+    monkeypatch.setitem(sys.modules, module, None)
+    assert run(["measure", f"{script}:case", "--chip", "local", *FAST]) == ERROR
+    assert capsys.readouterr().err == (
+        f"roofcheck: measuring a function needs {module}: "
+        "install the measure extra (pip install -e '.[measure]')\n"
+    )
