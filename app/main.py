@@ -118,7 +118,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(empirical_routes.router)
     app.include_router(page_routes.router)
     app.include_router(docs_routes.router)
-    docs_routes.in_reading_order(app, {**calculation_routes.QUERIES, **compare_routes.QUERIES})
     app.mount(docs_routes.ASSETS, docs_routes.assets(), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -11,9 +11,10 @@ from enum import Enum
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 
+from app.api.query_models import query_of, query_parameters
 from app.api.stored_answers import answer
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
@@ -120,10 +121,6 @@ ENDPOINTS = (
 )
 
 
-# each path's GET query model (app/api/docs_routes.py lists its parameters in reading order)
-QUERIES = {endpoint.path: endpoint.query for endpoint in ENDPOINTS}
-
-
 def _bounded(body: CalculationRequest) -> bool:
     """Whether the calculation's cost is bounded by the engine's closed forms alone: a kernel,
     or a catalog model, on the datasheet's ceilings (tens of microseconds, a few milliseconds
@@ -154,8 +151,8 @@ def _get(endpoint: Endpoint) -> Callable[..., Any]:
     async def get(request: Request, query: Any, catalogs: CatalogsDep) -> Response:
         return await _answer(request, catalogs, endpoint, query.to_body())
 
-    # FastAPI reads the query model from here: each of its fields is a query parameter
-    get.__annotations__["query"] = Annotated[endpoint.query, Query()]
+    # FastAPI reads the query dependency from here (app/api/query_models.py)
+    get.__annotations__["query"] = Annotated[endpoint.query, Depends(query_of(endpoint.query))]
     return get
 
 
@@ -180,6 +177,7 @@ def _router() -> APIRouter:
             description=endpoint.get_doc,
             response_model=endpoint.answer,
             responses=_ERRORS,
+            openapi_extra=query_parameters(endpoint.query),
         )
         router.add_api_route(
             endpoint.path,

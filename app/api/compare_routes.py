@@ -6,8 +6,9 @@ from enum import Enum
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
+from app.api.query_models import query_of, query_parameters
 from app.api.stored_answers import answer
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
@@ -15,7 +16,6 @@ from app.schemas.comparison import CompareQuery, CompareRequest, Comparison
 from app.services.chip_comparison import compare
 
 router = APIRouter(tags=list[str | Enum](["calculations"]))
-QUERIES = {"/compare": CompareQuery}  # the GET's query model (app/api/docs_routes.py)
 
 _ERRORS: dict[int | str, dict[str, str]] = {
     404: {"description": "Unknown chip, model or catalog version; with suggestions."},
@@ -40,9 +40,12 @@ async def _answer(request: Request, catalogs: CatalogsDep, body: CompareRequest)
     "energy per token and cost per million tokens, ranked by realistic tokens/s.",
     response_model=Comparison,
     responses=_ERRORS,
+    openapi_extra=query_parameters(CompareQuery),
 )
 async def compare_get(
-    request: Request, query: Annotated[CompareQuery, Query()], catalogs: CatalogsDep
+    request: Request,
+    query: Annotated[CompareQuery, Depends(query_of(CompareQuery))],
+    catalogs: CatalogsDep,
 ) -> Response:
     return await _answer(request, catalogs, query.to_body())
 
