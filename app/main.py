@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):
         app.add_exception_handler(unreachable, pages.database_unavailable)
     app.include_router(health_routes.router)
-    app.include_router(calculation_routes.router)
+    calculation_routes.register(app.router)
     app.include_router(catalog_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(trace_routes.router)

@@ -164,9 +164,9 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
     return post
 
 
-def _router() -> APIRouter:
-    """Every endpoint's GET and POST routes."""
-    router = APIRouter(tags=_TAGS)
+def register(router: APIRouter) -> None:
+    """Add every endpoint's GET and POST routes to `router`: the app's own, where FastAPI
+    matches them once (an included router's routes are matched through the router first)."""
     for endpoint in ENDPOINTS:
         router.add_api_route(
             endpoint.path,
@@ -178,6 +178,7 @@ def _router() -> APIRouter:
             response_model=endpoint.answer,
             responses=_ERRORS,
             openapi_extra=query_parameters(endpoint.query),
+            tags=_TAGS,
         )
         router.add_api_route(
             endpoint.path,
@@ -189,8 +190,5 @@ def _router() -> APIRouter:
             response_model=endpoint.answer,
             responses=_ERRORS | JSON_BODY_ERRORS,
             dependencies=[JsonBody],
+            tags=_TAGS,
         )
-    return router
-
-
-router = _router()
