@@ -88,13 +88,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
-    # inside Hardening: its headers and body cap apply
+    # the one answer cache: a question asked again (a CI job's at every commit) gets the bytes
+    # rendered the first time; inside Hardening, so its headers and body cap apply
     app.add_middleware(ServeStoredAnswers)
     # before the answer cache and every route
     app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
-    # answers of 500 bytes or more gzipped for a client that accepts it (stored answers and
-    # /docs' script too; not images); zlib's own default level, within a percent of the smallest
+    # pages, answers and /docs' script travel gzipped to a client that accepts it (bodies of
+    # 500 bytes or more); zlib's default level: Starlette's 9 makes them barely smaller
     app.add_middleware(GZipMiddleware, compresslevel=6)
     traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
     app.add_middleware(
