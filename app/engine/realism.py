@@ -73,11 +73,22 @@ def fitted(kind: Kind, software: Software) -> tuple[Fitted, Software]:
 #   over InfiniBand (https://github.com/NVIDIA/nccl/issues/948, /1244);
 # - NCCL reaches ~370 of NVLink's 450 GB/s line rate on large messages (NCCL maintainer,
 #   https://github.com/NVIDIA/nccl-tests/issues/212).
-KERNEL_GAP_S = {False: 2.31 * MICRO, True: 0.58 * MICRO}  # keyed by "launched from a graph"
-GRAPH_LAUNCH_S = 15.0 * MICRO  # once per step, for stacks that replay a graph
+STREAM_GAP_S = 2.31 * MICRO
+GRAPH_NODE_GAP_S = 0.58 * MICRO
+GRAPH_LAUNCH_S = 15.0 * MICRO  # once per captured sequence (a step)
 EAGER_DISPATCH_S = 8.0 * MICRO
 COLLECTIVE_LATENCY_S = {False: 12.5 * MICRO, True: 40.0 * MICRO}  # keyed by "across nodes"
 COLLECTIVE_BANDWIDTH_FRACTION = 370 / 450
+
+# The spread of the fixed costs, as multiples of the figures above (low, high): they vary
+# between machines, drivers and how a run is timed, as the published runs' ratios do.
+# - Launch-like costs (gaps, graph launches, collective latencies): NVIDIA's CUDA Graphs
+#   post (https://developer.nvidia.com/blog/cuda-graphs/, a 2.9 us kernel on a V100) saw
+#   back-to-back stream launches take 3.8 us per kernel (a 0.9 us gap) and launches each
+#   followed by a synchronisation 9.6 us (6.7 us): 0.9 / 2.31 and 6.7 / 2.31 of the median gap.
+# - Eager host dispatch: HTA's 5-20 us per op around the 8 us median.
+LAUNCH_SPREAD = (0.9 / 2.31, 6.7 / 2.31)
+DISPATCH_SPREAD = (5.0 / 8.0, 20.0 / 8.0)
 
 # Stacks that capture their kernels into a graph or compile a step into few launches, so the
 # host launches once per step rather than once per kernel: torch.compile and CUDA graphs,
@@ -115,6 +126,24 @@ class FixedCosts:
         beyond = self.dispatch - busy - fixed
         return fixed + max(0.0, beyond)
 
+    def spread(self, end: int) -> FixedCosts:
+        """These costs at the low (`end` 0) or high (`end` 1) end of their spread."""
+        launch, dispatch = LAUNCH_SPREAD[end], DISPATCH_SPREAD[end]
+        return FixedCosts(
+            self.gaps * launch,
+            self.steps * launch,
+            self.collectives * launch,
+            self.dispatch * dispatch,
+        )
+
+
+def graph_pays(kernels: int, steps: int) -> bool:
+    """Whether replaying `kernels` kernels over `steps` captured graphs costs less than
+    launching them from a stream: a graph's launch is paid once per sequence, so a sequence of
+    a few kernels (a single kernel above all) is cheaper launched one by one."""
+    graph = steps * GRAPH_LAUNCH_S + kernels * GRAPH_NODE_GAP_S
+    return graph < kernels * STREAM_GAP_S
+
 
 def fixed_costs(
     software: Software,
@@ -125,11 +154,13 @@ def fixed_costs(
     across_nodes: bool = False,
 ) -> FixedCosts:
     """The fixed costs of `kernels` kernel launches and `collectives` collectives over `steps`
-    framework steps on `software`."""
+    framework steps on `software`: a stack that graphs its steps replays a graph where that
+    is cheaper than launching from a stream."""
     graphed = software in GRAPHED
+    replayed = graphed and graph_pays(kernels, steps)
     return FixedCosts(
-        gaps=kernels * KERNEL_GAP_S[graphed],
-        steps=steps * GRAPH_LAUNCH_S if graphed else 0.0,
+        gaps=kernels * (GRAPH_NODE_GAP_S if replayed else STREAM_GAP_S),
+        steps=steps * GRAPH_LAUNCH_S if replayed else 0.0,
         collectives=collectives * COLLECTIVE_LATENCY_S[across_nodes],
         dispatch=0.0 if graphed else kernels * EAGER_DISPATCH_S,
     )
@@ -215,24 +246,28 @@ class Practice:
 
         published = self.published
         realistic, overhead = self.median(busy, communication, expected)
-        low = self._at(published.low, busy, communication, expected)
-        high = self._at(published.high, busy, communication, expected)
+        low = self._at(published.low, self.costs.spread(0), busy, communication, expected)
+        high = self._at(published.high, self.costs.spread(1), busy, communication, expected)
         return realistic, low, high, overhead
 
     def median(self, busy: float, communication: float, expected: float) -> tuple[float, float]:
         """(realistic, overhead) of `times`: at the published median alone."""
-        return self._with_costs(busy * self.published.ratio, communication, expected)
+        return _with_costs(busy * self.published.ratio, self.costs, communication, expected)
 
-    def _at(self, ratio: float, busy: float, communication: float, expected: float) -> float:
-        return self._with_costs(busy * ratio, communication, expected)[0]
+    @staticmethod
+    def _at(
+        ratio: float, costs: FixedCosts, busy: float, communication: float, expected: float
+    ) -> float:
+        return _with_costs(busy * ratio, costs, communication, expected)[0]
 
-    def _with_costs(
-        self, work: float, communication: float, expected: float
-    ) -> tuple[float, float]:
-        """(realistic, fixed costs) of `work` seconds at a published ratio."""
-        fixed = self.costs.on_top_of(work)
-        total = work + fixed + communication
-        return max(total, expected), fixed
+
+def _with_costs(
+    work: float, costs: FixedCosts, communication: float, expected: float
+) -> tuple[float, float]:
+    """(realistic, fixed costs) of `work` seconds at a published ratio, with `costs`."""
+    fixed = costs.on_top_of(work)
+    total = work + fixed + communication
+    return max(total, expected), fixed
 
 
 def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roofline:

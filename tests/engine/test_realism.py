@@ -18,17 +18,18 @@ from app.engine import (
     elementwise,
     fitted,
     judge,
+    matmul,
     place,
     place_kernel,
     realize,
     saxpy,
     step_kernels,
 )
-from app.engine.realism import fixed_costs
+from app.engine.realism import fixed_costs, graph_pays
 from app.engine.training import Parallelism, Training
 from app.engine.transformer import Phase
 from app.engine.workload import TransformerSpec, pass_realism
-from tests.engine.chips import A100
+from tests.engine.chips import A100, H100
 from tests.engine.models import GPT2, LLAMA_8B, MIXTRAL
 
 US = 1e-6
@@ -58,6 +59,48 @@ def test_graphed_stacks_pay_a_small_gap_per_kernel_and_one_launch_per_step():
     assert across.collectives == pytest.approx(2560 * US)
 
 
+def test_a_graph_is_replayed_only_where_it_costs_less_than_stream_launches():
+    # a graph: 15 us + 0.58 us per kernel; a stream: 2.31 us per kernel. 8 kernels: 19.64 us
+    # against 18.48 us, launched from a stream; 9 kernels: 20.22 us against 20.79 us, replayed
+    assert not graph_pays(8, 1)
+    assert graph_pays(9, 1)
+    assert fixed_costs(Software.TYPICAL, kernels=8, steps=1).on_top_of(1.0) == pytest.approx(
+        18.48 * US
+    )
+    assert fixed_costs(Software.TYPICAL, kernels=9, steps=1).on_top_of(1.0) == pytest.approx(
+        20.22 * US
+    )
+
+
+def test_one_kernel_costs_less_on_a_tuned_stack_than_in_eager_pytorch():
+    # a 1,000-element saxpy on an A100: 5.9 ns of work; typical software launches it from a
+    # stream (2.31 us), eager PyTorch pays its host dispatch (8 us)
+    typical = place_kernel(saxpy(1000, Dtype.FP32), A100, Software.TYPICAL)
+    eager = place_kernel(saxpy(1000, Dtype.FP32), A100, Software.EAGER)
+    assert typical.realistic_time == pytest.approx(2.31 * US + typical.sustained_time, rel=1e-3)
+    assert eager.realistic_time == pytest.approx(8 * US, rel=1e-3)
+    assert typical.realistic_time < eager.realistic_time
+
+
+def test_fixed_costs_have_a_spread_so_their_range_has_a_width():
+    # eager dispatch spreads 5-20 us around 8 us (HTA); a stream launch 0.9-6.7 us around 2.31
+    eager = place_kernel(saxpy(1000, Dtype.FP32), A100, Software.EAGER)
+    assert eager.realistic_low == pytest.approx(5 * US, rel=1e-3)
+    assert eager.realistic_high == pytest.approx(20 * US, rel=1e-3)
+    costs = fixed_costs(Software.VLLM, kernels=292, steps=1, collectives=2)
+    low, high = costs.spread(0), costs.spread(1)
+    assert low.gaps == pytest.approx(costs.gaps * 0.9 / 2.31)
+    assert high.steps == pytest.approx(costs.steps * 6.7 / 2.31)
+    assert high.collectives == pytest.approx(costs.collectives * 6.7 / 2.31)
+
+
+def test_a_1024_cubed_gemm_on_an_h100_is_not_overhead_bound():
+    # 2.15 GFLOP of bf16 at 989 TFLOP/s: 2.17 us ideally, more with 64 tiles on 132 SMs,
+    # against one 2.31 us launch: the work, not the launch, sets the time
+    gemm = place_kernel(matmul(1024, 1024, 1024, Dtype.BF16), H100)
+    assert gemm.bound is Bound.COMPUTE
+
+
 def test_kernels_per_forward_pass():
     # Llama 3.1 8B, 32 layers: fused 32 x 9 + 4 = 292; eager 32 x 40 + 8 = 1288
     assert step_kernels(LLAMA_8B, Software.TYPICAL) == 292
@@ -71,12 +114,14 @@ def test_kernels_per_forward_pass():
 def test_work_without_published_runs_is_its_sustained_time_plus_fixed_costs():
     # 1e12 FLOPs, 1e9 bytes, bf16 matrix on the test A100: compute 1e12 / 312e12 = 3.205 ms,
     # sustained 3.205 / 0.869 = 3.688 ms; custom work has no published runs (ratio 1); one
-    # kernel on the typical (graphed) stack adds 0.58 + 15 us
+    # kernel, even on the typical (graphed) stack, is launched from a stream: 2.31 us, whose
+    # spread (0.9 to 6.7 us) is the range's
     roof = place_kernel(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
     sustained = 1e12 / 312e12 / 0.869
     assert roof.sustained_time == pytest.approx(sustained)
-    assert roof.realistic_time == pytest.approx(sustained + 15.58 * US)
-    assert roof.realistic_low == roof.realistic_high == roof.realistic_time
+    assert roof.realistic_time == pytest.approx(sustained + 2.31 * US)
+    assert roof.realistic_low == pytest.approx(sustained + 0.9 * US)
+    assert roof.realistic_high == pytest.approx(sustained + 6.7 * US)
     assert roof.kernels == 1
 
 
@@ -87,9 +132,9 @@ def test_the_published_ratio_scales_the_busy_time_and_its_range():
     roof = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
     busy = roof.realistic_time
     real = realize(roof, Realism(Kind.MATMUL, Software.TYPICAL))
-    fixed = 15.58 * US
+    fixed = 2.31 * US  # one kernel from a stream; 6.7 us at the high end of its spread
     assert real.realistic_time == pytest.approx(max(busy * published.ratio + fixed, 1e12 / 312e12))
-    assert real.realistic_high == pytest.approx(busy * published.high + fixed)
+    assert real.realistic_high == pytest.approx(busy * published.high + 6.7 * US)
     assert real.realistic_low <= real.realistic_time <= real.realistic_high
 
 
@@ -103,7 +148,7 @@ def test_communication_is_added_at_the_bandwidth_collectives_reach():
 
 def test_regimes():
     tiny = place_kernel(saxpy(1000, Dtype.FP32), A100, Software.EAGER)
-    # 24 kB at 2.039 TB/s = 11.8 ns of work against 15.6 us of fixed costs
+    # 12 kB at 2.039 TB/s = 5.9 ns of work against 8 us of host dispatch
     assert tiny.bound is Bound.OVERHEAD
     assert tiny.roof is Bound.MEMORY
     chatty = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100, 5e-3)
