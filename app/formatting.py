@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.engine.prose import number, times
-from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, MICRO, MILLI, NANO, PETA, TERA
+from app.engine.prose import number, seconds, times
+from app.engine.units import DAY, GIGA, HOUR, KILO, MEGA, PETA, TERA
 
 # number and times live in the engine, which writes numbers in its own advice too
 __all__ = [
@@ -33,17 +33,6 @@ def _scaled(value: float, unit: str) -> str:
         if magnitude >= factor:
             return f"{number(value / factor)} {prefix}{unit}"
     return f"{number(value)} {unit}"
-
-
-def seconds(value: float) -> str:
-    """1.5e-3 -> '1.5 ms'."""
-    if value >= 1.0:
-        return f"{number(value)} s"
-    if value >= MILLI:
-        return f"{number(value / MILLI)} ms"
-    if value >= MICRO:
-        return f"{number(value / MICRO)} µs"
-    return f"{number(value / NANO)} ns"
 
 
 def duration(value: float) -> str:

@@ -18,13 +18,8 @@ from app.api.query_models import query_of, query_parameters
 from app.api.stored_answers import answer
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
-from app.schemas.answers import (
-    Check,
-    ExpectedTime,
-    MemoryFitAnswer,
-    OptimalBatchAnswer,
-    ScalingAnswer,
-)
+from app.schemas.answers import Check, ExpectedTime
+from app.schemas.planning_answers import MemoryFitAnswer, OptimalBatchAnswer, ScalingAnswer
 from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.schemas.requests import (
     CalculationRequest,

@@ -36,7 +36,7 @@ from app.engine.roofline import Bound, Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.transformer import Phase, Precision, kv_bytes_per_token
 from app.engine.units import Dtype, Unit, dtype_bytes
-from app.engine.verdict import AgainstPublished, Judgement, Verdict, efficiency, judge
+from app.engine.verdict import AgainstPublished, Floor, Judgement, Verdict, efficiency, judge
 from app.engine.workload import TransformerEstimate, TransformerSpec, estimate
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "Dtype",
     "EngineError",
     "Fitted",
+    "Floor",
     "InvalidArchitecture",
     "InvalidInput",
     "Judgement",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from app.engine.units import MICRO, MILLI, NANO
+
 _EXACT = 1e15  # below 2^53 (9.007e15), a float of whole numbers prints exactly
 
 
@@ -33,3 +35,11 @@ def times(value: float, decimals: int = 1) -> str:
     """A ratio: `decimals` decimals below 100 (2.5 -> '2.5x'), three significant digits
     above (12345.6 -> '12,300x')."""
     return f"{value:.{decimals}f}x" if abs(value) < 100 else f"{number(value)}x"
+
+
+def seconds(value: float) -> str:
+    """Seconds in the unit that keeps three digits readable: 1.5e-3 -> '1.5 ms'."""
+    for factor, unit in ((1.0, "s"), (MILLI, "ms"), (MICRO, "µs")):
+        if value >= factor:
+            return f"{number(value / factor)} {unit}"
+    return f"{number(value / NANO)} ns"

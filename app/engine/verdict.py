@@ -1,8 +1,12 @@
 """Does a measured runtime make sense? (docs/formulas.md#verdict)
 
-ratio = measured / expected, where expected is the ideal roofline time: the physical floor.
-Beside it, where the run sits against what published runs of the same kind of work reach:
-the realistic range (app/engine/realism.py).
+One headline from everything the answer knows, in this order: whether the workload fits in
+the chip's memory at all; whether the run beat the physical floor (the ideal roofline time,
+so the measurement is wrong); then the run against its floor: the ideal, or for work whose
+fixed costs outlast it (overhead-bound), the least time those costs allow (the low end of
+the realistic range). Beside it, where the run sits against what published runs of the same
+kind of work reach: the realistic range (app/engine/realism.py), which the headline never
+contradicts.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from enum import StrEnum
 
 from app.engine import prose
 from app.engine.errors import InvalidInput
+from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
+from app.engine.units import Dtype, Unit
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
 # fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
@@ -24,12 +30,22 @@ ORDER_OF_MAGNITUDE = 10.0
 
 
 class Verdict(StrEnum):
-    """How a measurement compares with the roofline."""
+    """How a measurement compares with what the work allows (docs/api.md#verdicts)."""
 
+    DOES_NOT_FIT = "does_not_fit"
     FASTER_THAN_ROOFLINE = "faster_than_roofline"
     NEAR_ROOFLINE = "near_roofline"
+    OVERHEAD_BOUND = "overhead_bound"
     ROOM_TO_IMPROVE = "room_to_improve"
     ORDER_OF_MAGNITUDE_SLOWER = "order_of_magnitude_slower"
+
+
+class Floor(StrEnum):
+    """What a run's time is judged against: the ideal roofline time, or the least time the
+    fixed costs of overhead-bound work allow."""
+
+    ROOFLINE = "roofline"
+    FIXED_COSTS = "fixed_costs"
 
 
 class AgainstPublished(StrEnum):
@@ -54,11 +70,18 @@ class Judgement:
     achieved_bytes_per_s: float  # its bytes over the measured time
     flops_share_of_peak: float  # of the peak its dtype and unit run at
     bytes_share_of_bandwidth: float  # of the memory bandwidth
+    judged_against: Floor
+    floor_time: float  # the time judged against: the ideal, or the fixed costs' floor
 
     @property
     def efficiency(self) -> float:
         """The fraction of the roofline reached (expected / measured)."""
         return efficiency(self.ratio)
+
+    @property
+    def floor_ratio(self) -> float:
+        """measured / the floor the run is judged against."""
+        return self.measured_time / self.floor_time
 
 
 REGRESSION = "regression"  # a gate choice beside the verdicts: slower than the baseline
@@ -76,29 +99,48 @@ def efficiency(ratio: float) -> float:
     return 1 / ratio
 
 
-def judge(roofline: Roofline, measured_time: float, specific: Sequence[str] = ()) -> Judgement:
-    """Compare `measured_time` (seconds) with the roofline and say what to do next. For a run
-    slower than the roofline, the `specific` advice (on the kind of work, with its numbers:
-    app/services/work_advice.py) follows the verdict's own, in place of its common gaps."""
+def judge(
+    roofline: Roofline,
+    measured_time: float,
+    specific: Sequence[str] = (),
+    *,
+    fits: bool | None = None,
+    chip: Chip | None = None,
+) -> Judgement:
+    """Compare `measured_time` (seconds) with the roofline and say what to do next.
+
+    `fits`: whether the workload fits in the chip's memory (None where no memory figure
+    applies, e.g. a single kernel). For a run slower than its floor, the `specific` advice (on
+    the kind of work, with its numbers: app/services/work_advice.py) follows the verdict's
+    own, in place of its common gaps. `chip`, where given, names the narrower dtypes with a
+    faster matrix peak that saturated compute-bound work could move to."""
     if not (math.isfinite(measured_time) and measured_time > 0):
         raise InvalidInput(
             "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
         )
     ratio = measured_time / roofline.expected_time
     place = _against_published(roofline, measured_time)
-    if ratio < 1:
-        verdict = Verdict.FASTER_THAN_ROOFLINE
-    elif ratio < NEAR_ROOFLINE:
-        verdict = Verdict.NEAR_ROOFLINE
-    elif ratio < ORDER_OF_MAGNITUDE:
-        verdict = Verdict.ROOM_TO_IMPROVE
+    against, floor = _floor(roofline)
+    verdict = _verdict(ratio, measured_time / floor, against, place, fits)
+    if verdict is Verdict.DOES_NOT_FIT:
+        advice = _unfit_advice(ratio)
     else:
-        verdict = Verdict.ORDER_OF_MAGNITUDE_SLOWER
-    advice = _advice(verdict, roofline, ratio)
-    if verdict is not Verdict.FASTER_THAN_ROOFLINE:
-        if specific and verdict is Verdict.ROOM_TO_IMPROVE and roofline.bound not in _REGIME_ADVICE:
-            advice = advice[:-1]  # the common gaps, named for this work instead
-        advice = (*advice, *specific, *_published_advice(place, roofline, measured_time))
+        advice = _advice(
+            verdict,
+            roofline,
+            ratios=(ratio, measured_time / floor),
+            floor=floor,
+            place=place,
+            chip=chip,
+        )
+        if verdict is not Verdict.FASTER_THAN_ROOFLINE:
+            if (
+                specific
+                and verdict is Verdict.ROOM_TO_IMPROVE
+                and roofline.bound not in _REGIME_ADVICE
+            ):
+                advice = advice[:-1]  # the common gaps, named for this work instead
+            advice = (*advice, *specific, *_published_advice(place, roofline, measured_time))
     realistic_ratio = measured_time / roofline.realistic_time
     flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
     return Judgement(
@@ -112,6 +154,53 @@ def judge(roofline: Roofline, measured_time: float, specific: Sequence[str] = ()
         achieved_bytes_per_s=bytes_rate,
         flops_share_of_peak=flops_rate / roofline.peak.flops_per_s,
         bytes_share_of_bandwidth=bytes_rate / roofline.memory_bandwidth,
+        judged_against=against,
+        floor_time=floor,
+    )
+
+
+def _floor(roof: Roofline) -> tuple[Floor, float]:
+    """What the run is judged against: for overhead-bound work the least time its fixed costs
+    allow (the low end of the realistic range, which holds the costs at the low end of their
+    spread), else the ideal."""
+    if roof.bound is Bound.OVERHEAD:
+        return Floor.FIXED_COSTS, roof.realistic_low
+    return Floor.ROOFLINE, roof.expected_time
+
+
+def _verdict(
+    ratio: float,
+    floor_ratio: float,
+    against: Floor,
+    place: AgainstPublished,
+    fits: bool | None,
+) -> Verdict:
+    """The headline, from the ratio to the ideal and to the floor (docs/api.md#verdicts)."""
+    if fits is False:
+        return Verdict.DOES_NOT_FIT
+    if ratio < 1:
+        return Verdict.FASTER_THAN_ROOFLINE
+    if against is Floor.FIXED_COSTS:
+        # fixed costs have a spread of their own: within it (or below) is what they explain
+        if place is not AgainstPublished.SLOWER:
+            return Verdict.OVERHEAD_BOUND
+    elif floor_ratio < NEAR_ROOFLINE:
+        return Verdict.NEAR_ROOFLINE
+    # an order of magnitude off is structural only where published runs of the work are not
+    # as slow (a GEMM too small to fill the chip is, and is a gap to close, not a mistake)
+    if floor_ratio < ORDER_OF_MAGNITUDE or place is not AgainstPublished.SLOWER:
+        return Verdict.ROOM_TO_IMPROVE
+    return Verdict.ORDER_OF_MAGNITUDE_SLOWER
+
+
+def _unfit_advice(ratio: float) -> tuple[str, ...]:
+    return (
+        "Does not fit: the workload as described needs more memory per chip than the chip "
+        "has, so it cannot have run as given. Check the chips (tp), batch, lengths and dtypes "
+        "that really ran, or make it fit: more chips, ZeRO, recomputation, a smaller batch or "
+        "narrower dtypes (/memory-fit gives the largest batch and the fewest chips).",
+        f"The time figures are for a configuration that cannot run: measured "
+        f"{prose.times(ratio)} its roofline time, to be judged once the workload fits.",
     )
 
 
@@ -144,11 +233,19 @@ def _published_advice(
     )
 
 
-def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
+def _advice(
+    verdict: Verdict,
+    roof: Roofline,
+    *,
+    ratios: tuple[float, float],
+    floor: float,
+    place: AgainstPublished,
+    chip: Chip | None,
+) -> tuple[str, ...]:
+    """The verdict's own advice, from the (ideal, floor) `ratios` of the run and its `place`
+    against published runs."""
+    ratio, floor_ratio = ratios
     bound = roof.bound
-    gap = f"{prose.times(ratio)} the roofline time"
-    if verdict is not Verdict.FASTER_THAN_ROOFLINE and bound in _REGIME_ADVICE:
-        return _REGIME_ADVICE[bound]
     if verdict is Verdict.FASTER_THAN_ROOFLINE:
         return (
             f"Measured {prose.times(efficiency(ratio), 2)} faster than the hardware allows: the "
@@ -159,44 +256,88 @@ def _advice(verdict: Verdict, roof: Roofline, ratio: float) -> tuple[str, ...]:
             "Check that the chip, dtype and sizes given are what actually ran "
             "(e.g. fp8 or sparsity where bf16 was assumed, a smaller batch or sequence).",
         )
-    advice: list[str]
+    if bound is Bound.OVERHEAD:
+        head = (
+            "Overhead-bound: the fixed costs (kernel launches, the framework's host work, "
+            f"collective latencies) set a floor of {prose.seconds(floor)}, while the work "
+            f"itself ideally takes {prose.seconds(roof.expected_time)}; measured "
+            f"{prose.times(floor_ratio)} that floor"
+        )
+        if verdict is Verdict.OVERHEAD_BOUND:
+            return (
+                f"{head}, as published runs pay: this runtime makes sense for work this small.",
+                *_FEWER_LAUNCHES,
+            )
+        if verdict is Verdict.ROOM_TO_IMPROVE:
+            return (f"{head}, more than the fixed costs explain.", *_FEWER_LAUNCHES)
+        return (
+            f"{head}: an order of magnitude over it, so something structural is wrong.",
+            *_STRUCTURAL[:-1],
+        )
+    if bound in _REGIME_ADVICE:
+        return _REGIME_ADVICE[bound]
+    gap = f"{prose.times(ratio)} the roofline time"
     if verdict is Verdict.NEAR_ROOFLINE:
         if bound is Bound.MEMORY:
-            advice = [
+            fp8_cache = chip is None or Dtype.FP8 in chip.matrix_peaks
+            return (
                 "Close to the memory roofline: only moving fewer bytes helps.",
-                "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation), "
-                "an fp8 KV cache.",
+                "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation)"
+                f"{', an fp8 KV cache' if fp8_cache else ''}.",
                 "Fuse adjacent ops so intermediates stay on chip.",
-                "In decode, raise the batch: weights are read once per step for every sequence.",
-            ]
-        else:
-            advice = [
-                "Close to the compute roofline: the chip is saturated.",
-                "Lower latency needs less work: a smaller batch (trading throughput), pruning, "
-                "distillation, or a lower-precision matrix unit (fp8) where accuracy allows.",
-            ]
-        return tuple(advice)
+                "In decode, raise the batch as far as memory allows (/memory-fit gives the "
+                "largest): the weights are read once per step for every sequence.",
+            )
+        faster = _faster_dtypes(roof, chip)
+        return (
+            "Close to the compute roofline: the chip is saturated.",
+            "Lower latency needs less work: a smaller batch (trading throughput), pruning, "
+            "distillation" + (f", or {faster} where accuracy allows." if faster else "."),
+        )
     if verdict is Verdict.ROOM_TO_IMPROVE:
         roof_name = "compute" if bound is Bound.COMPUTE else "memory bandwidth"
+        room = (
+            "there is room to improve"
+            if place is AgainstPublished.SLOWER
+            else "published runs of this work get no closer, so the room is in changing the "
+            "work (below), not in tuning its implementation"
+        )
         return (
-            f"At {gap}, {roof_name}-bound: there is room to improve.",
+            f"At {gap}, {roof_name}-bound: {room}.",
             "Profile the slowest kernels (torch.profiler, Nsight Systems) and compare each with "
             "its own roofline.",
             "Common gaps: unfused elementwise ops, matmul shapes that tile poorly (dimensions "
             "not multiples of 64/128), small batches that leave the chip idle between kernels.",
         )
-    return (
-        f"At {gap}: an order of magnitude off, so something structural is wrong.",
-        "Are the kernels compiled and fused (torch.compile, CUDA graphs), or launched one small "
-        "op at a time from Python?",
-        "Is the data on the device, or copied between host and device every step?",
-        "Are there non-vectorised (Python-loop) ops, or intermediates materialised that need not "
-        "be?",
-        "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
-        "measure at two sizes; time that barely grows with the work means overhead-bound.",
+    return (f"At {gap}: an order of magnitude off, so something structural is wrong.", *_STRUCTURAL)
+
+
+def _faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
+    """The chip's narrower matrix dtypes whose peak beats the one the work runs at, in words
+    ('fp8 (2.0x the bf16 peak)'); empty where there are none or the chip is not known."""
+    if chip is None or roof.peak.unit is not Unit.MATRIX:
+        return ""
+    own = roof.peak.flops_per_s
+    faster = sorted((peak, dtype) for dtype, peak in chip.matrix_peaks.items() if peak > own)
+    return " or ".join(
+        f"{dtype} ({prose.times(peak / own)} the {roof.peak.dtype} peak)" for peak, dtype in faster
     )
 
 
+_STRUCTURAL = (
+    "Are the kernels compiled and fused (torch.compile, CUDA graphs), or launched one small "
+    "op at a time from Python?",
+    "Is the data on the device, or copied between host and device every step?",
+    "Are there non-vectorised (Python-loop) ops, or intermediates materialised that need not be?",
+    "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
+    "measure at two sizes; time that barely grows with the work means overhead-bound.",
+)
+_FEWER_LAUNCHES = (
+    "Capture the step in a CUDA graph or compile it (torch.compile, a serving engine), so "
+    "the host launches once instead of once per op.",
+    "Give each launch more work: a larger batch, fused kernels, fewer synchronisations "
+    "(.item(), .cpu(), prints) in the loop.",
+)
 _REGIME_ADVICE = {
     Bound.COMMUNICATION: (
         "Communication-bound: the collectives on the critical path take longer than the "
@@ -206,13 +347,5 @@ _REGIME_ADVICE = {
         "communicates (a smaller tp, more data parallelism).",
         "Keep tensor parallelism inside one scale-up domain (NVLink, xGMI, ICI): across the "
         "network each collective is several times slower.",
-    ),
-    Bound.OVERHEAD: (
-        "Overhead-bound: fixed costs (kernel launches, the framework's host work, collective "
-        "latencies) take longer than the work itself.",
-        "Capture the step in a CUDA graph or compile it (torch.compile, a serving engine), so "
-        "the host launches once instead of once per op.",
-        "Give each launch more work: a larger batch, fused kernels, fewer synchronisations "
-        "(.item(), .cpu(), prints) in the loop.",
     ),
 }

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine import (
+    Architecture,
     Chip,
     Kind,
     Phase,
@@ -22,6 +23,7 @@ from app.engine import (
 )
 from app.engine.breakdown import shares
 from app.engine.compare import summarise_times
+from app.engine.fit import max_batch
 from app.engine.fusion import OpsEstimate
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
@@ -177,6 +179,8 @@ class _Placed:
     ops: OpsEstimate | None = None
     facts: WorkFacts | None = None
     alternatives: list[Alternative] | None = None
+    fits: bool | None = None  # in the chip's memory; None where no memory figure applies
+    chip: Chip | None = None
 
 
 def _what_if(roof: Roofline, alternatives: list[Alternative] | None) -> dict[str, object]:
@@ -199,11 +203,13 @@ def _what_if(roof: Roofline, alternatives: list[Alternative] | None) -> dict[str
 
 
 def _transformer_facts(
-    result: TransformerEstimate, spec: TransformerSpec, chip: Chip
+    arch: Architecture, result: TransformerEstimate, spec: TransformerSpec, chip: Chip
 ) -> WorkFacts | None:
     if result.training is not None:
         return Training(result.training, spec.training.parallel.overlap, spec.recompute)
-    return Decode.of(result, spec, chip) if spec.phase is Phase.DECODE else None
+    if spec.phase is not Phase.DECODE:
+        return None
+    return Decode.of(result, spec, chip, max_batch(arch, chip, spec))
 
 
 def _kernel_facts(workload: KernelWorkload, work: Work, chip: Chip) -> WorkFacts | None:
@@ -258,7 +264,15 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             **_transformer_fields(result, request.breakdown),
             **_what_if(roof, alternatives),
         }
-        return _Placed(fields, roof, None, _transformer_facts(result, spec, chip), alternatives)
+        return _Placed(
+            fields,
+            roof,
+            None,
+            _transformer_facts(model.arch, result, spec, chip),
+            alternatives,
+            result.memory.fits_in(result.capacity),
+            chip,
+        )
     if isinstance(request.workload, OpsWorkload):
         ops = estimate_of(request.workload, chip, request.stack)
         roof = ops.roofline
@@ -279,7 +293,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             **ops_fields(ops),
             **_what_if(roof, alternatives),
         }
-        return _Placed(fields, roof, ops, None, alternatives)
+        return _Placed(fields, roof, ops, None, alternatives, chip=chip)
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     alternatives = (
@@ -296,7 +310,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         **_roofline_fields(roof, work.kind, request.stack),
         **_what_if(roof, alternatives),
     }
-    return _Placed(fields, roof, None, _kernel_facts(filled, work, chip), alternatives)
+    return _Placed(fields, roof, None, _kernel_facts(filled, work, chip), alternatives, chip=chip)
 
 
 def _best(roof: Roofline, alternatives: list[Alternative] | None) -> BestChange | None:
@@ -322,7 +336,7 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     roof, ops = placed.roof, placed.ops
     repeats = summarise_times(request.measured_seconds)
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
-    judgement = judge(roof, repeats.mean, specific)
+    judgement = judge(roof, repeats.mean, specific, fits=placed.fits, chip=placed.chip)
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
     return Check.model_validate(
         {
@@ -332,6 +346,9 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
             "ratio": judgement.ratio,
             "efficiency": judgement.efficiency,
             "verdict": judgement.verdict,
+            "judged_against": judgement.judged_against,
+            "floor_time_s": judgement.floor_time,
+            "floor_ratio": judgement.floor_ratio,
             "realistic_ratio": judgement.realistic_ratio,
             "against_published": judgement.against_published,
             "achieved_flops_per_s": judgement.achieved_flops_per_s,

@@ -10,12 +10,8 @@ from app import formatting as fmt
 from app.engine import InvalidInput, Phase
 from app.engine.scaling import scaling as scaling_curve
 from app.engine.units import GIGA, MILLI
-from app.schemas.answers import (
-    MemoryBreakdownOut,
-    MemoryFitAnswer,
-    OptimalBatchAnswer,
-    ScalingAnswer,
-)
+from app.schemas.answers import MemoryBreakdownOut
+from app.schemas.planning_answers import MemoryFitAnswer, OptimalBatchAnswer, ScalingAnswer
 from app.schemas.requests import (
     CalculationRequest,
     OptimalBatchRequest,

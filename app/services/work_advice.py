@@ -121,11 +121,14 @@ class Decode:
     weight_dtype: Dtype
     kv_dtype: Dtype
     fp8: bool  # the chip has an fp8 matrix peak
+    max_batch: int  # the largest batch that fits the chip's memory at this layout
 
     @classmethod
-    def of(cls, result: TransformerEstimate, spec: TransformerSpec, chip: Chip) -> Decode:
+    def of(
+        cls, result: TransformerEstimate, spec: TransformerSpec, chip: Chip, max_batch: int
+    ) -> Decode:
         """A decode step's facts from its estimate: the attention term moves the KV cache,
-        every other term the weights (decode_terms)."""
+        every other term the weights (decode_terms); `max_batch`, the largest that fits."""
         kv = sum(t.bytes for t in result.terms if t.name == "attention")
         return cls(
             spec.batch,
@@ -134,18 +137,25 @@ class Decode:
             spec.precision.weights,
             spec.precision.kv,
             Dtype.FP8 in chip.matrix_peaks,
+            max_batch,
         )
 
     def lines(self, roof: Roofline) -> list[str]:
         """The batch against the ridge, weight quantisation, the KV cache's dtype."""
         lines = []
         if roof.roof is Bound.MEMORY:
+            larger = (
+                f"a larger batch, up to the {self.max_batch:,} that fit (see /optimal-batch), "
+                "raises the tokens per second almost for free until the ridge."
+                if self.max_batch > self.batch
+                else f"batch {self.batch:,} is already the largest that fits: freeing memory "
+                "(narrower weights or KV cache, more chips) lets a larger batch raise the "
+                "tokens per second."
+            )
             lines.append(
                 f"At batch {self.batch:,} each step reads all the weights for "
                 f"{_sequences(self.batch)}: {fmt.number(roof.arithmetic_intensity)} FLOP/B "
-                "against the chip's "
-                f"ridge of {fmt.number(roof.ridge_intensity)}: a larger batch (see "
-                "/optimal-batch) raises the tokens per second almost for free until the ridge."
+                f"against the chip's ridge of {fmt.number(roof.ridge_intensity)}: {larger}"
             )
         total = self.weight_bytes + self.kv_bytes
         if total and dtype_bytes(self.weight_dtype) > dtype_bytes(Dtype.INT8):

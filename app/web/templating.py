@@ -53,8 +53,11 @@ def _words(value: object) -> str:
 
 
 VERDICT_WORDS = {
+    "does_not_fit": "Does not fit: this workload cannot run as described on this chip.",
     "faster_than_roofline": "Faster than the hardware allows: check the measurement.",
     "near_roofline": "Near the roofline: this runtime makes sense.",
+    "overhead_bound": "Overhead-bound: fixed costs set this runtime, as they do for work this "
+    "small.",
     "room_to_improve": "Slower than the roofline: there is room to improve.",
     "order_of_magnitude_slower": "An order of magnitude slower than the roofline.",
 }

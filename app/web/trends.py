@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from app import formatting as fmt
 from app.engine.units import ms_from_seconds
-from app.schemas.answers import OptimalBatchAnswer, ScalingAnswer
 from app.schemas.measurement_bodies import WorkloadComparison
+from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer
 from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
 
 

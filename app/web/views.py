@@ -10,13 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.engine import Chip, EngineError
-from app.schemas.answers import (
-    Check,
-    ExpectedTime,
-    MemoryFitAnswer,
-    OptimalBatchAnswer,
-    ScalingAnswer,
-)
+from app.schemas.answers import Check, ExpectedTime
+from app.schemas.planning_answers import MemoryFitAnswer, OptimalBatchAnswer, ScalingAnswer
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,

@@ -19,7 +19,7 @@ from starlette.types import Message, Receive, Scope, Send
 from app.api.stored_answers import ServeStoredAnswers, key_of
 from app.engine import Bound
 from app.main import create_app
-from app.schemas.answers import SweepRow
+from app.schemas.planning_answers import SweepRow
 from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
 from app.services.answer_cache import AnswerCache
 from app.services.catalogs import Catalogs

@@ -100,12 +100,29 @@ def test_context_parallel_training_step(client):
 
 
 def test_check_judges_a_training_step(client):
-    expected = client.get("/expected-time", params={**TRAIN, "batch": 8}).json()
+    # sharded over 8 chips with ZeRO-3 the step fits; at twice its ideal time it has room
+    sharded = {**TRAIN, "batch": 8, "dp": 8, "zero": 3}
+    expected = client.get("/expected-time", params=sharded).json()
+    assert expected["fits"] is True
     measured = expected["expected_time_s"] * 2
-    body = client.get("/check", params={**TRAIN, "batch": 8, "measured_time_s": measured}).json()
+    body = client.get("/check", params={**sharded, "measured_time_s": measured}).json()
     assert body["ratio"] == pytest.approx(2)
     assert body["verdict"] == "room_to_improve"
-    assert body["training"]["layout"]["dp"] == 1
+    assert body["training"]["layout"]["dp"] == 8
+
+
+def test_a_training_step_that_cannot_fit_is_judged_so_first(client):
+    # 8B parameters with Adam on one H100 (no sharding): 16 bytes each, 128 GB, over the
+    # 80 GiB: whatever the time, the headline is that it cannot run as given
+    one = {**TRAIN, "batch": 8}
+    expected = client.get("/expected-time", params=one).json()
+    assert expected["fits"] is False
+    measured = expected["expected_time_s"] * 2
+    body = client.get("/check", params={**one, "measured_time_s": measured}).json()
+    assert body["ratio"] == pytest.approx(2)  # the time figures are still there
+    assert body["verdict"] == "does_not_fit"
+    assert body["advice"][0].startswith("Does not fit")
+    assert not any("raise the batch" in line for line in body["advice"])
 
 
 def test_scaling_curve_get_and_post(client):

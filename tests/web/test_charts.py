@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import Bound
-from app.schemas.answers import ExpectedTime, OptimalBatchAnswer, ScalingAnswer, SweepRow
+from app.schemas.answers import ExpectedTime
 from app.schemas.comparison import Comparison as ChipComparison
 from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
+from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer, SweepRow
 from app.web import charts, svg
 from app.web.bars import comparison_svg
 from app.web.charts import BOX, Roof, RooflineData, roofline_svg
