@@ -12,20 +12,18 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from app import probe as probes
+from app import local_probe as probes
+from app import probe as plain
 from app.cli import main, run
 from app.engine.units import MIB
+from app.local_probe import HostRates, first_touch, local_profile, probe_host
 from app.probe import (
-    HostRates,
     Probe,
     best_time,
     cache_bytes,
-    first_touch,
-    local_profile,
     plateau,
     probe_cpu,
     probe_gpu,
-    probe_host,
     probe_torch_cpu,
 )
 
@@ -90,7 +88,7 @@ def test_the_last_level_cache_as_linux_states_it() -> None:
     # L1d 48K, L1i 32K, L2 2048K, L3 307200K (300 MiB)
     assert cache_bytes(["48K\n", "32K\n", "2048K\n", "307200K\n"]) == 300 * MIB
     assert cache_bytes(["1M", "4096"]) == MIB
-    assert cache_bytes([]) == probes.NO_CACHE_BYTES
+    assert cache_bytes([]) == plain.NO_CACHE_BYTES
 
 
 def test_cpu_probe_measures_this_machine() -> None:

@@ -6,24 +6,29 @@ moves only its external tensors: what it reads that none of its operators wrote,
 it writes that none of its later operators reads. Its ideal time is
 max(sum of the compute terms, external bytes / bandwidth); a sequence of kernels takes the
 sum of theirs. Launch costs are the engine's fixed costs per kernel (realism.py).
-
-On a chip probed where it runs (`chip="local"`), `HostCosts` adds what a CPU pays beyond
-that: its transcendental functions at their measured rates, and the first touch of the fresh
-memory its outputs are written into (docs/formulas.md#the-local-chip).
+On a CPU probed where it runs, `HostCosts` adds its transcendental functions' measured
+rates and its fresh outputs' first touch (docs/formulas.md#the-local-chip).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine import prose
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
-from app.engine.ops import Op, Tensor, is_in_place, is_view, op_work, special_evaluations
+from app.engine.ops import (
+    HostCosts,
+    Op,
+    Tensor,
+    is_in_place,
+    is_view,
+    op_work,
+    special_evaluations,
+)
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
@@ -38,20 +43,6 @@ class AgainstFusion(StrEnum):
     FASTER = "faster_than_fused"
     BETWEEN = "between_fused_and_unfused"
     SLOWER = "slower_than_unfused"
-
-
-@dataclass(frozen=True, slots=True)
-class HostCosts:
-    """What a CPU's operators pay beyond their FLOPs at the peaks and their bytes at the
-    bandwidth, as measured on it (app/probe.py): each transcendental function's evaluations
-    per second (by SPECIAL_FUNCTIONS' names; one not given keeps its FLOP at the vector
-    peak), and the seconds per byte of writing an output into fresh memory (the page faults
-    of its first touch), which outputs of at least `fresh_from_bytes` pay on every call (the
-    allocator maps them anew each time; smaller ones reuse freed memory)."""
-
-    special_per_s: Mapping[str, float] = field(default_factory=dict, hash=False)
-    first_touch_s_per_byte: float = 0.0
-    fresh_from_bytes: float = math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,9 +228,8 @@ def external_bytes(ops: Sequence[Op], outside: Collection[str] = frozenset()) ->
 def fresh_bytes(
     ops: Sequence[Op], host: HostCosts, outside: Collection[str] = frozenset()
 ) -> float:
-    """Bytes of the tensors `ops` run as one kernel write out (as external_bytes counts them)
-    into new storage: not mutated in place, not read before; each of at least
-    `host.fresh_from_bytes` (the outputs that pay their first touch on every call)."""
+    """Bytes `ops` as one kernel write out (external_bytes) into new storage (not mutated in
+    place), by tensors of at least `host.fresh_from_bytes`: what pays its first touch."""
     return _traffic(ops).written_fresh(outside, host.fresh_from_bytes)
 
 
@@ -280,7 +270,7 @@ def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
         raise Unsupported(where, f"{op.name}: {error.message}") from error
     if host is None:
         return OpCost(op, work, placed)
-    # each transcendental evaluation, one of the FLOPs at the peak, at its measured rate
+    # each transcendental evaluation: one of the FLOPs at the peak, now at its measured rate
     special = sum(
         count / rate - count / placed.peak.flops_per_s
         for name, count in special_evaluations(op).items()
@@ -312,8 +302,7 @@ def _kernel(
     parts: Sequence[Roofline], traffic: float, chip: Chip, first_touch: float = 0.0
 ) -> Roofline:
     """Operators run as one kernel moving `traffic` bytes: the compute terms add (each at its
-    own peak and sustained fraction), the memory term is the kernel's own (with the
-    `first_touch` seconds of its fresh outputs, HostCosts)."""
+    own peak and sustained fraction), the memory term is the kernel's own (+ `first_touch`)."""
     compute = sum(r.compute_time for r in parts)
     memory = traffic / chip.memory_bandwidth + first_touch
     sustained = _sustained_compute(parts)

@@ -12,8 +12,8 @@ operator the engine does not know needs its FLOPs and bytes given.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from app.engine.errors import InvalidInput
 from app.engine.kernels import (
@@ -151,6 +151,20 @@ class Op:
     bytes: float | None = None
     unit: Unit | None = None  # the peak given FLOPs run at (default: the operator's, or vector)
     causal: bool = False  # attention only
+
+
+@dataclass(frozen=True, slots=True)
+class HostCosts:
+    """What a CPU's operators pay beyond their FLOPs at the peaks and their bytes at the
+    bandwidth, as measured on it (app/probe.py): each transcendental function's evaluations
+    per second (by SPECIAL_FUNCTIONS' names; one not given keeps its FLOP at the vector
+    peak), and the seconds per byte of writing an output into fresh memory (the page faults
+    of its first touch), which outputs of at least `fresh_from_bytes` pay on every call (the
+    allocator maps them anew each time; smaller ones reuse freed memory)."""
+
+    special_per_s: Mapping[str, float] = field(default_factory=dict, hash=False)
+    first_touch_s_per_byte: float = 0.0
+    fresh_from_bytes: float = math.inf
 
 
 def _short(name: str) -> str:

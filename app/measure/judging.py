@@ -20,11 +20,12 @@ from typing import Any
 
 from app import formatting as fmt
 from app.engine import Chip, Dtype, EngineError, Software, judge
-from app.engine.fusion import MAX_OPS, HostCosts, estimate_ops
-from app.engine.ops import Op, special_evaluations
+from app.engine.fusion import MAX_OPS, estimate_ops
+from app.engine.ops import HostCosts, Op, special_evaluations
 from app.engine.units import GIB, MIB
+from app.local_probe import HostRates, LocalProfile, local_profile
 from app.measure.measure_errors import MeasureError
-from app.probe import HostRates, LocalProfile, Probe, local_profile
+from app.probe import Probe
 
 DEFAULT_URL = "http://localhost:8000"
 LOCAL = "local"
@@ -160,6 +161,19 @@ def ceilings_line(answer: dict[str, Any], ops: Sequence[Op]) -> str:
     return f"{', '.join(parts)}; {where}"
 
 
+def _stale(profile: LocalProfile, verdict: str) -> list[str]:
+    """The sentence of a run faster than the ceilings it was judged against: they are this
+    machine's best only if probed while it was idle."""
+    if verdict != "faster_than_roofline":
+        return []
+    when = "read from the cache" if profile.cached else "probed"
+    return [
+        f"This run beat the ceilings {when} ({profile.probe.date}): a probe on a busy "
+        f"machine measures less than its best; probe again on an idle one (--reprobe, "
+        f"reprobe=True or {REPROBE_ENV}=1)."
+    ]
+
+
 def local_check(
     ops: Sequence[Op],
     measured_s: float,
@@ -195,7 +209,11 @@ def local_check(
         "fused_time_s": estimate.fused_time,
         "launch_overhead_s": estimate.launch_overhead,
         "against_fusion": str(estimate.against_fusion(measured_s)),
-        "advice": [estimate.fusion_advice(measured_s), *judgement.advice],
+        "advice": [
+            *_stale(profile, str(judgement.verdict)),
+            estimate.fusion_advice(measured_s),
+            *judgement.advice,
+        ],
         "ops": [
             {
                 "name": cost.op.name,

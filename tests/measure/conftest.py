@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app import probe
+from app import local_probe as probe
 from app.engine.units import MIB
 from app.measure import judging
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from app import probe as probes
+from app import local_probe as probes
 from app.engine import Software, judge
-from app.engine.fusion import HostCosts, estimate_ops
-from app.engine.ops import Op, Tensor, special_evaluations
+from app.engine.fusion import estimate_ops
+from app.engine.ops import HostCosts, Op, Tensor, special_evaluations
 from app.engine.units import MIB, Dtype
+from app.local_probe import HostRates, LocalProfile
 from app.measure import LOCAL, judging, measure
-from app.probe import HostRates, LocalProfile, Probe
+from app.probe import Probe
 
 N = 10_000_000  # the README's bench_cos.py: x = torch.randn(10_000_000)
 # The reporting machine (issue 34): a copy at 20 GB/s; cos 3.5x slower than a copy of the

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from app.local_probe import LocalProfile
 from app.measure import MeasureError, judging, measure
 from app.measure.op_counts import MAX_TENSORS, RecordedOp, TensorInfo, count, op_json
-from app.probe import LocalProfile, Probe
+from app.probe import Probe
 
 
 def _t(id_, device="cuda:0", shape=(1000,)):
