@@ -61,7 +61,8 @@ ALLOWED = {
     | {"app.columns", "app.security", "app.formatting"},
     # the client that measures a PyTorch function: the engine, and the probe for chip=local
     "app.probe": {"app.engine", "app.formatting"},
-    "app.measure": {"app.engine", "app.probe", "app.formatting"},
+    "app.local_probe": {"app.engine", "app.probe"},
+    "app.measure": {"app.engine", "app.probe", "app.local_probe", "app.formatting"},
     # the validation report: the use cases against published runs, its charts' escaping
     "app.validation": {"app.engine", "app.catalog", "app.services", "app.settings", "app.web"},
     "app.cli": {"app.engine", "app.formatting", "app.measure", "app.probe", "app.validation"},

@@ -6,19 +6,29 @@ moves only its external tensors: what it reads that none of its operators wrote,
 it writes that none of its later operators reads. Its ideal time is
 max(sum of the compute terms, external bytes / bandwidth); a sequence of kernels takes the
 sum of theirs. Launch costs are the engine's fixed costs per kernel (realism.py).
+On a CPU probed where it runs, `HostCosts` adds its transcendental functions' measured
+rates and its fresh outputs' first touch (docs/formulas.md#the-local-chip).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine import prose
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
-from app.engine.ops import Op, Tensor, is_in_place, is_view, op_work
+from app.engine.ops import (
+    HostCosts,
+    Op,
+    Tensor,
+    is_in_place,
+    is_view,
+    op_work,
+    special_evaluations,
+)
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
@@ -145,6 +155,7 @@ class _Traffic:
         self.on_chip: set[str] = set()  # read or written already
         self.loaded: set[str] = set()  # read from memory: they live outside the kernel
         self.unread: set[str] = set()  # written, not read since
+        self.fresh: set[str] = set()  # written into new storage (not read here before)
         self._names = 0
 
     def _new(self) -> str:
@@ -176,6 +187,8 @@ class _Traffic:
     def give(self, tensor: Tensor, storage: str | None = None) -> None:
         """Write `tensor` (into `storage`, the tensor an in-place operator mutates)."""
         name = tensor.id or storage or self._new()
+        if name not in self.on_chip:
+            self.fresh.add(name)
         if tensor.id is None:
             self.anonymous.setdefault(_shape(tensor), []).append(name)
         self.size[name] = tensor.bytes
@@ -185,8 +198,18 @@ class _Traffic:
     def written(self, outside: Collection[str]) -> float:
         """Bytes written out: each tensor written here that no later op here reads, or that
         lives outside the kernel (read from memory here, or used by ops outside it)."""
-        kept = self.unread | self.loaded | set(outside)
-        return sum(size for name, size in self.size.items() if name in kept)
+        return sum(self.size[name] for name in self._kept(outside))
+
+    def written_fresh(self, outside: Collection[str], at_least: float) -> float:
+        """Bytes written out into new storage, by tensors of at least `at_least` bytes."""
+        return sum(
+            size
+            for name in self._kept(outside) & self.fresh
+            if (size := self.size[name]) >= at_least
+        )
+
+    def _kept(self, outside: Collection[str]) -> set[str]:
+        return (self.unread | self.loaded | set(outside)) & self.size.keys()
 
 
 def external_bytes(ops: Sequence[Op], outside: Collection[str] = frozenset()) -> float:
@@ -198,6 +221,20 @@ def external_bytes(ops: Sequence[Op], outside: Collection[str] = frozenset()) ->
     operator's first output, without an id, is its first input. An operator given its bytes
     is opaque: they count in full, and its tensors take no part. A view of tensors on chip is
     on chip too; of tensors in memory, it is read by its users."""
+    traffic = _traffic(ops)
+    return traffic.read + traffic.written(outside)
+
+
+def fresh_bytes(
+    ops: Sequence[Op], host: HostCosts, outside: Collection[str] = frozenset()
+) -> float:
+    """Bytes `ops` as one kernel write out (external_bytes) into new storage (not mutated in
+    place), by tensors of at least `host.fresh_from_bytes`: what pays its first touch."""
+    return _traffic(ops).written_fresh(outside, host.fresh_from_bytes)
+
+
+def _traffic(ops: Sequence[Op]) -> _Traffic:
+    """The tensors `ops` read and write, run in order as one kernel (external_bytes)."""
     traffic = _Traffic()
     for op in ops:
         if op.bytes is not None:
@@ -212,7 +249,7 @@ def external_bytes(ops: Sequence[Op], outside: Collection[str] = frozenset()) ->
                 traffic.take(tensor)
             for tensor in op.outputs:
                 traffic.give(tensor)
-    return traffic.read + traffic.written(outside)
+    return traffic
 
 
 def _uses(ops: Iterable[Op]) -> Counter[str]:
@@ -222,15 +259,30 @@ def _uses(ops: Iterable[Op]) -> Counter[str]:
     )
 
 
-def _cost(index: int, op: Op, chip: Chip) -> OpCost:
-    field = f"ops.{index}"
-    work = op_work(op, field)
+def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
+    where = f"ops.{index}"
+    work = op_work(op, where)
     if is_view(op):
         return OpCost(op, work, None)
     try:
-        return OpCost(op, work, place(work, chip))
+        placed = place(work, chip)
     except Unsupported as error:
-        raise Unsupported(field, f"{op.name}: {error.message}") from error
+        raise Unsupported(where, f"{op.name}: {error.message}") from error
+    if host is None:
+        return OpCost(op, work, placed)
+    # each transcendental evaluation: one of the FLOPs at the peak, now at its measured rate
+    special = sum(
+        count / rate - count / placed.peak.flops_per_s
+        for name, count in special_evaluations(op).items()
+        if (rate := host.special_per_s.get(name))
+    )
+    spent = replace(placed, compute_time=placed.compute_time + special)
+    return OpCost(op, work, _kernel([spent], work.bytes, chip, _first_touch([op], host)))
+
+
+def _first_touch(ops: Sequence[Op], host: HostCosts | None, outside: Collection[str] = ()) -> float:
+    """Seconds the fresh outputs of `ops` as one kernel spend in their first touch."""
+    return 0.0 if host is None else fresh_bytes(ops, host, outside) * host.first_touch_s_per_byte
 
 
 def _lead(parts: Sequence[Roofline]) -> Roofline:
@@ -246,11 +298,13 @@ def _sustained_compute(parts: Sequence[Roofline]) -> float:
     return compute / sustained if sustained else _lead(parts).sustained_compute
 
 
-def _kernel(parts: Sequence[Roofline], traffic: float, chip: Chip) -> Roofline:
+def _kernel(
+    parts: Sequence[Roofline], traffic: float, chip: Chip, first_touch: float = 0.0
+) -> Roofline:
     """Operators run as one kernel moving `traffic` bytes: the compute terms add (each at its
-    own peak and sustained fraction), the memory term is the kernel's own."""
+    own peak and sustained fraction), the memory term is the kernel's own (+ `first_touch`)."""
     compute = sum(r.compute_time for r in parts)
-    memory = traffic / chip.memory_bandwidth
+    memory = traffic / chip.memory_bandwidth + first_touch
     sustained = _sustained_compute(parts)
     realistic = roofline_time(compute / sustained, memory / chip.sustained_memory)
     return Roofline(
@@ -303,11 +357,13 @@ def estimate_ops(
     chip: Chip,
     software: Software = Software.TYPICAL,
     groups: Sequence[Sequence[int]] = (),
+    host: HostCosts | None = None,
 ) -> OpsEstimate:
-    """The operators on `chip`: as grouped, unfused and fused (docs/formulas.md#fusion)."""
+    """The operators on `chip`: as grouped, unfused and fused (docs/formulas.md#fusion), with
+    a CPU's `host` costs where measured (docs/formulas.md#the-local-chip)."""
     if not 1 <= len(ops) <= MAX_OPS:
         raise InvalidInput("ops", f"give 1 to {MAX_OPS} ops, got {len(ops)}")
-    costs = tuple(_cost(i, op, chip) for i, op in enumerate(ops))
+    costs = tuple(_cost(i, op, chip, host) for i, op in enumerate(ops))
     kernels = []
     uses = _uses(ops)
     for indices in kernel_groups(len(ops), groups):
@@ -318,12 +374,17 @@ def estimate_ops(
             group = [ops[i] for i in indices]
             outside = {id_ for id_, n in _uses(group).items() if uses[id_] > n}
             traffic = external_bytes(group, outside)
-            kernels.append(_kernel(parts, traffic, chip))
+            kernels.append(_kernel(parts, traffic, chip, _first_touch(group, host, outside)))
     if not kernels:
         raise InvalidInput("ops", "the ops are all views: they launch no kernel to time")
     alone = [c for c in costs if c.roofline is not None]
     fused_bytes = external_bytes(ops)
-    whole = _kernel([r for c in alone if (r := c.roofline) is not None], fused_bytes, chip)
+    whole = _kernel(
+        [r for c in alone if (r := c.roofline) is not None],
+        fused_bytes,
+        chip,
+        _first_touch(ops, host),
+    )
     kind = max(alone, key=lambda c: c.roofline.realistic_time if c.roofline else 0.0).work.kind
     roof = realize(in_sequence(kernels), Realism(kind, software, kernels=len(kernels)))
     return OpsEstimate(

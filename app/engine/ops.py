@@ -12,8 +12,8 @@ operator the engine does not know needs its FLOPs and bytes given.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from app.engine.errors import InvalidInput
 from app.engine.kernels import (
@@ -87,6 +87,35 @@ MATMULS = frozenset(
 )
 MAX_DIMS = 8
 MAX_DIM = 2**31
+# The transcendental functions an operator evaluates per element, each one of its FLOPs in
+# kernels.py: a GPU evaluates one in a special-function instruction, at the rate its vector
+# peak counts, but a CPU runs a vectorised routine of tens of instructions (a range reduction
+# and a polynomial), so on a chip whose function rates were probed (app/probe.py) each is
+# priced at its own measured rate (docs/formulas.md#the-local-chip). The composites as
+# kernels.py writes them: silu = x sigmoid(x), gelu = x/2 (1 + erf(x/sqrt 2)),
+# pow = exp2(y log2 x), softmax's exp (log_softmax's per-row log is left out, as its FLOPs).
+SPECIAL_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    **{
+        name: (name,)
+        for name in (
+            "exp",
+            "log",
+            "sin",
+            "cos",
+            "tanh",
+            "sigmoid",
+            "erf",
+            "log1p",
+            "expm1",
+            "exp2",
+            "log2",
+        )
+    },
+    "silu": ("sigmoid",),
+    "gelu": ("erf",),
+    "pow": ("exp2", "log2"),
+    **dict.fromkeys(("softmax", "_softmax", "log_softmax", "_log_softmax"), ("exp",)),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +153,20 @@ class Op:
     causal: bool = False  # attention only
 
 
+@dataclass(frozen=True, slots=True)
+class HostCosts:
+    """What a CPU's operators pay beyond their FLOPs at the peaks and their bytes at the
+    bandwidth, as measured on it (app/probe.py): each transcendental function's evaluations
+    per second (by SPECIAL_FUNCTIONS' names; one not given keeps its FLOP at the vector
+    peak), and the seconds per byte of writing an output into fresh memory (the page faults
+    of its first touch), which outputs of at least `fresh_from_bytes` pay on every call (the
+    allocator maps them anew each time; smaller ones reuse freed memory)."""
+
+    special_per_s: Mapping[str, float] = field(default_factory=dict, hash=False)
+    first_touch_s_per_byte: float = 0.0
+    fresh_from_bytes: float = math.inf
+
+
 def _short(name: str) -> str:
     """The name without namespace and overload: "aten::add_.Tensor" -> "add_"."""
     return name.rsplit("::", 1)[-1].split(".", 1)[0].lower()
@@ -145,6 +188,17 @@ def base_name(name: str) -> str:
 def is_view(op: Op) -> bool:
     """Whether the operator launches no kernel (a view or alias, nothing given)."""
     return base_name(op.name) in VIEWS and op.flops is None and op.bytes is None
+
+
+def special_evaluations(op: Op) -> dict[str, int]:
+    """How many times the operator evaluates each transcendental function (SPECIAL_FUNCTIONS):
+    once per element of its output (a row op's output has its input's shape). None for an
+    operator given its FLOPs, whose own count replaces the engine's."""
+    functions = SPECIAL_FUNCTIONS.get(base_name(op.name), ())
+    if op.flops is not None or not functions or not op.outputs:
+        return {}
+    elements = op.outputs[0].numel
+    return {name: functions.count(name) * elements for name in functions}
 
 
 def io_bytes(op: Op) -> float:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.verdict import Verdict
-from app.measure.judging import LOCAL, default_url
+from app.measure.judging import LOCAL, REPROBE_ENV, default_url
 from app.measure.measure_errors import MeasureError, explain
 from app.measure.timing import MAX_TIME_S, MIN_REPEATS, TARGET_CI
 
@@ -56,6 +56,12 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="judge a run on the CPU against a catalog chip anyway (the report warns first); "
         "without it that is refused (exit 2)",
+    )
+    sub.add_argument(
+        "--reprobe",
+        action="store_true",
+        help=f"with --chip {LOCAL}: probe this machine again rather than read its cached "
+        f"ceilings (env {REPROBE_ENV})",
     )
     sub.add_argument("--json", action="store_true", help="print everything as JSON")
 
@@ -113,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             max_time_s=args.max_time_s,
             target_ci=args.target_ci,
             allow_device_mismatch=args.allow_device_mismatch,
+            reprobe=args.reprobe,
         )
     except ImportError as error:
         print(f"roofcheck: {explain(error)}", file=sys.stderr)

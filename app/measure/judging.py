@@ -1,14 +1,16 @@
 """Judging a measured function: by the service (POST /check with the `ops` workload), or on
 a machine with no catalogued chip (`chip="local"`) by the engine itself, against the ceilings
-`roofcheck probe` measures here (measured once per process).
+probed here with PyTorch on the device the function's tensors live on (app/probe.py), cached
+per machine (docs/formulas.md#the-local-chip).
 
 Both answer the same fields: those of the service's /check answer that the report uses.
 """
 
 from __future__ import annotations
 
-import functools
+import importlib
 import json
+import math
 import os
 import urllib.error
 import urllib.parse
@@ -16,20 +18,27 @@ import urllib.request
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from app import formatting as fmt
 from app.engine import Chip, Dtype, EngineError, Software, judge
 from app.engine.fusion import MAX_OPS, estimate_ops
-from app.engine.ops import Op
+from app.engine.ops import HostCosts, Op, special_evaluations
 from app.engine.units import GIB, MIB
+from app.local_probe import HostRates, LocalProfile, local_profile
 from app.measure.measure_errors import MeasureError
-from app.probe import Probe, probe
+from app.probe import Probe
 
 DEFAULT_URL = "http://localhost:8000"
 LOCAL = "local"
 TIMEOUT_S = 60
-# what the local probe copies and multiplies: a few seconds on a laptop's CPU
-LOCAL_COPY_BYTES = 256 * MIB
-LOCAL_N = 8192  # on a GPU
-LOCAL_CPU_N = 1024
+# what the local probe copies and multiplies: on a GPU, LOCAL_GPU_COPY_BYTES and LOCAL_N^3
+# products; on a CPU at most LOCAL_COPY_BYTES (app.probe.cpu_copy_bytes) and products growing
+# to the plateau, at most LOCAL_CPU_N: about ten seconds on a laptop, once per machine
+LOCAL_COPY_BYTES = GIB
+LOCAL_GPU_COPY_BYTES = 256 * MIB
+LOCAL_N = 8192
+LOCAL_CPU_N = 4096
+# set (to anything but 0) to probe again rather than read the cached ceilings
+REPROBE_ENV = "ROOFCHECK_REPROBE"
 # dtypes whose matrix peak, where the probe measured none, is taken for the fp32 one
 _NARROW = (Dtype.TF32, Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8)
 
@@ -67,18 +76,118 @@ def chip_from_probe(result: Probe) -> Chip:
     )
 
 
-@functools.cache
-def local_ceilings() -> tuple[Chip, Probe]:
-    """This machine's measured ceilings, probed once per process."""
-    result = probe(copy_bytes=min(LOCAL_COPY_BYTES, GIB), n=LOCAL_N, cpu_n=LOCAL_CPU_N)
-    return chip_from_probe(result), result
+def host_costs(rates: HostRates | None) -> HostCosts | None:
+    """A CPU's probed host rates as the engine prices them (None: a GPU's, priced as the
+    catalog's chips are)."""
+    if rates is None:
+        return None
+    return HostCosts(
+        special_per_s=rates.special_per_s,
+        first_touch_s_per_byte=rates.first_touch_s_per_byte,
+        fresh_from_bytes=math.inf if rates.fresh_from_bytes is None else rates.fresh_from_bytes,
+    )
 
 
-def local_check(ops: Sequence[Op], measured_s: float, stack: Software) -> dict[str, Any]:
-    """The /check answer's fields, computed here against this machine's probed ceilings."""
-    chip, result = local_ceilings()
+_LOCAL: dict[str, LocalProfile] = {}
+
+
+def local_ceilings(device: str = "cpu", *, reprobe: bool = False) -> LocalProfile:
+    """This machine's ceilings on `device` (cpu, cuda:0, ...): from the cache of earlier runs
+    (app.probe.local_profile), else probed; kept for the process. `reprobe` (or $REPROBE_ENV)
+    probes again and rewrites the cache."""
+    again = os.environ.get(REPROBE_ENV, "0") not in ("", "0")
+    if reprobe or device not in _LOCAL:
+        try:
+            torch = importlib.import_module("torch")
+        except ImportError as error:  # measure() needs torch first: another caller's mistake
+            raise MeasureError("chip='local' probes with PyTorch: install it") from error
+        _LOCAL[device] = local_profile(
+            torch,
+            device,
+            copy_bytes=LOCAL_GPU_COPY_BYTES if device.startswith("cuda") else LOCAL_COPY_BYTES,
+            n=LOCAL_N,
+            cpu_n=LOCAL_CPU_N,
+            reprobe=reprobe or again,
+        )
+    return _LOCAL[device]
+
+
+def forget_local() -> None:
+    """Forget the ceilings kept for this process (the cache files stay)."""
+    _LOCAL.clear()
+
+
+def ceilings(profile: LocalProfile) -> dict[str, Any]:
+    """The ceilings a local answer was judged against, and where they came from."""
+    result, host = profile.probe, profile.host
+    return {
+        "device": result.device,
+        "backend": result.backend,
+        "software": result.software,
+        "date": result.date,
+        "source": "cache" if profile.cached else "probe",
+        "cache_file": str(profile.path),
+        "copy_bytes_per_s": result.copy_bytes_per_s,
+        "matmul_flops_per_s": result.matmul_flops_per_s,
+        "special_per_s": None if host is None else host.special_per_s,
+        "first_touch_s_per_byte": None if host is None else host.first_touch_s_per_byte,
+        "fresh_from_bytes": None if host is None else host.fresh_from_bytes,
+    }
+
+
+def ceilings_line(answer: dict[str, Any], ops: Sequence[Op]) -> str:
+    """The ceilings a local answer used, as the report prints them: the copy bandwidth, the
+    matmul rates, the rates of the transcendental functions `ops` evaluate, the first touch,
+    and whether they were probed now or read from the cache (with its date)."""
+    c = answer["ceilings"]
+    parts = [f"copy {fmt.rate(c['copy_bytes_per_s'], 'B/s')}"]
+    parts += [
+        f"{dtype} matmul {fmt.rate(rate, 'FLOP/s')}"
+        for dtype, rate in c["matmul_flops_per_s"].items()
+    ]
+    used = sorted({name for op in ops for name in special_evaluations(op)})
+    special = c["special_per_s"] or {}
+    parts += [f"{name} {fmt.rate(special[name], '/s')}" for name in used if name in special]
+    if c["fresh_from_bytes"] is not None:
+        parts.append(
+            f"first touch {fmt.seconds(c['first_touch_s_per_byte'] * 1e6)}/MB for outputs "
+            f"from {fmt.bytes_(c['fresh_from_bytes'])}"
+        )
+    where = (
+        f"read from the cache of {c['date']} ({c['cache_file']}; --reprobe measures again)"
+        if c["source"] == "cache"
+        else f"probed now, {c['date']} (cached in {c['cache_file']})"
+    )
+    return f"{', '.join(parts)}; {where}"
+
+
+def _stale(profile: LocalProfile, verdict: str) -> list[str]:
+    """The sentence of a run faster than the ceilings it was judged against: they are this
+    machine's best only if probed while it was idle."""
+    if verdict != "faster_than_roofline":
+        return []
+    when = "read from the cache" if profile.cached else "probed"
+    return [
+        f"This run beat the ceilings {when} ({profile.probe.date}): a probe on a busy "
+        f"machine measures less than its best; probe again on an idle one (--reprobe, "
+        f"reprobe=True or {REPROBE_ENV}=1)."
+    ]
+
+
+def local_check(
+    ops: Sequence[Op],
+    measured_s: float,
+    stack: Software,
+    device: str = "cpu",
+    *,
+    reprobe: bool = False,
+) -> dict[str, Any]:
+    """The /check answer's fields, computed here against this machine's ceilings on
+    `device` (local_ceilings), with the ceilings used and where they came from."""
+    profile = local_ceilings(device, reprobe=reprobe)
+    chip = chip_from_probe(profile.probe)
     try:
-        estimate = estimate_ops(ops, chip, stack)
+        estimate = estimate_ops(ops, chip, stack, host=host_costs(profile.host))
         judgement = judge(estimate.roofline, measured_s)
     except EngineError as error:
         raise MeasureError(f"on {chip.name}: {error}") from error
@@ -86,10 +195,7 @@ def local_check(ops: Sequence[Op], measured_s: float, stack: Software) -> dict[s
     return {
         "chip": {"id": chip.id, "name": chip.name},
         "stack": str(stack),
-        "ceilings": {
-            "copy_bytes_per_s": result.copy_bytes_per_s,
-            "matmul_flops_per_s": result.matmul_flops_per_s,
-        },
+        "ceilings": ceilings(profile),
         "measured_time_s": measured_s,
         "expected_time_s": roof.expected_time,
         "realistic_time_s": roof.realistic_time,
@@ -103,7 +209,11 @@ def local_check(ops: Sequence[Op], measured_s: float, stack: Software) -> dict[s
         "fused_time_s": estimate.fused_time,
         "launch_overhead_s": estimate.launch_overhead,
         "against_fusion": str(estimate.against_fusion(measured_s)),
-        "advice": [estimate.fusion_advice(measured_s), *judgement.advice],
+        "advice": [
+            *_stale(profile, str(judgement.verdict)),
+            estimate.fusion_advice(measured_s),
+            *judgement.advice,
+        ],
         "ops": [
             {
                 "name": cost.op.name,

@@ -36,10 +36,17 @@ class Measurement:
         return None if self.answer is None else str(self.answer["verdict"])
 
     def report(self) -> str:
-        """The printed report: time, work, expectations, verdict, top ops and advice."""
-        return findings.report(
+        """The printed report: time, work, expectations, verdict, top ops and advice; judged
+        locally, the ceilings used, before the advice."""
+        text = findings.report(
             self.name, self.timing, self.counts, self.answer, self.advice, warnings=self.warnings
         )
+        if self.answer is None or self.chip != judging.LOCAL:
+            return text
+        lines = text.split("\n")
+        advice = next((i for i, line in enumerate(lines) if line.startswith("  - ")), len(lines))
+        line = "  ceilings " + judging.ceilings_line(self.answer, self.counts.ops)
+        return "\n".join([*lines[:advice], line, *lines[advice:]])
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form: `workload` is the `ops` workload judged."""
@@ -76,6 +83,7 @@ def measure(
     max_time_s: float = MAX_TIME_S,
     target_ci: float = TARGET_CI,
     allow_device_mismatch: bool = False,
+    reprobe: bool = False,
 ) -> Measurement:
     """Time `fn(*args)` and judge it on `chip`.
 
@@ -84,8 +92,9 @@ def measure(
     at least `repeats` timed ones, until the median's 95% interval is within `target_ci` of it
     or `max_time_s` has passed (CUDA events on a GPU, perf_counter on the CPU). With a `chip`
     (a catalog id or alias), the service at `url` (default $ROOFCHECK_URL, else
-    http://localhost:8000) judges the median; `chip="local"` judges it here against the
-    ceilings `roofcheck probe` measures on this machine; without one nothing is judged.
+    http://localhost:8000) judges the median; `chip="local"` judges it here against this
+    machine's ceilings on the device its tensors live on (probed with PyTorch once, then
+    read from the cache; `reprobe` measures them again); without one nothing is judged.
 
     The chip is resolved before anything runs (an unknown name: MeasureError with the
     service's suggestions). A function whose tensors all stay on the CPU is not judged against
@@ -130,7 +139,8 @@ def measure(
     )
     answer = None
     if chip == judging.LOCAL:
-        answer = judging.local_check(counts.ops, timing.median_s, software)
+        device = min((d for d in devices if d.startswith("cuda")), default="cpu")
+        answer = judging.local_check(counts.ops, timing.median_s, software, device, reprobe=reprobe)
     elif catalogued is not None:
         answer = judging.service_check(
             url, catalogued["id"], software, counts.workload(), timing.median_s

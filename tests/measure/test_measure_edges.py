@@ -1,9 +1,12 @@
 """The rarer paths of counting and judging: copies between real devices (from recorded
 operators: this machine has no GPU), wide operators, allocations, and errors."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
+from app.local_probe import LocalProfile
 from app.measure import MeasureError, judging, measure
 from app.measure.op_counts import MAX_TENSORS, RecordedOp, TensorInfo, count, op_json
 from app.probe import Probe
@@ -50,9 +53,9 @@ def _record(fn, *args):
 
 
 def test_a_dtype_the_local_chip_has_no_peak_for_is_an_error(monkeypatch):
-    fp32_only = Probe("cpu", "numpy", {}, "2026-01-01", 1e10, {"fp32": 1e10})
-    chip = judging.chip_from_probe(fp32_only)
-    monkeypatch.setattr(judging, "local_ceilings", lambda: (chip, fp32_only))
+    fp32_only = Probe("cpu", "torch", {}, "2026-01-01", 1e10, {"fp32": 1e10})
+    profile = LocalProfile(fp32_only, None, Path("local.json"), cached=True)
+    monkeypatch.setattr(judging, "local_ceilings", lambda device, reprobe: profile)
     x = torch.ones(8, dtype=torch.float64)
     with pytest.raises(MeasureError, match="no published fp64 vector peak"):
         measure(torch.cos, x, chip="local", repeats=1, max_time_s=0)
