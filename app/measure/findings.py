@@ -33,13 +33,23 @@ def _names(shorts: Sequence[str]) -> str:
     return ", ".join(f"{n} {name}" if n > 1 else name for name, n in Counter(shorts).items())
 
 
+def _spans(indices: Sequence[int]) -> str:
+    """'0-2, 4' for 0, 1, 2, 4: runs of consecutive op indices as ranges."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
 def _at(events: Sequence[Event]) -> str:
     first = events[0]
     where = f" ({first.where})" if first.where else ""
     more = f", {len(events)} times from that line: in a loop" if len(events) > 1 else ""
-    indices = ", ".join(str(e.index) for e in events)
-    ops = f"op {indices}" if len(events) == 1 else f"ops {indices}"
-    return f"at {ops}{where}{more}"
+    ops = "op" if len(events) == 1 else "ops"
+    return f"at {ops} {_spans([e.index for e in events])}{where}{more}"
 
 
 def _by_line(events: Sequence[Event]) -> list[list[Event]]:
@@ -66,6 +76,27 @@ def fusion_advice(counts: Counts, answer: dict[str, Any]) -> list[str]:
     ]
 
 
+def _fixed_cost(counts: Counts, answer: dict[str, Any]) -> str:
+    """The fixed cost of the ops as the answer prices them (its `kernels`, each launched), when
+    it outlasts the work: kernel launches on a device; on the CPU, which launches no kernels,
+    the framework's dispatch of each op."""
+    kernels = int(answer["kernels"])
+    cost = fmt.seconds(answer["launch_overhead_s"])
+    work = fmt.seconds(answer["expected_time_s"])
+    if counts.on_cpu:
+        return (
+            f"{kernels} ops dispatched one at a time by the framework cost {cost} alone, more "
+            f"than the work ({work}): overhead-bound; a CPU launches no kernels, so give each "
+            "op more work (larger tensors, fewer and batched ops, values kept in tensors)."
+        )
+    launches = "launch takes" if kernels == 1 else "launches take"
+    return (
+        f"{kernels} kernel {launches} {cost} alone, more than the work ({work}): "
+        "overhead-bound; capture it in a CUDA graph or compile it, or give each kernel more "
+        "work."
+    )
+
+
 def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> list[str]:
     """The concrete advice, most telling first, then the service's own."""
     lines = [] if answer is None else fusion_advice(counts, answer)
@@ -76,16 +107,15 @@ def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> lis
         op = counts.recorded[group[0].index].short
         call = ".item() or a Python bool/float of a tensor" if op == "_local_scalar_dense" else op
         lines.append(
-            f"A synchronisation ({call}) {_at(group)}: the host waits for the device each "
-            "time; keep the value on the device, or read it once after the loop."
+            f"A read of a tensor's values into Python ({call}) {_at(group)}: on the CPU no "
+            "device is waited for, but each read is an op dispatched of its own; keep the "
+            "values in a tensor, or read them once after the loop."
+            if counts.on_cpu
+            else f"A synchronisation ({call}) {_at(group)}: the host waits for the device "
+            "each time; keep the value on the device, or read it once after the loop."
         )
     if answer is not None and answer["launch_overhead_s"] > answer["expected_time_s"]:
-        lines.append(
-            f"{counts.launches} kernel launches take {fmt.seconds(answer['launch_overhead_s'])} "
-            f"alone, more than the work ({fmt.seconds(answer['expected_time_s'])}): "
-            "overhead-bound; capture it in a CUDA graph or compile it, or give each kernel "
-            "more work."
-        )
+        lines.append(_fixed_cost(counts, answer))
     if timing.first_call_s > SLOW_FIRST_CALL * timing.median_s:
         lines.append(
             f"The first call took {fmt.seconds(timing.first_call_s)}, "
@@ -146,9 +176,15 @@ def report(
         f"first call {fmt.seconds(t.first_call_s)}",
         f"  work     {fmt.flops(counts.engine_flops)} (PyTorch counts "
         f"{fmt.flops(counts.flops)}); {fmt.bytes_(counts.unfused_bytes)} with each op its own "
-        f"kernel, {fmt.bytes_(counts.fused_bytes)} as one; {len(counts.ops)} ops, "
-        f"{counts.launches} kernel launches, {len(counts.copies)} copies between devices, "
-        f"{len(counts.syncs)} synchronisations",
+        f"kernel, {fmt.bytes_(counts.fused_bytes)} as one; "
+        + (
+            f"{len(counts.ops)} ops on the CPU (no kernel launches), "
+            f"{len(counts.syncs)} reads of values into Python"
+            if counts.on_cpu
+            else f"{len(counts.ops)} ops, {counts.launches} kernel launches, "
+            f"{len(counts.copies)} copies between devices, "
+            f"{len(counts.syncs)} synchronisations"
+        ),
     ]
     if answer is not None:
         lines += [

@@ -1,0 +1,113 @@
+"""The measure report's advice fits the code and the device it ran on: no kernel launches on
+a CPU (issue 34, item 5)."""
+
+import re
+
+import pytest
+import torch
+
+from app.measure import LOCAL, measure
+from app.measure.findings import advice, report
+from app.measure.op_counts import RecordedOp, TensorInfo, count
+from app.measure.timing import Timing
+
+
+def _t(id_, device, n=1000):
+    return TensorInfo((n,), "float32", device, id_, 4 * n)
+
+
+def _timing():
+    return Timing(
+        median_s=1e-3,
+        ci_low_s=1e-3,
+        ci_high_s=1e-3,
+        min_s=1e-3,
+        max_s=1e-3,
+        mean_s=1e-3,
+        stdev_s=0.0,
+        p25_s=1e-3,
+        p75_s=1e-3,
+        repeats=10,
+        warmup=1,
+        first_call_s=1e-3,
+        relative_ci=0.0,
+        target_ci=0.02,
+        converged=True,
+        clock="perf_counter",
+    )
+
+
+def _cos_chain(device, n_ops=3):
+    """x.cos().cos()... recorded on `device`: `n_ops` kernels, each its own."""
+    return count(
+        [
+            RecordedOp("aten::cos", (_t(f"t{i}", device),), (_t(f"t{i + 1}", device),))
+            for i in range(n_ops)
+        ],
+        0.0,
+    )
+
+
+# the answer's fixed costs as the engine prices 3 eager kernels: 3 x 8 µs of dispatch,
+# more than the 10 ns of work
+OVERHEAD_BOUND = {
+    "expected_time_s": 10e-9,
+    "launch_overhead_s": 24e-6,
+    "kernels": 3,
+    "fused_time_s": 1e-6,
+    "unfused_time_s": 1e-6,
+    "against_fusion": "slower_than_unfused",
+    "advice": [],
+}
+
+
+def test_on_a_gpu_the_fixed_cost_is_the_kernel_launches():
+    lines = advice(_cos_chain("cuda:0"), _timing(), OVERHEAD_BOUND)
+    assert "3 kernel launches take 24 µs alone, more than the work (10 ns)" in lines[0]
+
+
+def test_on_a_cpu_the_fixed_cost_is_the_frameworks_dispatch_per_op():
+    lines = advice(_cos_chain("cpu"), _timing(), OVERHEAD_BOUND)
+    assert not any("kernel launch" in line for line in lines)
+    assert lines[0].startswith(
+        "3 ops dispatched one at a time by the framework cost 24 µs alone, more than the "
+        "work (10 ns): overhead-bound"
+    )
+    # and the work line says what a CPU runs: ops, not kernel launches
+    work = report("f", _timing(), _cos_chain("cpu"), None, ())
+    assert "3 ops on the CPU (no kernel launches)" in work
+    assert "3 ops, 3 kernel launches" in report("f", _timing(), _cos_chain("cuda:0"), None, ())
+
+
+def test_a_cpu_function_reading_scalars_is_not_told_of_kernel_launches(small_probe):
+    # the issue's case: 100 scalar reads on the CPU, no kernel launched anywhere, were told
+    # "0 kernel launches take 800 µs alone". unbind and 100 _local_scalar_dense: 101 ops,
+    # priced at 8 µs of eager dispatch each: 808 µs
+    x = torch.arange(100.0)
+    result = measure(lambda x: [float(v) for v in x], x, chip=LOCAL, repeats=3, max_time_s=0.2)
+    assert result.answer is not None
+    assert result.answer["launch_overhead_s"] == pytest.approx(101 * 8e-6)
+    assert not any(re.search(r"\d kernel launch", line) for line in result.advice)
+    assert "101 ops on the CPU (no kernel launches)" in result.report()
+    dispatch = [line for line in result.advice if "dispatched one at a time" in line]
+    assert dispatch and dispatch[0].startswith("101 ops dispatched one at a time")
+    # the scalar reads: a CPU waits for no device; each read is an op of its own, from a loop
+    (reads,) = [line for line in result.advice if line.startswith("A read of")]
+    assert "at ops 1-100 (" in reads and "100 times from that line: in a loop" in reads
+    assert "waits for the device" not in reads
+
+
+def test_events_at_consecutive_ops_are_said_as_ranges():
+    # .item() at ops 0-2 and 4 from one line, at op 3 from another
+    reads = [
+        RecordedOp(
+            "aten::_local_scalar_dense",
+            (_t(f"x{i}", "cuda:0", 1),),
+            (),
+            where="s.py:9" if i == 3 else "s.py:3",
+        )
+        for i in range(5)
+    ]
+    lines = advice(count(reads, 0.0), _timing(), None)
+    assert "at ops 0-2, 4 (s.py:3), 4 times from that line" in lines[0]
+    assert "at op 3 (s.py:9)" in lines[1]
