@@ -1,15 +1,19 @@
 """The measure report's advice fits the code and the device it ran on: no kernel launches on
 a CPU (issue 34, item 5)."""
 
+import json
 import re
 
 import pytest
 import torch
 
+from app.cli import PASS, run
 from app.measure import LOCAL, measure
 from app.measure.findings import advice, report
 from app.measure.op_counts import RecordedOp, TensorInfo, count
 from app.measure.timing import Timing
+
+FAST = ["--repeats", "3", "--warmup", "1", "--max-time-s", "0.2"]
 
 
 def _t(id_, device, n=1000):
@@ -111,3 +115,65 @@ def test_events_at_consecutive_ops_are_said_as_ranges():
     lines = advice(count(reads, 0.0), _timing(), None)
     assert "at ops 0-2, 4 (s.py:3), 4 times from that line" in lines[0]
     assert "at op 3 (s.py:9)" in lines[1]
+
+
+# --- source lines -----------------------------------------------------------------------------
+
+MODULES = """
+import torch
+from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(8, 32)
+        self.down = nn.Linear(32, 8)
+
+    def forward(self, x):
+        hidden = torch.relu(self.up(x))
+        return self.down(hidden)
+
+
+def mlp():
+    return MLP(), (torch.randn(4, 8),)
+
+
+def stack():
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8)), (torch.randn(4, 8),)
+"""
+
+
+def _where(script, name, capsys):
+    argv = ["measure", f"{script}:{name}", "--chip", LOCAL, "--json", *FAST]
+    assert run(argv) == PASS
+    return json.loads(capsys.readouterr().out)["work"]["where"]
+
+
+@pytest.fixture
+def modules(tmp_path):
+    path = tmp_path / "my_model.py"
+    path.write_text(MODULES)
+    return path
+
+
+def test_an_nn_modules_ops_point_at_its_forward_in_the_users_file(modules, small_probe, capsys):
+    # nn.Linear on a matrix: t (a view) and addmm; then relu, and the detach of its output
+    # that autograd keeps; then down's t and addmm
+    where = _where(modules, "mlp", capsys)
+    assert where == [f"{modules}:13 in forward"] * 4 + [f"{modules}:14 in forward"] * 2
+
+
+def test_a_module_of_pytorchs_layers_names_the_layer_not_roofchecks_code(
+    modules, small_probe, capsys
+):
+    # nothing of the call runs in the user's file: each op names the layer that ran it
+    where = _where(modules, "stack", capsys)
+    layers = ["module 0 (Linear)", "module 1 (ReLU)", "module 2 (Linear)"]
+    assert where == [layer for layer in layers for _ in range(2)]
+
+
+def test_a_measured_layer_is_named_by_its_class_not_by_the_line_that_measured_it():
+    # before, the innermost frame outside PyTorch was the call of measure itself: this line
+    result = measure(torch.nn.Linear(8, 8), torch.randn(4, 8), repeats=2, max_time_s=0)
+    assert result.counts.as_dict()["where"] == ["a Linear module"] * 2
