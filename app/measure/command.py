@@ -12,10 +12,12 @@ import importlib.util
 import json
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from app.engine.verdict import Verdict
+from app.measure.findings import judged_stack
 from app.measure.judging import LOCAL, default_url
 from app.measure.measure_errors import MeasureError, explain
 from app.measure.timing import MAX_TIME_S, MIN_REPEATS, TARGET_CI
@@ -38,7 +40,10 @@ def add_parser(commands: Any) -> None:
         "judged here without a service",
     )
     sub.add_argument("--url", default=default_url(), help="service URL (env ROOFCHECK_URL)")
-    sub.add_argument("--stack", default="eager", help="the software stack (default eager)")
+    sub.add_argument(
+        "--stack",
+        help="the software stack (default: compiled for a torch.compile'd function, else eager)",
+    )
     sub.add_argument("--repeats", type=int, default=MIN_REPEATS, help="fewest timed runs")
     sub.add_argument("--warmup", type=int, default=3, help="untimed runs before timing")
     sub.add_argument(
@@ -102,12 +107,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         fail_on = _fail_on(args.fail_on)
         fn, fn_args = load_case(args.target)
+        stack, detected = judged_stack(fn, args.stack)
         result = measure(
             fn,
             *fn_args,
             chip=args.chip,
             url=args.url,
-            stack=args.stack,
+            stack=stack,
             repeats=args.repeats,
             warmup=args.warmup,
             max_time_s=args.max_time_s,
@@ -123,5 +129,6 @@ def run(args: argparse.Namespace) -> int:
     except Exception:  # the script's own error: its traceback, and a usage exit code
         traceback.print_exc()
         return ERROR
+    result = replace(result, advice=(*detected, *result.advice))
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.report())
     return FAIL if result.verdict in fail_on else PASS

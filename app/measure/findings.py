@@ -59,8 +59,34 @@ def _by_line(events: Sequence[Event]) -> list[list[Event]]:
     return list(groups.values())
 
 
+def compiled_by(fn: object) -> str | None:
+    """What compiled `fn`, or None: `torch.compile` (the wrapper it returns, around a function,
+    a bound method or a module, keeps what it wraps in `_torchdynamo_orig_callable`) or
+    `nn.Module.compile` (the module compiled in place keeps its compiled call in
+    `_compiled_call_impl`). Read by attribute, so that no PyTorch is needed to ask."""
+    if getattr(fn, "_torchdynamo_orig_callable", None) is not None:
+        return "torch.compile"
+    if getattr(fn, "_compiled_call_impl", None) is not None:
+        return "nn.Module.compile"
+    return None
+
+
+def judged_stack(fn: object, stack: str | None) -> tuple[str, tuple[str, ...]]:
+    """The stack `fn` is judged on, and the line that says why when it was detected: the one
+    given, else `compiled` for a compiled callable (`compiled_by`), else `eager`."""
+    if stack is not None:
+        return stack, ()
+    if (by := compiled_by(fn)) is None:
+        return "eager", ()
+    return "compiled", (
+        f"Detected as compiled ({by}): judged on the compiled stack (give the stack eager to "
+        "judge it as eager PyTorch).",
+    )
+
+
 def fusion_advice(counts: Counts, answer: dict[str, Any]) -> list[str]:
-    """The pointwise kernels a compiler would fuse, and the floor fused."""
+    """The pointwise kernels a compiler would fuse, and the floor fused; compiled already,
+    what is left to look for when the time is above that floor."""
     shorts = _pointwise(counts)
     if (
         len(shorts) < 2
@@ -68,11 +94,21 @@ def fusion_advice(counts: Counts, answer: dict[str, Any]) -> list[str]:
         or answer["fused_time_s"] > FUSION_GAIN * answer["unfused_time_s"]
     ):
         return []
+    ops, kernels = f"{len(shorts)} elementwise ops ({_names(shorts)})", len(shorts)
+    unfused = fmt.bytes_(counts.unfused_bytes)
+    fused = (
+        f"fused, the function moves {fmt.bytes_(counts.fused_bytes)} and its floor is "
+        f"{fmt.seconds(answer['fused_time_s'])}"
+    )
+    if answer["stack"] == "compiled":
+        return [
+            f"Compiled, its {ops} should run fused: as {kernels} kernels they move {unfused}, "
+            f"{fused}; above that floor, look for graph breaks (torch._dynamo.explain) or "
+            "ops the compiler left unfused."
+        ]
     return [
-        f"{len(shorts)} elementwise ops ({_names(shorts)}) run as {len(shorts)} kernels, "
-        f"moving {fmt.bytes_(counts.unfused_bytes)} in all: fused, the function moves "
-        f"{fmt.bytes_(counts.fused_bytes)} and its floor is "
-        f"{fmt.seconds(answer['fused_time_s'])}; compile (torch.compile) or fuse them."
+        f"{ops} run as {kernels} kernels, moving {unfused} in all: {fused}; compile "
+        "(torch.compile) or fuse them."
     ]
 
 
@@ -90,10 +126,14 @@ def _fixed_cost(counts: Counts, answer: dict[str, Any]) -> str:
             "op more work (larger tensors, fewer and batched ops, values kept in tensors)."
         )
     launches = "launch takes" if kernels == 1 else "launches take"
+    remedy = (
+        'capture its kernels in CUDA graphs (torch.compile\'s mode="reduce-overhead")'
+        if answer["stack"] == "compiled"
+        else "capture it in a CUDA graph or compile it"
+    )
     return (
         f"{kernels} kernel {launches} {cost} alone, more than the work ({work}): "
-        "overhead-bound; capture it in a CUDA graph or compile it, or give each kernel more "
-        "work."
+        f"overhead-bound; {remedy}, or give each kernel more work."
     )
 
 

@@ -9,7 +9,7 @@ import torch
 
 from app.cli import PASS, run
 from app.measure import LOCAL, measure
-from app.measure.findings import advice, report
+from app.measure.findings import advice, compiled_by, fusion_advice, judged_stack, report
 from app.measure.op_counts import RecordedOp, TensorInfo, count
 from app.measure.timing import Timing
 
@@ -61,6 +61,7 @@ OVERHEAD_BOUND = {
     "fused_time_s": 1e-6,
     "unfused_time_s": 1e-6,
     "against_fusion": "slower_than_unfused",
+    "stack": "eager",
     "advice": [],
 }
 
@@ -68,6 +69,10 @@ OVERHEAD_BOUND = {
 def test_on_a_gpu_the_fixed_cost_is_the_kernel_launches():
     lines = advice(_cos_chain("cuda:0"), _timing(), OVERHEAD_BOUND)
     assert "3 kernel launches take 24 µs alone, more than the work (10 ns)" in lines[0]
+    assert "compile it" in lines[0]
+    # compiled already: CUDA graphs are what is left
+    compiled = advice(_cos_chain("cuda:0"), _timing(), OVERHEAD_BOUND | {"stack": "compiled"})
+    assert "compile it" not in compiled[0] and 'mode="reduce-overhead"' in compiled[0]
 
 
 def test_on_a_cpu_the_fixed_cost_is_the_frameworks_dispatch_per_op():
@@ -177,3 +182,114 @@ def test_a_measured_layer_is_named_by_its_class_not_by_the_line_that_measured_it
     # before, the innermost frame outside PyTorch was the call of measure itself: this line
     result = measure(torch.nn.Linear(8, 8), torch.randn(4, 8), repeats=2, max_time_s=0)
     assert result.counts.as_dict()["where"] == ["a Linear module"] * 2
+
+
+# --- compiled functions -----------------------------------------------------------------------
+
+COMPILED = """
+import torch
+
+
+def chain(x):
+    return x.cos().cos()
+
+
+def compiled():  # dynamo alone (backend="eager"): the wrapper torch.compile returns, fast
+    return torch.compile(chain, backend="eager"), (torch.randn(100_000),)
+
+
+def plain():
+    return chain, (torch.randn(100_000),)
+"""
+
+
+@pytest.fixture
+def compiled_script(tmp_path):
+    path = tmp_path / "compiled_case.py"
+    path.write_text(COMPILED)
+    return path
+
+
+def _measured(script, name, capsys, *more):
+    argv = ["measure", f"{script}:{name}", "--chip", LOCAL, "--json", *FAST, *more]
+    assert run(argv) == PASS
+    return json.loads(capsys.readouterr().out)
+
+
+def _report(script, name, capsys):
+    assert run(["measure", f"{script}:{name}", "--chip", LOCAL, *FAST]) == PASS
+    return capsys.readouterr().out
+
+
+def _told_to_compile(advice_lines):
+    return any("compile (torch.compile) or fuse them" in line for line in advice_lines)
+
+
+def test_a_compiled_function_is_judged_as_compiled(compiled_script, small_probe, capsys):
+    result = _measured(compiled_script, "compiled", capsys)
+    assert result["answer"]["stack"] == "compiled"
+    assert result["advice"][0] == (
+        "Detected as compiled (torch.compile): judged on the compiled stack "
+        "(give the stack eager to judge it as eager PyTorch)."
+    )
+    assert not _told_to_compile(result["advice"])
+    assert "on local (compiled)" in _report(compiled_script, "compiled", capsys)
+
+
+def test_the_same_function_uncompiled_is_judged_as_eager(compiled_script, small_probe, capsys):
+    result = _measured(compiled_script, "plain", capsys)
+    assert result["answer"]["stack"] == "eager"
+    assert not any(line.startswith("Detected as compiled") for line in result["advice"])
+
+
+# the fused floor half the unfused time, and the measured time between them: fusion is worth
+# a sentence
+FUSABLE = {
+    "fused_time_s": 1e-6,
+    "unfused_time_s": 2e-6,
+    "against_fusion": "between_fused_and_unfused",
+}
+
+
+def test_compiled_the_fusion_advice_is_what_to_look_for_not_to_compile():
+    # 2 cos over 1000 fp32 elements: each reads and writes 4 kB (16 kB in all); fused, x read
+    # and the result written: 8 kB
+    counts = _cos_chain("cuda:0", n_ops=2)
+    eager = fusion_advice(counts, FUSABLE | {"stack": "eager"})
+    assert eager == [
+        "2 elementwise ops (2 cos) run as 2 kernels, moving 16 kB in all: fused, the function "
+        "moves 8 kB and its floor is 1 µs; compile (torch.compile) or fuse them."
+    ]
+    compiled = fusion_advice(counts, FUSABLE | {"stack": "compiled"})
+    assert compiled == [
+        "Compiled, its 2 elementwise ops (2 cos) should run fused: as 2 kernels they move "
+        "16 kB, fused, the function moves 8 kB and its floor is 1 µs; above that floor, look "
+        "for graph breaks (torch._dynamo.explain) or ops the compiler left unfused."
+    ]
+
+
+def test_a_stack_given_is_the_stack_judged(compiled_script, small_probe, capsys):
+    # a plain function said to be compiled (compiled inside, say): no detection, no advice
+    # to compile; and a compiled one said to be eager is judged as eager
+    told = _measured(compiled_script, "plain", capsys, "--stack", "compiled")
+    assert told["answer"]["stack"] == "compiled" and not _told_to_compile(told["advice"])
+    assert not any(line.startswith("Detected") for line in told["advice"])
+    eager = _measured(compiled_script, "compiled", capsys, "--stack", "eager")
+    assert eager["answer"]["stack"] == "eager"
+
+
+def test_what_torch_compile_returns_is_detected():
+    def chain(x):
+        return x.cos().cos()
+
+    layer = torch.nn.Linear(4, 4)
+    assert compiled_by(torch.compile(chain, backend="eager")) == "torch.compile"
+    assert compiled_by(torch.compile(layer, backend="eager")) == "torch.compile"
+    assert compiled_by(torch.compile(layer.forward, backend="eager")) == "torch.compile"
+    in_place = torch.nn.Linear(4, 4)
+    in_place.compile(backend="eager")  # nn.Module.compile: the module itself, compiled
+    assert compiled_by(in_place) == "nn.Module.compile"
+    assert compiled_by(chain) is None and compiled_by(layer) is None
+    assert judged_stack(chain, None) == ("eager", ())
+    assert judged_stack(layer, "typical") == ("typical", ())
+    assert judged_stack(in_place, None)[0] == "compiled"
