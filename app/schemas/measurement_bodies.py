@@ -360,13 +360,8 @@ class Means(_Finite):
 class Overhead(_Finite):
     """time = overhead + roofline / efficiency, fitted over the workload's sizes."""
 
-    overhead_s: float | None = Field(
-        description="The fixed overhead; null where the fit contradicts the roofline."
-    )
-    efficiency: float | None = Field(
-        description="The fraction of the roofline the work reaches; null where the time does "
-        "not grow with the work, or where the fit contradicts the roofline."
-    )
+    overhead_s: float | None  # null, as efficiency, where the fit contradicts the roofline
+    efficiency: float | None
     points: int = Field(description="Runs fitted.")
     sizes: int = Field(description="Distinct sizes (roofline times) among them; at least 3.")
     r_squared: float = Field(description="1 - residual / total sum of squares of the times.")
@@ -376,11 +371,7 @@ class Overhead(_Finite):
         "is concluded and overhead_bound is false."
     )
     overhead_bound: bool
-    contradicts_roofline: bool = Field(
-        description="The line puts the work above 100% efficiency (faster than the chip "
-        "allows): the times or the workload's spec are wrong, and no overhead or efficiency "
-        "is concluded."
-    )
+    contradicts_roofline: bool = Field(description="Over 100% efficiency: nothing concluded.")
     explanation: str
 
 
