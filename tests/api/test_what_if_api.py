@@ -165,6 +165,17 @@ def test_other_fp32_pointwise_work_gains_bf16(client, workload, fp32_bytes):
     assert item["expected_time_s"] == pytest.approx(fp32_bytes / 2 / 3.35e12)
 
 
+def test_fp32_attention_gains_bf16_operands(client):
+    # fused attention in fp32 runs at the H100's 67 TFLOP/s fp32 rate; its bf16 operands at
+    # the 989.4 TFLOP/s matrix peak: the changed request's answer
+    workload = {"kind": "attention", "heads": 32, "q_len": 4096, "head_dim": 128}
+    answer = _what_if(client, chip="h100", workload=workload | {"dtype": "fp32"})
+    item = {i["key"]: i for i in answer["what_if"]}["dtype_bf16"]
+    assert item["change"] == "operands in bf16 instead of fp32"
+    bf16 = client.post("/expected-time", json={"chip": "h100", "workload": workload}).json()
+    assert item["expected_time_s"] == pytest.approx(bf16["expected_time_s"])
+
+
 def test_a_chip_without_bf16_is_offered_fp16(client):
     # the V100 lists fp16 (vector and matrix) and no bf16: the fp32 chain halves in fp16;
     # 10^8 elements read and written, 0.4 GB at 900 GB/s
