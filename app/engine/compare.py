@@ -245,8 +245,19 @@ class OverheadFit:
         """Whether the line follows the times closely enough (POOR_FIT) to conclude from."""
         return self.relative_residual <= POOR_FIT
 
+    @property
+    def contradicts_roofline(self) -> bool:
+        """Whether the line puts the work above 100% efficiency: each second of roofline time
+        costing less than a second, faster than the chip allows. No real run does that, so
+        such a fit says the times or the workload's spec (sizes, dtype, chip) are wrong, not
+        how much of the time is overhead. At exactly 100% the work runs at the roofline."""
+        return self.efficiency is not None and self.efficiency > 1.0
+
     def overhead_bound(self, expected_time: float) -> bool:
-        """Whether the fixed overhead exceeds the work's own time at this size."""
+        """Whether the fixed overhead exceeds the work's own time at this size (never for a
+        fit that contradicts the roofline)."""
+        if self.contradicts_roofline:
+            return False
         if self.efficiency is None:
             return True
         return self.overhead_s > expected_time / self.efficiency

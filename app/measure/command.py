@@ -38,7 +38,10 @@ def add_parser(commands: Any) -> None:
         "judged here without a service",
     )
     sub.add_argument("--url", default=default_url(), help="service URL (env ROOFCHECK_URL)")
-    sub.add_argument("--stack", default="eager", help="the software stack (default eager)")
+    sub.add_argument(
+        "--stack",
+        help="the software stack (default: compiled for a torch.compile'd function, else eager)",
+    )
     sub.add_argument("--repeats", type=int, default=MIN_REPEATS, help="fewest timed runs")
     sub.add_argument("--warmup", type=int, default=3, help="untimed runs before timing")
     sub.add_argument(

@@ -33,13 +33,23 @@ def _names(shorts: Sequence[str]) -> str:
     return ", ".join(f"{n} {name}" if n > 1 else name for name, n in Counter(shorts).items())
 
 
+def _spans(indices: Sequence[int]) -> str:
+    """'0-2, 4' for 0, 1, 2, 4: runs of consecutive op indices as ranges."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
 def _at(events: Sequence[Event]) -> str:
     first = events[0]
     where = f" ({first.where})" if first.where else ""
     more = f", {len(events)} times from that line: in a loop" if len(events) > 1 else ""
-    indices = ", ".join(str(e.index) for e in events)
-    ops = f"op {indices}" if len(events) == 1 else f"ops {indices}"
-    return f"at {ops}{where}{more}"
+    ops = "op" if len(events) == 1 else "ops"
+    return f"at {ops} {_spans([e.index for e in events])}{where}{more}"
 
 
 def _by_line(events: Sequence[Event]) -> list[list[Event]]:
@@ -49,8 +59,34 @@ def _by_line(events: Sequence[Event]) -> list[list[Event]]:
     return list(groups.values())
 
 
+def compiled_by(fn: object) -> str | None:
+    """What compiled `fn`, or None: `torch.compile` (the wrapper it returns, around a function,
+    a bound method or a module, keeps what it wraps in `_torchdynamo_orig_callable`) or
+    `nn.Module.compile` (the module compiled in place keeps its compiled call in
+    `_compiled_call_impl`). Read by attribute, so that no PyTorch is needed to ask."""
+    if getattr(fn, "_torchdynamo_orig_callable", None) is not None:
+        return "torch.compile"
+    if getattr(fn, "_compiled_call_impl", None) is not None:
+        return "nn.Module.compile"
+    return None
+
+
+def judged_stack(fn: object, stack: str | None) -> tuple[str, tuple[str, ...]]:
+    """The stack `fn` is judged on, and the line that says why when it was detected: the one
+    given, else `compiled` for a compiled callable (`compiled_by`), else `eager`."""
+    if stack is not None:
+        return stack, ()
+    if (by := compiled_by(fn)) is None:
+        return "eager", ()
+    return "compiled", (
+        f"Detected as compiled ({by}): judged on the compiled stack (give the stack eager to "
+        "judge it as eager PyTorch).",
+    )
+
+
 def fusion_advice(counts: Counts, answer: dict[str, Any]) -> list[str]:
-    """The pointwise kernels a compiler would fuse, and the floor fused."""
+    """The pointwise kernels a compiler would fuse, and the floor fused; compiled already,
+    what is left to look for when the time is above that floor."""
     shorts = _pointwise(counts)
     if (
         len(shorts) < 2
@@ -58,12 +94,47 @@ def fusion_advice(counts: Counts, answer: dict[str, Any]) -> list[str]:
         or answer["fused_time_s"] > FUSION_GAIN * answer["unfused_time_s"]
     ):
         return []
+    ops, kernels = f"{len(shorts)} elementwise ops ({_names(shorts)})", len(shorts)
+    unfused = fmt.bytes_(counts.unfused_bytes)
+    fused = (
+        f"fused, the function moves {fmt.bytes_(counts.fused_bytes)} and its floor is "
+        f"{fmt.seconds(answer['fused_time_s'])}"
+    )
+    if answer["stack"] == "compiled":
+        return [
+            f"Compiled, its {ops} should run fused: as {kernels} kernels they move {unfused}, "
+            f"{fused}; above that floor, look for graph breaks (torch._dynamo.explain) or "
+            "ops the compiler left unfused."
+        ]
     return [
-        f"{len(shorts)} elementwise ops ({_names(shorts)}) run as {len(shorts)} kernels, "
-        f"moving {fmt.bytes_(counts.unfused_bytes)} in all: fused, the function moves "
-        f"{fmt.bytes_(counts.fused_bytes)} and its floor is "
-        f"{fmt.seconds(answer['fused_time_s'])}; compile (torch.compile) or fuse them."
+        f"{ops} run as {kernels} kernels, moving {unfused} in all: {fused}; compile "
+        "(torch.compile) or fuse them."
     ]
+
+
+def _fixed_cost(counts: Counts, answer: dict[str, Any]) -> str:
+    """The fixed cost of the ops as the answer prices them (its `kernels`, each launched), when
+    it outlasts the work: kernel launches on a device; on the CPU, which launches no kernels,
+    the framework's dispatch of each op."""
+    kernels = int(answer["kernels"])
+    cost = fmt.seconds(answer["launch_overhead_s"])
+    work = fmt.seconds(answer["expected_time_s"])
+    if counts.on_cpu:
+        return (
+            f"{kernels} ops dispatched one at a time by the framework cost {cost} alone, more "
+            f"than the work ({work}): overhead-bound; a CPU launches no kernels, so give each "
+            "op more work (larger tensors, fewer and batched ops, values kept in tensors)."
+        )
+    launches = "launch takes" if kernels == 1 else "launches take"
+    remedy = (
+        'capture its kernels in CUDA graphs (torch.compile\'s mode="reduce-overhead")'
+        if answer["stack"] == "compiled"
+        else "capture it in a CUDA graph or compile it"
+    )
+    return (
+        f"{kernels} kernel {launches} {cost} alone, more than the work ({work}): "
+        f"overhead-bound; {remedy}, or give each kernel more work."
+    )
 
 
 def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> list[str]:
@@ -76,16 +147,15 @@ def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> lis
         op = counts.recorded[group[0].index].short
         call = ".item() or a Python bool/float of a tensor" if op == "_local_scalar_dense" else op
         lines.append(
-            f"A synchronisation ({call}) {_at(group)}: the host waits for the device each "
-            "time; keep the value on the device, or read it once after the loop."
+            f"A read of a tensor's values into Python ({call}) {_at(group)}: on the CPU no "
+            "device is waited for, but each read is an op dispatched of its own; keep the "
+            "values in a tensor, or read them once after the loop."
+            if counts.on_cpu
+            else f"A synchronisation ({call}) {_at(group)}: the host waits for the device "
+            "each time; keep the value on the device, or read it once after the loop."
         )
     if answer is not None and answer["launch_overhead_s"] > answer["expected_time_s"]:
-        lines.append(
-            f"{counts.launches} kernel launches take {fmt.seconds(answer['launch_overhead_s'])} "
-            f"alone, more than the work ({fmt.seconds(answer['expected_time_s'])}): "
-            "overhead-bound; capture it in a CUDA graph or compile it, or give each kernel "
-            "more work."
-        )
+        lines.append(_fixed_cost(counts, answer))
     if timing.first_call_s > SLOW_FIRST_CALL * timing.median_s:
         lines.append(
             f"The first call took {fmt.seconds(timing.first_call_s)}, "
@@ -146,9 +216,15 @@ def report(
         f"first call {fmt.seconds(t.first_call_s)}",
         f"  work     {fmt.flops(counts.engine_flops)} (PyTorch counts "
         f"{fmt.flops(counts.flops)}); {fmt.bytes_(counts.unfused_bytes)} with each op its own "
-        f"kernel, {fmt.bytes_(counts.fused_bytes)} as one; {len(counts.ops)} ops, "
-        f"{counts.launches} kernel launches, {len(counts.copies)} copies between devices, "
-        f"{len(counts.syncs)} synchronisations",
+        f"kernel, {fmt.bytes_(counts.fused_bytes)} as one; "
+        + (
+            f"{len(counts.ops)} ops on the CPU (no kernel launches), "
+            f"{len(counts.syncs)} reads of values into Python"
+            if counts.on_cpu
+            else f"{len(counts.ops)} ops, {counts.launches} kernel launches, "
+            f"{len(counts.copies)} copies between devices, "
+            f"{len(counts.syncs)} synchronisations"
+        ),
     ]
     if answer is not None:
         lines += [

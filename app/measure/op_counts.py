@@ -101,6 +101,13 @@ class Counts:
     copies: tuple[Event, ...]
     syncs: tuple[Event, ...]
 
+    @property
+    def on_cpu(self) -> bool:
+        """Whether every recorded tensor is on the CPU: no device, so no kernel launches; the
+        fixed cost of each op is the framework's dispatch of it."""
+        found = {t.device for op in self.recorded for t in (*op.inputs, *op.outputs)}
+        return found == {"cpu"}
+
     def workload(self) -> dict[str, Any]:
         """The `ops` workload of POST /check (docs/api.md#operators)."""
         return {"kind": "ops", "ops": [op_json(op) for op in self.ops]}

@@ -77,7 +77,7 @@ def measure(
     *args: object,
     chip: str | None = None,
     url: str | None = None,
-    stack: str = "eager",
+    stack: str | None = None,
     repeats: int = MIN_REPEATS,
     warmup: int = 3,
     max_time_s: float = MAX_TIME_S,
@@ -95,6 +95,8 @@ def measure(
     http://localhost:8000) judges the median; `chip="local"` judges it here against this
     machine's ceilings on the device its tensors live on (probed with PyTorch once, then
     read from the cache; `reprobe` measures them again); without one nothing is judged.
+    `stack`: the software it is judged as; by default `compiled` for a torch.compile'd callable
+    (the advice says it was detected), else `eager`.
 
     The chip is resolved before anything runs (an unknown name: MeasureError with the
     service's suggestions). A function whose tensors all stay on the CPU is not judged against
@@ -102,6 +104,7 @@ def measure(
     the report's first line after the title says so.
     """
     trace = _torch_trace()
+    stack, detected = findings.judged_stack(fn, stack)
     try:
         software = Software(stack)
     except ValueError:
@@ -145,14 +148,14 @@ def measure(
         answer = judging.service_check(
             url, catalogued["id"], software, counts.workload(), timing.median_s
         )
-    name = getattr(fn, "__qualname__", None) or repr(fn)
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
     return Measurement(
         name=name,
         chip=chip,
         timing=timing,
         counts=counts,
         answer=answer,
-        advice=tuple(findings.advice(counts, timing, answer)),
+        advice=(*detected, *findings.advice(counts, timing, answer)),
         warnings=warnings,
     )
 

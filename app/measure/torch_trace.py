@@ -14,6 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch.nn.modules.module import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
@@ -26,9 +30,12 @@ _SKIPPED = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
 
 
 def user_line(skipped: Sequence[str] = _SKIPPED) -> str | None:
-    """'script.py:12 in fn': the innermost frame outside PyTorch and this package."""
+    """'script.py:12 in fn': the innermost frame of the measured call outside PyTorch and this
+    package. Frames outside the call (`record`'s and its callers: roofcheck's command line,
+    the user's call of `measure`) are not the op's source: None where the call runs
+    PyTorch's code alone (a module made of PyTorch's layers)."""
     frame = sys._getframe(1)
-    while frame is not None:
+    while frame is not None and frame.f_code is not record.__code__:
         path = frame.f_code.co_filename
         if not path.startswith(tuple(skipped)) and not path.startswith("<frozen"):
             shown = os.path.relpath(path)
@@ -38,11 +45,52 @@ def user_line(skipped: Sequence[str] = _SKIPPED) -> str | None:
     return None
 
 
+class Modules:
+    """The nn.Modules running while it is active, innermost last (PyTorch's global forward
+    hooks), each said by its path in the measured module and its class: 'module 0 (Linear)'
+    for the first layer of an nn.Sequential measured; 'a Linear module' for the measured
+    module itself, or one it does not hold."""
+
+    def __init__(self, fn: object) -> None:
+        # a compiled module (torch.compile's wrapper) is named by the module it wraps
+        root = getattr(fn, "_orig_mod", fn)
+        named = root.named_modules() if isinstance(root, torch.nn.Module) else []
+        self._paths = {id(module): path for path, module in named}
+        self._running: list[torch.nn.Module] = []
+        self._hooks: list[Any] = []
+
+    def innermost(self) -> str | None:
+        """The module running now, or None outside any."""
+        if not self._running:
+            return None
+        module = self._running[-1]
+        path, kind = self._paths.get(id(module), ""), type(module).__name__
+        return f"module {path} ({kind})" if path else f"a {kind} module"
+
+    def __enter__(self) -> Modules:
+        def enter(module: torch.nn.Module, _inputs: object) -> None:
+            self._running.append(module)
+
+        def leave(module: torch.nn.Module, _inputs: object, _output: object) -> None:
+            self._running.pop()
+
+        self._hooks = [
+            register_module_forward_pre_hook(enter),
+            register_module_forward_hook(leave, always_call=True),
+        ]
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for hook in self._hooks:
+            hook.remove()
+
+
 class Recorder(TorchDispatchMode):  # type: ignore[misc]
     """Records every aten operator dispatched while it is active (allocations left out)."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: Modules) -> None:
         super().__init__()
+        self.modules = modules
         self.ops: list[RecordedOp] = []
         self._names: Any = WeakIdKeyDictionary()
         self._next = 0
@@ -83,15 +131,17 @@ class Recorder(TorchDispatchMode):  # type: ignore[misc]
         formula = flop_registry.get(func._overloadpacket)
         if formula is not None:
             flops = float(formula(*args, **kwargs, out_val=out))
-        self.ops.append(RecordedOp(record.name, record.inputs, record.outputs, flops, user_line()))
+        where = user_line() or self.modules.innermost()
+        self.ops.append(RecordedOp(record.name, record.inputs, record.outputs, flops, where))
         return out
 
 
 def record(fn: Callable[..., object], args: Sequence[object]) -> tuple[list[RecordedOp], float]:
     """Run `fn(*args)` once: its operators, and PyTorch's FlopCounterMode total."""
     counter = FlopCounterMode(display=False)
-    recorder = Recorder()
-    with counter, recorder:
+    modules = Modules(fn)
+    recorder = Recorder(modules)
+    with modules, counter, recorder:
         fn(*args)
     return recorder.ops, float(counter.get_total_flops())
 

@@ -360,7 +360,7 @@ class Means(_Finite):
 class Overhead(_Finite):
     """time = overhead + roofline / efficiency, fitted over the workload's sizes."""
 
-    overhead_s: float
+    overhead_s: float | None  # null, as efficiency, where the fit contradicts the roofline
     efficiency: float | None
     points: int = Field(description="Runs fitted.")
     sizes: int = Field(description="Distinct sizes (roofline times) among them; at least 3.")
@@ -371,6 +371,7 @@ class Overhead(_Finite):
         "is concluded and overhead_bound is false."
     )
     overhead_bound: bool
+    contradicts_roofline: bool = Field(description="Over 100% efficiency: nothing concluded.")
     explanation: str
 
 

@@ -191,10 +191,20 @@ def _overhead(times: list[tuple[float, float]], latest: MeasurementRow) -> Overh
     bound = fit.good and fit.overhead_bound(latest.expected_time_s)
     sizes = f"{fit.runs} run{'' if fit.runs == 1 else 's'} at {fit.sizes} sizes"
     quality = f"R² {fit.r_squared:.2f}, RMS residual {fit.relative_residual:.0%} of the mean time"
+    contradicts = fit.contradicts_roofline  # its numbers are never reported, even if noisy
     if not fit.good:
         text = (
             f"The times of {sizes} do not follow a fixed overhead plus the roofline time "
             f"({quality}): too noisy to say how much of them is overhead."
+        )
+    elif contradicts:
+        text = (
+            f"Fitted over {sizes} ({quality}), the time grows more slowly than the roofline "
+            f"time: the work would run at {fit.efficiency:.0%} of the roofline, faster than the "
+            "chip allows. The fit contradicts the roofline, so the measurements or the "
+            "workload's spec are wrong (asynchronous work timed without synchronising, a unit "
+            "off, or sizes, a dtype or a chip other than those that ran): no overhead or "
+            "efficiency is concluded."
         )
     elif fit.efficiency is None:
         text = (
@@ -216,14 +226,15 @@ def _overhead(times: list[tuple[float, float]], latest: MeasurementRow) -> Overh
             )
         )
     return Overhead(
-        overhead_s=fit.overhead_s,
-        efficiency=fit.efficiency,
+        overhead_s=None if contradicts else fit.overhead_s,
+        efficiency=None if contradicts else fit.efficiency,
         points=fit.runs,
         sizes=fit.sizes,
         r_squared=fit.r_squared,
         relative_residual=fit.relative_residual,
         good_fit=fit.good,
         overhead_bound=bound,
+        contradicts_roofline=contradicts,
         explanation=text,
     )
 

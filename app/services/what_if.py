@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from app.engine import (
     Architecture,
     AttentionKernel,
+    Bound,
     Chip,
     Dtype,
     EngineError,
     Phase,
+    Precision,
     Roofline,
     Software,
     TransformerEstimate,
@@ -35,6 +37,7 @@ from app.engine.training import Parallelism, TrainingStep
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     AttentionWorkload,
+    CustomWorkload,
     ElementwiseWorkload,
     KernelWorkload,
     MatmulWorkload,
@@ -45,6 +48,10 @@ from app.services.op_sequences import estimate_of
 # weight-only quantisation: the linear weights stored in these, computed in the compute dtype
 QUANTISED_WEIGHTS = (Dtype.INT8, Dtype.INT4)
 SERVING = frozenset({Phase.DECODE, Phase.PREFILL, Phase.GENERATE})
+# the 4-byte floats (PyTorch's default fp32, and TF32, stored as fp32), and the 16-bit ones
+# they narrow to: bf16 first (fp32's exponent range, so no loss scaling), else fp16
+WIDE = frozenset({Dtype.FP32, Dtype.TF32})
+HALVES = (Dtype.BF16, Dtype.FP16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,14 @@ def _compiled(stack: Software) -> bool:
 _COMPILED = "compiled (torch.compile, CUDA graphs) instead of {stack}"
 
 
+def _half(chip: Chip, *, matrix: bool) -> Dtype | None:
+    """The 16-bit float that 4-byte work narrows to on `chip`: the first of HALVES the chip
+    lists a peak for (a matrix peak for work on the matrix unit, any for pointwise work,
+    whose narrow dtypes run at the vector fp32 rate); None where it lists neither."""
+    listed = set(chip.matrix_peaks) if matrix else {*chip.matrix_peaks, *chip.vector_peaks}
+    return next((dtype for dtype in HALVES if dtype in listed), None)
+
+
 # --- transformers -----------------------------------------------------------------------------
 
 
@@ -105,6 +120,7 @@ def _transformer_specs(
         found.append(
             ("kv_fp8", "KV cache in fp8", replace(spec, precision=replace(p, kv=Dtype.FP8)))
         )
+    found += _transformer_dtypes(chip, spec, current)
     if 2 * spec.tp <= arch.attention.heads:
         found.append(
             (
@@ -123,6 +139,42 @@ def _transformer_specs(
         )
     if current.training is not None:
         found += _training_specs(spec, current.training)
+    return found
+
+
+def _transformer_dtypes(
+    chip: Chip, spec: TransformerSpec, current: TransformerEstimate
+) -> list[tuple[str, str, TransformerSpec]]:
+    """A 4-byte compute dtype narrowed to 16 bits (with the weights and KV cache stored in
+    it; narrower ones kept), and fp32 matmuls on TF32 where the work is compute-bound (TF32
+    moves the same bytes, so it speeds up compute alone): each where the chip has its peak."""
+    p = spec.precision
+    found: list[tuple[str, str, TransformerSpec]] = []
+    half = _half(chip, matrix=True)
+    if p.compute in WIDE and half is not None:
+        stored = (("weights", p.weights), ("KV cache", p.kv))
+        parts = ["the compute", *(f"the {name}" for name, dtype in stored if dtype in WIDE)]
+        said = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        narrowed = Precision(
+            compute=half,
+            weights=half if p.weights in WIDE else p.weights,
+            kv=half if p.kv in WIDE else p.kv,
+        )
+        found.append(
+            (
+                f"dtype_{half}",
+                f"in {half} instead of {p.compute} ({said})",
+                replace(spec, precision=narrowed),
+            )
+        )
+    if (
+        p.compute is Dtype.FP32
+        and Dtype.TF32 in chip.matrix_peaks
+        and current.roofline.roof is Bound.COMPUTE
+    ):
+        tf32 = replace(p, compute=Dtype.TF32)
+        change = "TF32 on the matrix unit for the fp32 matmuls"
+        found.append(("matmul_tf32", change, replace(spec, precision=tf32)))
     return found
 
 
@@ -225,23 +277,34 @@ def transformer_alternatives(
 # --- kernels and operator lists ----------------------------------------------------------------
 
 
+def _in_half(workload: KernelWorkload, chip: Chip) -> list[tuple[str, str, KernelWorkload]]:
+    """A kernel's 4-byte tensors in 16 bits (`_half`): half the bytes, and for a matmul or
+    attention the 16-bit matrix peak."""
+    if isinstance(workload, CustomWorkload) or workload.dtype not in WIDE:
+        return []  # a custom kernel's bytes are given, not derived from its dtype
+    matrix = isinstance(workload, MatmulWorkload | AttentionWorkload)
+    half = _half(chip, matrix=matrix)
+    if half is None:
+        return []
+    update: dict[str, object] = {"dtype": half}
+    if isinstance(workload, MatmulWorkload):
+        update["allow_tf32"] = False
+    change = (
+        f"operands in {half} instead of {workload.dtype}"
+        if matrix
+        else f"tensors in {half} instead of {workload.dtype} (half the bytes)"
+    )
+    return [(f"dtype_{half}", change, workload.model_copy(update=update))]
+
+
 def _gemm_dtypes(workload: MatmulWorkload, chip: Chip) -> list[tuple[str, str, KernelWorkload]]:
-    """Faster dtypes for a matmul, where the chip has their matrix peak: TF32 or bf16 for
-    fp32, fp8 for 16-bit."""
+    """Faster dtypes for a matmul, where the chip has their matrix peak: TF32 for fp32, fp8
+    for 16-bit (and 16 bits for fp32: `_in_half`)."""
     dtype, peaks = workload.dtype, chip.matrix_peaks
     found: list[tuple[str, str, KernelWorkload]] = []
     if dtype is Dtype.FP32 and not workload.allow_tf32 and Dtype.TF32 in peaks:
         change = "TF32 on the matrix unit for the fp32 matmul (allow_tf32)"
         found.append(("matmul_tf32", change, workload.model_copy(update={"allow_tf32": True})))
-    if dtype in (Dtype.FP32, Dtype.TF32) and Dtype.BF16 in peaks:
-        update = {"dtype": Dtype.BF16, "allow_tf32": False}
-        found.append(
-            (
-                "dtype_bf16",
-                f"operands in bf16 instead of {dtype}",
-                workload.model_copy(update=update),
-            )
-        )
     if dtype in (Dtype.BF16, Dtype.FP16) and Dtype.FP8 in peaks:
         update = {"dtype": Dtype.FP8}
         found.append(
@@ -254,23 +317,24 @@ def _kernel_workloads(
     workload: KernelWorkload, chip: Chip
 ) -> list[tuple[str, str, KernelWorkload]]:
     """(key, change, workload) of each change of a kernel's own fields that applies."""
+    found = _in_half(workload, chip)
     if isinstance(workload, MatmulWorkload):
-        return _gemm_dtypes(workload, chip)
+        found += _gemm_dtypes(workload, chip)
     if isinstance(workload, ElementwiseWorkload) and not workload.fused:
-        return [
+        found.append(
             (
                 "fused",
                 "the chain fused into one kernel",
                 workload.model_copy(update={"fused": True}),
             )
-        ]
+        )
     if isinstance(workload, AttentionWorkload) and workload.kernel is not AttentionKernel.FUSED:
         update = {"implementation": AttentionKernel.FUSED, "flash": True}
         change = (
             f"one fused attention kernel (FlashAttention-3, cuDNN) instead of {workload.kernel}"
         )
-        return [("attention_fused", change, workload.model_copy(update=update))]
-    return []
+        found.append(("attention_fused", change, workload.model_copy(update=update)))
+    return found
 
 
 def kernel_alternatives(

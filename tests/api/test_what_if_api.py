@@ -126,11 +126,131 @@ def test_an_fp32_matmul_on_h100_gains_tf32_and_bf16(client):
 
 def test_an_unfused_chain_gains_fusion(client):
     # 4 fp32 ops over 10^8 elements on an H100: unfused 2 x 4 x 10^8 x 4 B = 3.2 GB, fused
-    # 2 x 10^8 x 4 B = 0.8 GB: ideal 0.8e9 / 3.35e12 = 239 µs
+    # 2 x 10^8 x 4 B = 0.8 GB: ideal 0.8e9 / 3.35e12 = 239 µs. In bf16, still unfused, half
+    # the bytes: 1.6 GB, 478 µs
     workload = {"kind": "elementwise", "n": 10**8, "ops": 4, "fused": False}
     answer = _what_if(client, chip="h100", workload=workload)
-    assert _keys(answer) == ["fused"]
-    assert answer["what_if"][0]["expected_time_s"] == pytest.approx(0.8e9 / 3.35e12)
+    assert _keys(answer) == ["fused", "dtype_bf16"]
+    items = {item["key"]: item for item in answer["what_if"]}
+    assert items["fused"]["expected_time_s"] == pytest.approx(0.8e9 / 3.35e12)
+    assert items["dtype_bf16"]["expected_time_s"] == pytest.approx(1.6e9 / 3.35e12)
+
+
+# --- fp32 work in 16 bits ---------------------------------------------------------------------
+
+
+def test_an_fp32_chain_gains_bf16_half_the_bytes(client):
+    # a fused chain over 10^8 fp32 elements on an H100: 0.8 GB, 239 µs; in bf16 0.4 GB, 119 µs
+    answer = _what_if(client, chip="h100", workload={"kind": "elementwise", "n": 10**8})
+    assert _keys(answer) == ["dtype_bf16"]
+    item = answer["what_if"][0]
+    assert item["change"] == "tensors in bf16 instead of fp32 (half the bytes)"
+    assert item["expected_time_s"] == pytest.approx(0.4e9 / 3.35e12)
+    assert item["speedup"] > 1
+
+
+@pytest.mark.parametrize(
+    ("workload", "fp32_bytes"),
+    [
+        # y = a x + y: x and y read, y written: 3 x 10^8 x 4 B
+        ({"kind": "saxpy", "n": 10**8}, 1.2e9),
+        # a softmax over 10^4 rows of 10^4: read and written once, 2 x 10^8 x 4 B
+        ({"kind": "softmax", "rows": 10**4, "cols": 10**4}, 0.8e9),
+    ],
+)
+def test_other_fp32_pointwise_work_gains_bf16(client, workload, fp32_bytes):
+    answer = _what_if(client, chip="h100", workload=workload)
+    assert answer["bytes"] == fp32_bytes
+    item = {i["key"]: i for i in answer["what_if"]}["dtype_bf16"]
+    assert item["expected_time_s"] == pytest.approx(fp32_bytes / 2 / 3.35e12)
+
+
+def test_fp32_attention_gains_bf16_operands(client):
+    # fused attention in fp32 runs at the H100's 67 TFLOP/s fp32 rate; its bf16 operands at
+    # the 989.4 TFLOP/s matrix peak: the changed request's answer
+    workload = {"kind": "attention", "heads": 32, "q_len": 4096, "head_dim": 128}
+    answer = _what_if(client, chip="h100", workload=workload | {"dtype": "fp32"})
+    item = {i["key"]: i for i in answer["what_if"]}["dtype_bf16"]
+    assert item["change"] == "operands in bf16 instead of fp32"
+    bf16 = client.post("/expected-time", json={"chip": "h100", "workload": workload}).json()
+    assert item["expected_time_s"] == pytest.approx(bf16["expected_time_s"])
+
+
+def test_a_chip_without_bf16_is_offered_fp16(client):
+    # the V100 lists fp16 (vector and matrix) and no bf16: the fp32 chain halves in fp16;
+    # 10^8 elements read and written, 0.4 GB at 900 GB/s
+    answer = _what_if(client, chip="v100", workload={"kind": "elementwise", "n": 10**8})
+    assert _keys(answer) == ["dtype_fp16"]
+    assert answer["what_if"][0]["change"] == "tensors in fp16 instead of fp32 (half the bytes)"
+    assert answer["what_if"][0]["expected_time_s"] == pytest.approx(0.4e9 / 900e9)
+    # and the fp32 matmul on its fp16 tensor cores: 2 x 4096^3 at 125 TFLOP/s
+    matmul = {i["key"]: i for i in _what_if(client, chip="v100", workload=_matmul())["what_if"]}
+    assert matmul["dtype_fp16"]["expected_time_s"] == pytest.approx(137_438_953_472 / 125e12)
+
+
+FP32_LLAMA = {"kind": "transformer", "model": "llama-3.1-8b", "dtype": "fp32", "seq_len": 2048}
+
+
+def _at_dtype(client, chip, workload, dtype):
+    body = {"chip": chip, "workload": workload | {"dtype": dtype}}
+    return client.post("/expected-time", json=body).json()
+
+
+def test_an_fp32_prefill_gains_bf16_and_tf32(client):
+    # compute-bound: fp32 runs at the H100's 67 TFLOP/s vector peak; TF32 on the matrix unit
+    # at 494.7 (7.38x), bf16 at 989.4 (and half the bytes)
+    workload = FP32_LLAMA | {"phase": "prefill"}
+    answer = _what_if(client, chip="h100", workload=workload)
+    assert answer["bound"] == "compute"
+    items = {item["key"]: item for item in answer["what_if"]}
+    assert items["matmul_tf32"]["change"] == "TF32 on the matrix unit for the fp32 matmuls"
+    assert items["matmul_tf32"]["expected_time_s"] == pytest.approx(
+        answer["expected_time_s"] * 67 / 494.7, rel=1e-3
+    )
+    assert items["dtype_bf16"]["change"] == (
+        "in bf16 instead of fp32 (the compute, the weights and the KV cache)"
+    )
+    # each the answer that the changed request gives
+    for key, dtype in (("matmul_tf32", "tf32"), ("dtype_bf16", "bf16")):
+        changed = _at_dtype(client, "h100", workload, dtype)
+        assert items[key]["expected_time_s"] == pytest.approx(changed["expected_time_s"])
+        assert items[key]["realistic_time_s"] == pytest.approx(changed["realistic_time_s"])
+    assert _keys(answer).index("dtype_bf16") < _keys(answer).index("matmul_tf32")
+
+
+def test_an_fp32_decode_step_gains_bf16_but_not_tf32(client):
+    # memory-bound: TF32 moves the same bytes, so it is not offered; bf16 halves them all
+    answer = _what_if(client, chip="h100", workload=FP32_LLAMA)
+    assert answer["bound"] == "memory"
+    keys = _keys(answer)
+    assert "dtype_bf16" in keys and "matmul_tf32" not in keys
+    item = {i["key"]: i for i in answer["what_if"]}["dtype_bf16"]
+    assert item["expected_time_s"] == pytest.approx(answer["expected_time_s"] / 2, rel=1e-3)
+    bf16 = _at_dtype(client, "h100", FP32_LLAMA, "bf16")
+    assert item["expected_time_s"] == pytest.approx(bf16["expected_time_s"])
+
+
+def test_narrower_weights_stay_narrow_in_bf16(client):
+    # int8 weights and an fp32 compute: bf16 narrows the compute and the cache, not the
+    # weights (the same request with dtype bf16, weight_dtype int8)
+    workload = FP32_LLAMA | {"weight_dtype": "int8"}
+    answer = _what_if(client, chip="h100", workload=workload)
+    item = {i["key"]: i for i in answer["what_if"]}["dtype_bf16"]
+    assert item["change"] == "in bf16 instead of fp32 (the compute and the KV cache)"
+    bf16 = _at_dtype(client, "h100", workload, "bf16")
+    assert bf16["workload"]["weight_dtype"] == "int8"
+    assert item["expected_time_s"] == pytest.approx(bf16["expected_time_s"])
+    # with an fp8 cache too, only the compute narrows
+    fp8_kv = _what_if(client, chip="h100", workload=workload | {"kv_dtype": "fp8"})
+    item = {i["key"]: i for i in fp8_kv["what_if"]}["dtype_bf16"]
+    assert item["change"] == "in bf16 instead of fp32 (the compute)"
+
+
+def test_an_fp32_model_on_a_v100_is_offered_fp16_and_no_tf32(client):
+    # no TF32 and no bf16 on a V100; fp16 on its tensor cores
+    answer = _what_if(client, chip="v100", workload=FP32_LLAMA | {"phase": "prefill"})
+    keys = _keys(answer)
+    assert "dtype_fp16" in keys and not {"dtype_bf16", "matmul_tf32"} & set(keys)
 
 
 def test_a_compiled_stack_changes_the_realistic_time_only(client):

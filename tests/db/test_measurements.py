@@ -181,6 +181,40 @@ def test_overhead_is_fitted_across_sizes_of_one_workload(db_client):
     assert "Fitted over 3 runs at 3 sizes (R² 1.00, RMS residual 0%" in overhead["explanation"]
 
 
+def _fitted(db_client, efficiency):
+    """Matmuls of n = 1024, 2048, 4096 each measured as 5 ms + expected / `efficiency`: the
+    overhead fitted over them."""
+    for n in (1024, 2048, 4096):
+        workload = {**MATMUL, "n": n}
+        expected = db_client.post(
+            "/expected-time", json={"chip": "a100", "workload": workload}
+        ).json()["expected_time_s"]
+        latest = submit(db_client, workload, measured_time_s=5e-3 + expected / efficiency)
+    return db_client.get(f"/workloads/{latest['workload_key']}").json()["overhead"]
+
+
+def test_a_fit_faster_than_the_roofline_is_said_to_contradict_it(db_client):
+    # 5 ms + expected / 3.66: every run is slower than its roofline (5 ms of overhead), but
+    # the line grows by 0.27 s per second of roofline time: 366% efficiency, which no chip
+    # reaches. Neither the overhead nor the efficiency is reported as a finding.
+    overhead = _fitted(db_client, 3.66)
+    assert overhead["contradicts_roofline"] is True
+    assert overhead["overhead_s"] is None and overhead["efficiency"] is None
+    assert overhead["overhead_bound"] is False and overhead["good_fit"] is True
+    assert "366% of the roofline" in overhead["explanation"]
+    assert "contradicts the roofline" in overhead["explanation"]
+    assert "overhead of" not in overhead["explanation"]
+
+
+def test_a_fit_just_under_the_roofline_is_reported(db_client):
+    # 5 ms + expected / 0.99: just under 100%, a possible run: overhead and efficiency said
+    overhead = _fitted(db_client, 0.99)
+    assert overhead["contradicts_roofline"] is False
+    assert overhead["overhead_s"] == pytest.approx(5e-3, rel=1e-6)
+    assert overhead["efficiency"] == pytest.approx(0.99, rel=1e-6)
+    assert "plus the roofline time at 99% efficiency" in overhead["explanation"]
+
+
 def _at_sizes(db_client, times_ms):
     """Store a matmul of each n in `times_ms` at its time; the latest's workload history."""
     for n, ms in times_ms:

@@ -97,6 +97,26 @@ def test_a_poor_fit_is_said_to_be_poor():
     assert not fit.good
 
 
+def test_a_fit_faster_than_the_roofline_contradicts_it():
+    # expected 1, 2, 3 s measured in 6, 7, 8 s: mean x 2, mean y 7, Sxx = 2, Sxy = 2: slope
+    # exactly 1, efficiency 100%: at the roofline, which is possible (5 s of overhead)
+    at = fit_overhead([(1.0, 6.0), (2.0, 7.0), (3.0, 8.0)])
+    assert at is not None and at.efficiency == 1.0
+    assert not at.contradicts_roofline and at.overhead_s == pytest.approx(5.0)
+    # 6, 6.999, 7.998 s: Sxy = 1.998, slope 0.999: efficiency 1 / 0.999 = 100.1%, each second
+    # of roofline time taking less than a second: faster than the chip allows
+    above = fit_overhead([(1.0, 6.0), (2.0, 6.999), (3.0, 7.998)])
+    assert above is not None and above.efficiency == pytest.approx(1 / 0.999)
+    assert above.contradicts_roofline
+    # and never overhead-bound: it says the times or the spec are wrong, not what is overhead
+    assert not above.overhead_bound(1.0)
+    # as the issue saw it: 10 ms + expected / 3.66 (1, 2, 4 ms of work in 10.2732, 10.5464,
+    # 11.0929 ms, to 0.1 µs): slope 1 / 3.66 = 0.2732, efficiency 366%
+    seen = fit_overhead([(1e-3, 10.2732e-3), (2e-3, 10.5464e-3), (4e-3, 11.0929e-3)])
+    assert seen is not None and seen.efficiency == pytest.approx(3.66, rel=1e-3)
+    assert seen.contradicts_roofline and seen.good
+
+
 def test_fewer_than_three_sizes_cannot_separate_overhead_from_work():
     # two sizes fit any line exactly: nothing to check the fit against
     assert fit_overhead([(1e-3, 2e-3), (1e-3, 3e-3)]) is None
