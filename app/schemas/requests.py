@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from app.engine import AttentionKernel, Dtype, Phase, Software, TransformerSpec, Unit
 from app.engine.scaling import MAX_COUNTS, ScalingMode
@@ -273,8 +273,20 @@ KernelWorkload = (
     | AttentionWorkload
     | CustomWorkload
 )
+
+
+def _transformer_by_default(workload: object) -> object:
+    """A workload object without `kind` is a transformer, as TransformerWorkload's schema
+    states (its default): the discriminated union alone refuses a missing tag."""
+    if isinstance(workload, dict) and "kind" not in workload:
+        return {**workload, "kind": "transformer"}
+    return workload
+
+
 Workload = Annotated[
-    TransformerWorkload | KernelWorkload | OpsWorkload, Field(discriminator="kind")
+    TransformerWorkload | KernelWorkload | OpsWorkload,
+    Field(discriminator="kind"),
+    BeforeValidator(_transformer_by_default),
 ]
 
 
