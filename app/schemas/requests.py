@@ -273,20 +273,10 @@ KernelWorkload = (
     | AttentionWorkload
     | CustomWorkload
 )
-
-
-def _transformer_by_default(workload: object) -> object:
-    """A workload object without `kind` is a transformer, as TransformerWorkload's schema
-    states (its default): the discriminated union alone refuses a missing tag."""
-    if isinstance(workload, dict) and "kind" not in workload:
-        return {**workload, "kind": "transformer"}
-    return workload
-
-
-Workload = Annotated[
+Workload = Annotated[  # without `kind`: a transformer (its schema's default), no missing tag
     TransformerWorkload | KernelWorkload | OpsWorkload,
     Field(discriminator="kind"),
-    BeforeValidator(_transformer_by_default),
+    BeforeValidator(lambda w: {"kind": "transformer", **w} if isinstance(w, dict) else w),
 ]
 
 
