@@ -30,6 +30,7 @@ from app.db import empirical
 from app.db.availability import UNREACHABLE, Database, DatabaseUnavailable
 from app.db.models import EmpiricalProfileRow
 from app.db.session import make_engine
+from app.http import traces
 from app.http.request_text import RefuseBadText
 from app.http.responses import StrictJSONResponse
 from app.security import Hardening, WriteTokens
@@ -88,20 +89,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
+    app.state.traces = traces.analyses(
+        settings.trace_budget_s, settings.trace_memory_bytes, settings.trace_slots
+    )
     # the one answer cache: a question asked again (a CI job's at every commit) gets the bytes
     # rendered the first time; inside Hardening, so its headers and body cap apply
     app.add_middleware(ServeStoredAnswers)
-    # before the answer cache and every route
-    app.add_middleware(RefuseBadText, body_timeout_s=settings.body_timeout_s)
+    # before the answer cache and every route; a trace is never stored: no NUL check
+    trace_caps = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
+    app.add_middleware(
+        RefuseBadText,
+        grace_s=settings.body_timeout_s,
+        min_rate=settings.body_min_rate,
+        unstored=trace_caps,
+    )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
     # pages, answers and /docs' script travel gzipped to a client that accepts it (bodies of
     # 500 bytes or more); zlib's default level: Starlette's 9 makes them barely smaller
     app.add_middleware(GZipMiddleware, compresslevel=6)
-    traces = dict.fromkeys(("/check/trace", "/trace"), settings.max_trace_bytes)
     app.add_middleware(
         Hardening,
         max_body_bytes=settings.max_body_bytes,
-        large_bodies=traces,
+        large_bodies=trace_caps,
         inline_styles=[svg.STYLE],
     )
     error_handlers.install(app)

@@ -18,8 +18,9 @@ class Settings(BaseSettings):
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
     ROOFCHECK_WRITE_TOKENS, ROOFCHECK_ALLOWED_HOSTS, ROOFCHECK_MAX_BODY_BYTES and
     ROOFCHECK_MAX_TRACE_BYTES: see app/security.py;
-    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py; ROOFCHECK_BODY_TIMEOUT_S:
-    app/http/request_text.py.
+    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py; ROOFCHECK_BODY_TIMEOUT_S and
+    ROOFCHECK_BODY_MIN_RATE: app/http/request_text.py; ROOFCHECK_TRACE_BUDGET_S,
+    ROOFCHECK_TRACE_MEMORY_BYTES and ROOFCHECK_TRACE_SLOTS: app/http/isolated.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -41,9 +42,22 @@ class Settings(BaseSettings):
     for subdomains, `*` for any); other hosts get 400, which stops DNS rebinding (SECURITY.md).
     """
     body_timeout_s: float = Field(10.0, gt=0, le=300)
-    """How long a request body may take to arrive before a 408 (app/http/request_text.py): a
-    64 KiB body at 6.5 kB/s; a slower client would hold its connection for as long as it likes.
-    """
+    """The grace a request body has to arrive, beyond one second per `body_min_rate` bytes
+    received, before a 408 (app/http/request_text.py); a client slower than that would hold
+    its connection for as long as it likes."""
+    body_min_rate: int = Field(100_000, ge=1)
+    """The slowest a request body may arrive, after its grace, in bytes per second: 0.8
+    Mbit/s, a slow uplink's; a 32 MiB trace may take 10 + 336 s."""
+    trace_budget_s: float = Field(10.0, gt=0, le=600)
+    """How long a trace's analysis may run, in a process of its own (app/http/isolated.py),
+    before it is stopped and answered 503: the densest trace the caps admit (32 MiB of
+    300,000 small cpu_op events) takes about 5 s of one core of the development machine."""
+    trace_memory_bytes: int = Field(512 * 2**20, ge=64 * 2**20)
+    """How much memory a trace's analysis process may add to what it starts with before a
+    413: that trace takes about 100 MB besides its text (twice the body) and its events'."""
+    trace_slots: int = Field(2, ge=1, le=64)
+    """How many traces a service process analyses at once; the others wait within their
+    budget. Its memory for traces is at most trace_slots x trace_memory_bytes."""
     calculation_budget_s: float = Field(1.0, gt=0, le=60)
     """How long a request waits for a calculation before answering 503 (app/http/budget.py):
     a second, a hundred times what the slowest calculation takes."""

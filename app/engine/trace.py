@@ -16,7 +16,6 @@ else the operator's duration on the CPU (where PyTorch's CPU kernels run inside 
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,44 +27,13 @@ from app.engine.ops import Op, op_work
 from app.engine.realism import Realism, realize
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Software
-from app.engine.trace_ops import op_of, uses_arguments
+from app.engine.trace_events import US, Event, Key, Raw, TraceEvents
+from app.engine.trace_ops import op_of
 from app.engine.verdict import Judgement, judge
 
-MAX_EVENTS = 500_000
 MAX_DISTINCT = 2_000  # distinct (operator, shapes, arguments) analysed; the rest not modelled
-DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-US = 1e-6  # the trace's times are microseconds
-MAX_DURATION_US = 1e7 / US  # 10^7 s, the longest measured time roofcheck judges
-HOW = (
-    "a JSON object whose traceEvents hold cpu_op events with 'Input Dims' in their args: "
-    "record one with `with torch.profiler.profile(record_shapes=True) as prof: ...` and "
-    "`prof.export_chrome_trace('trace.json')`"
-)
 UNKNOWN = "not an operator the engine models"
 OVER = f"over the {MAX_DISTINCT} distinct operators analysed"
-
-
-class NotATrace(EngineError):
-    """The JSON is not a torch.profiler trace with shapes; the message says what is."""
-
-
-class TooManyEvents(EngineError):
-    """The trace holds more events than are analysed."""
-
-
-Key = tuple[str, str, str, str]  # name, and the repr of its shapes, types and arguments
-Raw = tuple[list[object], list[object], list[object]]  # the key's shapes, types, arguments
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One cpu_op event: its times in microseconds and its key."""
-
-    key: Key
-    thread: tuple[str, str]
-    start: float
-    dur: float
-    external_id: object
 
 
 @dataclass(slots=True)
@@ -152,65 +120,6 @@ class TraceAnalysis:
         return self.not_modelled_time / self.measured if self.measured > 0 else 0.0
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def _duration(event: Mapping[str, object]) -> float | None:
-    """An event's `dur` in microseconds, or None where it is no duration a run can have:
-    missing, negative, or longer than MAX_DURATION_US."""
-    dur = _number(event.get("dur"))
-    return dur if dur is not None and 0 <= dur <= MAX_DURATION_US else None
-
-
-def _list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
-
-
-def read_events(trace: object) -> tuple[list[Mapping[str, object]], int]:
-    """The trace's events (the objects among them) and their count; NotATrace if it has no
-    traceEvents list, TooManyEvents over MAX_EVENTS."""
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise NotATrace(f"not a torch.profiler trace: expected {HOW}")
-    events: list[object] = trace["traceEvents"]
-    if len(events) > MAX_EVENTS:
-        raise TooManyEvents(f"the trace has {len(events)} events; at most {MAX_EVENTS} are read")
-    return [e for e in events if isinstance(e, dict)], len(events)
-
-
-def _cpu_ops(
-    events: Iterable[Mapping[str, object]], raw: dict[Key, Raw]
-) -> tuple[list[Event], int, int]:
-    """The cpu_op events with shapes (each new key's values kept in `raw`), the number of
-    cpu_op events, and of those skipped for times that are not numbers."""
-    found, ops, skipped = [], 0, 0
-    for e in events:
-        if e.get("cat") != "cpu_op":
-            continue
-        ops += 1
-        args = e.get("args")
-        if not isinstance(args, dict) or "Input Dims" not in args:
-            continue
-        start, dur = _number(e.get("ts")), _duration(e)
-        if start is None or dur is None:
-            skipped += 1
-            continue
-        name = e.get("name")
-        name = name[:200] if isinstance(name, str) else ""
-        values = (
-            _list(args.get("Input Dims")),
-            _list(args.get("Input type")),
-            _list(args.get("Concrete Inputs")) if uses_arguments(name) else [],
-        )
-        key = (name, repr(values[0]), repr(values[1]), repr(values[2]))
-        raw.setdefault(key, values)
-        thread = (str(e.get("pid")), str(e.get("tid")))
-        found.append(Event(key, thread, start, dur, args.get("External id")))
-    return found, ops, skipped
-
-
 def _parents(events: Sequence[Event]) -> list[int | None]:
     """Each event's enclosing event on its thread (events sorted by thread, start, longest
     first): the innermost one still open when it starts."""
@@ -256,17 +165,13 @@ class _Model:
         return Modelled(op, work, placed, realized)
 
 
-def analyse(trace: object, chip: Chip, software: Software = Software.EAGER) -> TraceAnalysis:
-    """The trace's operators against `chip`'s roofline (docs/formulas.md#traces)."""
-    events, count = read_events(trace)
-    raw: dict[Key, Raw] = {}
-    ops, cpu_ops, skipped = _cpu_ops(events, raw)
-    if not ops:
-        why = "it has no cpu_op events" if not cpu_ops else "it was recorded without shapes"
-        raise NotATrace(f"not a torch.profiler trace with shapes ({why}): expected {HOW}")
-    ops.sort(key=lambda e: (e.thread, e.start, -e.dur))
+def analyse(trace: TraceEvents, chip: Chip, software: Software = Software.EAGER) -> TraceAnalysis:
+    """The trace's operators against `chip`'s roofline (docs/formulas.md#traces); NotATrace
+    when no cpu_op event has shapes."""
+    trace.require_ops()
+    ops = sorted(trace.ops, key=lambda e: (e.thread, e.start, -e.dur))
     parents = _parents(ops)
-    model = _Model(chip, software, raw)
+    model = _Model(chip, software, trace.raw)
     results = [model.of(e.key) for e in ops]
     inside = [isinstance(r, Modelled) for r in results]  # a modelled op in its subtree
     children = [0.0] * len(ops)  # the time of each event's children
@@ -276,7 +181,7 @@ def analyse(trace: object, chip: Chip, software: Software = Software.EAGER) -> T
             inside[parent] = inside[parent] or inside[i]
             children[parent] += ops[i].dur
     owners = _owners(ops, parents, results, inside, children)
-    kernels = _kernels(events, ops, owners)
+    kernels = _kernels(trace.device, ops, owners)
     cpu: dict[int, float] = defaultdict(float)
     for owner, time in owners.values():
         cpu[id(owner)] += time * US
@@ -287,7 +192,9 @@ def analyse(trace: object, chip: Chip, software: Software = Software.EAGER) -> T
     if kernels is not None:
         units = sum(cpu[id(g)] for g in groups.values() if isinstance(g, Modelled))
         view = replace(kernels[0], op_cpu_time=units)
-    return _summary(groups.values(), view, events=count, skipped=skipped, software=software)
+    return _summary(
+        groups.values(), view, events=trace.count, skipped=trace.skipped, software=software
+    )
 
 
 def _owners(
@@ -323,7 +230,7 @@ def _owners(
 
 
 def _kernels(
-    events: Iterable[Mapping[str, object]],
+    device: Iterable[tuple[float, object]],
     ops: Sequence[Event],
     owners: Mapping[int, tuple[Modelled | NotModelled, float]],
 ) -> tuple[Kernels, dict[int, float]] | None:
@@ -332,14 +239,10 @@ def _kernels(
     by_id = {e.external_id: owners[i][0] for i, e in enumerate(ops) if e.external_id is not None}
     count, total, unattributed = 0, 0.0, 0.0
     times: dict[int, float] = defaultdict(float)
-    for e in events:
-        dur = _duration(e)
-        if e.get("cat") not in DEVICE_CATEGORIES or dur is None:
-            continue
+    for dur, external_id in device:
         count += 1
         total += dur * US
-        args = e.get("args")
-        launcher = by_id.get(args.get("External id")) if isinstance(args, dict) else None
+        launcher = by_id.get(external_id)
         if launcher is None:
             unattributed += dur * US
         else:

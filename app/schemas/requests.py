@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from app.engine import AttentionKernel, Dtype, Phase, Software, TransformerSpec, Unit
 from app.engine.scaling import MAX_COUNTS, ScalingMode
@@ -273,8 +273,10 @@ KernelWorkload = (
     | AttentionWorkload
     | CustomWorkload
 )
-Workload = Annotated[
-    TransformerWorkload | KernelWorkload | OpsWorkload, Field(discriminator="kind")
+Workload = Annotated[  # without `kind`: a transformer (its schema's default), no missing tag
+    TransformerWorkload | KernelWorkload | OpsWorkload,
+    Field(discriminator="kind"),
+    BeforeValidator(lambda w: {"kind": "transformer", **w} if isinstance(w, dict) else w),
 ]
 
 

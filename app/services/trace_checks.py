@@ -1,16 +1,23 @@
 """POST /check/trace and the trace page: a torch.profiler trace's bytes in, the engine's
 analysis (app/engine/trace.py) out as a TraceCheck.
 
-A trace is judged only against a chip it ran on (app/services/trace_devices.py): otherwise it
-is refused (DeviceMismatch) unless the caller allows the mismatch, and then the answer's
-warnings say so first."""
+The trace is read one event at a time (app/services/trace_reader.py), never held whole. A
+trace is judged only against a chip it ran on (app/services/trace_devices.py), which is known
+once its events are read, before the analysis: otherwise it is refused (DeviceMismatch)
+unless the caller allows the mismatch, and then the answer's warnings say so first.
+
+`check` runs in a process of its own (app/http/isolated.py), within the trace's time and
+memory budget: its arguments and its answer travel between processes, pickled."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
+from functools import partial
 
+from app.catalog.loader import ChipRecord
 from app.engine import Software
-from app.engine.trace import MAX_DISTINCT, NotATrace, TraceAnalysis, analyse
+from app.engine.trace import MAX_DISTINCT, TraceAnalysis, analyse
+from app.engine.trace_events import collect
 from app.schemas.trace_answers import (
     TraceCheck,
     TraceChip,
@@ -20,6 +27,7 @@ from app.schemas.trace_answers import (
 )
 from app.services import trace_devices
 from app.services.catalogs import Catalogs
+from app.services.trace_reader import Document
 
 NESTING = (
     "Nested operators count once: the outermost one the engine models, with everything it "
@@ -27,39 +35,41 @@ NESTING = (
 )
 
 
-def _constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse(body: bytes) -> object:
-    """The body as JSON (NaN and Infinity refused); NotATrace when it is not JSON."""
-    try:
-        return json.loads(body, parse_constant=_constant)
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-        raise NotATrace(f"the body is not JSON ({str(error)[:120]})") from None
+def work(
+    catalogs: Catalogs, chip: str, stack: Software, *, allow_device_mismatch: bool
+) -> Callable[[bytes], TraceCheck]:
+    """`check` on `chip`, resolved now (UnknownName: 404), of the body it will be given."""
+    catalog = catalogs.chips()
+    return partial(
+        check,
+        record=catalog.resolve(chip),
+        catalog_version=catalog.version,
+        stack=stack,
+        allow_device_mismatch=allow_device_mismatch,
+    )
 
 
 def check(
-    catalogs: Catalogs,
     body: bytes,
-    chip: str,
+    record: ChipRecord,
+    catalog_version: str,
     stack: Software,
-    *,
-    allow_device_mismatch: bool = False,
+    allow_device_mismatch: bool,
 ) -> TraceCheck:
-    """The trace in `body` judged on `chip` (UnknownName: 404; NotATrace, TooManyEvents;
+    """The trace in `body` judged on the chip of `record` (NotATrace, TooManyEvents;
     DeviceMismatch unless `allow_device_mismatch`)."""
-    catalog = catalogs.chips()
-    record = catalog.resolve(chip)
-    trace = parse(body)
-    result = analyse(trace, record.chip, stack)
+    document = Document(body)
+    events = collect(document.events())
+    events.require_ops()
     warnings = []
-    if (found := trace_devices.mismatch(trace, result, record)) is not None:
+    found = trace_devices.mismatch(events, document.device_properties, record)
+    if found is not None:
         if not allow_device_mismatch:
             raise trace_devices.refusal(*found)
         warnings.append(trace_devices.warning(found[0], record))
+    result = analyse(events, record.chip, stack)
     chip_out = TraceChip(id=record.entry.id, name=record.entry.name)
-    return _answer(result, chip_out, catalog.version, stack, warnings)
+    return _answer(result, chip_out, catalog_version, stack, warnings)
 
 
 def _notes(result: TraceAnalysis) -> list[str]:

@@ -10,14 +10,11 @@ ProfilerActivity.CUDA, whose operator times are the launches, not the work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from app.catalog.loader import ChipRecord
-from app.engine.trace import DEVICE_CATEGORIES, TraceAnalysis, read_events
+from app.engine.trace_events import TraceEvents
 from app.services.profiles import device_matches
 
 RECORD_GPU = "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
-CUDA_API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 
 
 class DeviceMismatch(Exception):
@@ -25,35 +22,34 @@ class DeviceMismatch(Exception):
     devices and what to do."""
 
 
-def _gpu_names(trace: Mapping[str, object], events: list[Mapping[str, object]]) -> set[str]:
-    """The names of the GPUs whose kernels the trace holds (all it names, where the kernels
-    give no device)."""
-    listed = trace.get("deviceProperties")
+def _gpu_names(device_properties: object, used: set[object]) -> set[str]:
+    """The names of the GPUs whose kernels the trace holds (of `used`, the device ids its
+    kernels give), or all the GPUs it lists where the kernels name none of them."""
+    listed = device_properties if isinstance(device_properties, list) else []
     names = {
         d.get("id"): d["name"]
-        for d in (listed if isinstance(listed, list) else [])
-        if isinstance(d, dict) and isinstance(d.get("name"), str)
-    }
-    used = {
-        args.get("device")
-        for e in events
-        if e.get("cat") in DEVICE_CATEGORIES and isinstance(args := e.get("args"), dict)
+        for d in listed
+        if isinstance(d, dict)
+        and isinstance(d.get("name"), str)
+        and not isinstance(d.get("id"), (list, dict))  # an id, as the kernels give them
     }
     return {names[i] for i in used if i in names} or set(names.values())
 
 
-def mismatch(trace: object, result: TraceAnalysis, record: ChipRecord) -> tuple[str, str] | None:
-    """Why the analysed `trace` is no run on the catalog chip `record`, and what to do; None
-    when it may be one (kernel events, on a GPU that is the chip or that it does not name)."""
+def mismatch(
+    events: TraceEvents, device_properties: object, record: ChipRecord
+) -> tuple[str, str] | None:
+    """Why the trace whose `events` and `deviceProperties` were read is no run on the catalog
+    chip `record`, and what to do; None when it may be one (kernel events, on a GPU that is
+    the chip or that it does not name)."""
     chip = f"{record.entry.id} ({record.entry.name})"
-    events, _ = read_events(trace)
-    if result.kernels is not None:
-        names = _gpu_names(trace, events) if isinstance(trace, dict) else set()
+    if events.device:
+        names = _gpu_names(device_properties, events.devices)
         if not names or any(device_matches(name, "torch", record) for name in names):
             return None
         ran_on = ", ".join(sorted(names))
         return f"it ran on {ran_on}, not on {chip}", "judge it against the chip it ran on"
-    if calls := sum(1 for e in events if e.get("cat") in CUDA_API_CATEGORIES):
+    if calls := events.cuda_api_calls:
         why = (
             f"the trace holds {calls} CUDA API calls but no GPU kernel events: it was recorded "
             f"without ProfilerActivity.CUDA, so its times are the CPU's launches, not the work "

@@ -5,14 +5,16 @@ answer of POST /check/trace, app/services/trace_checks.py)."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import UploadFile
 
 from app.catalog.names import UnknownName
 from app.engine import Software
-from app.engine.trace import NotATrace, TooManyEvents
+from app.engine.trace_events import NotATrace, TooManyEvents
 from app.http.deps import CatalogsDep
+from app.http.isolated import Isolated, OverMemory, OverTime
+from app.http.responses import RETRY_AFTER_S
+from app.security import same_origin
 from app.services import trace_checks
 from app.services.trace_devices import DeviceMismatch
 from app.web.templating import render
@@ -56,7 +58,11 @@ def trace_form(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
 
 @router.post("/trace", response_class=HTMLResponse)
 async def trace_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
-    """The uploaded trace's table, or the form with what is wrong."""
+    """The uploaded trace's table, or the form with what is wrong. Only from this site's own
+    page: another site's page could make a visitor's browser post a trace (CPU spent)."""
+    if not same_origin(request):
+        message = "The trace form must be sent from this site's own page."
+        return render(request, "error.html", {"title": "Refused", "message": message}, 403)
     async with request.form(max_files=1, max_fields=10) as form:  # closes the upload
         values = {
             name: value.strip()[:100] if isinstance(value := form.get(name), str) else ""
@@ -71,21 +77,25 @@ async def trace_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     if body is None:
         return _page(request, catalogs, values, error="Choose a trace file to upload.", status=422)
     try:
-        result = await run_in_threadpool(
-            trace_checks.check,
+        work = trace_checks.work(
             catalogs,
-            body,
             values["chip"],
             stack,
             allow_device_mismatch=bool(values["allow_device_mismatch"]),
         )
+        analyses: Isolated = request.app.state.traces
+        result = await analyses.run(work, body)
     except UnknownName as error:
         hint = f" (did you mean {', '.join(error.suggestions)}?)" if error.suggestions else ""
         return _page(
             request, catalogs, values, error=f"Unknown chip {error.name!r}{hint}.", status=404
         )
-    except TooManyEvents as error:
+    except (TooManyEvents, OverMemory) as error:
         return _page(request, catalogs, values, error=str(error), status=413)
+    except OverTime as error:
+        page = _page(request, catalogs, values, error=str(error), status=503)
+        page.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return page
     except (NotATrace, DeviceMismatch) as error:
         return _page(request, catalogs, values, error=str(error), status=422)
     return _page(request, catalogs, values, result=result)

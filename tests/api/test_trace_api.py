@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.engine.trace import MAX_DISTINCT, MAX_EVENTS
+from app.engine.trace import MAX_DISTINCT
+from app.engine.trace_events import MAX_EVENTS
 from app.main import create_app
 from app.settings import Settings
 

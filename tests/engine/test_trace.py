@@ -5,7 +5,8 @@ import pytest
 
 from app.engine import Dtype, Software
 from app.engine.ops import Tensor
-from app.engine.trace import MAX_DISTINCT, NotATrace, analyse
+from app.engine.trace import MAX_DISTINCT, analyse
+from app.engine.trace_events import NotATrace, collect
 from app.engine.trace_ops import VIEW, op_of
 from tests.engine.chips import A100
 
@@ -119,7 +120,7 @@ def test_nesting_is_per_thread_and_malformed_events_are_skipped():
             "not an event",
         ]
     }
-    result = analyse(trace, A100)
+    result = analyse(collect(trace["traceEvents"]), A100)
     counted = {(m.op.name, m.count, round(m.measured * 1e6, 6)) for m in result.modelled}
     assert counted == {("aten::matmul", 1, 100), ("aten::mm", 1, 10)}
     assert result.skipped == 3 and result.events == 7
@@ -131,7 +132,7 @@ def test_an_unsupported_dtype_on_the_chip_is_not_modelled_with_the_engines_reaso
     trace = {
         "traceEvents": [event("aten::mm", 0, 10, [[64, 64], [64, 64]], ["c10::Float8_e4m3fn"] * 2)]
     }
-    result = analyse(trace, A100)
+    result = analyse(collect(trace["traceEvents"]), A100)
     assert result.modelled == () and result.whole is None and result.judgement is None
     [missing] = result.not_modelled
     assert "fp8" in missing.reason
@@ -140,7 +141,7 @@ def test_an_unsupported_dtype_on_the_chip_is_not_modelled_with_the_engines_reaso
 
 def test_distinct_operators_past_the_bound_are_not_modelled():
     events = [event("aten::cos", i * 10, 5, [[i + 1]]) for i in range(MAX_DISTINCT + 5)]
-    result = analyse({"traceEvents": events}, A100, Software.TYPICAL)
+    result = analyse(collect(events), A100, Software.TYPICAL)
     assert len(result.modelled) == MAX_DISTINCT
     [over] = result.not_modelled
     assert over.count == 5 and "distinct operators" in over.reason
@@ -148,7 +149,7 @@ def test_distinct_operators_past_the_bound_are_not_modelled():
 
 def test_an_empty_trace_is_not_a_trace():
     with pytest.raises(NotATrace, match="no cpu_op events"):
-        analyse({"traceEvents": []}, A100)
+        analyse(collect([]), A100)
     assert Tensor((2,)).numel == 2
 
 
@@ -163,6 +164,6 @@ def test_on_a_gpu_an_op_that_launched_no_kernel_takes_no_time():
             {"cat": "kernel", "ts": 3, "dur": "long"},  # no usable duration: not counted
         ]
     }
-    result = analyse(trace, A100)
+    result = analyse(collect(trace["traceEvents"]), A100)
     assert [(m.op.name, m.measured) for m in result.modelled] == [("aten::mm", 2e-6)]
     assert result.kernels is not None and result.kernels.count == 1

@@ -43,26 +43,39 @@ def test_a_file_that_is_not_a_trace_says_how_to_record_one(page, url, tmp_path):
     expect(page.locator("#trace-result")).to_have_count(0)
 
 
+ORIGIN = {"origin": "http://testserver", "sec-fetch-site": "same-origin"}  # the page's own
+
+
 def test_the_page_errors_through_the_app(client):
     files = {"trace": ("m.json", (TRACES / "matmul.json").read_bytes(), "application/json")}
     assert client.get("/trace").status_code == 200
     allowed = {"chip": "a100", "stack": "eager", "allow_device_mismatch": "true"}
-    ok = client.post("/trace", data=allowed, files=files)
+    ok = client.post("/trace", data=allowed, files=files, headers=ORIGIN)
     assert ok.status_code == 200 and "aten::matmul" in ok.text
     assert 'id="t-mismatch" name="allow_device_mismatch" value="true" checked' in ok.text
-    refused = client.post("/trace", data={"chip": "a100", "stack": "eager"}, files=files)
+    refused = client.post(
+        "/trace", data={"chip": "a100", "stack": "eager"}, files=files, headers=ORIGIN
+    )
     assert refused.status_code == 422 and "no GPU kernel events: it ran on cpu" in refused.text
     gpu = {"trace": ("g.json", (TRACES / "gpu_cos.json").read_bytes(), "application/json")}
-    on_its_chip = client.post("/trace", data={"chip": "h100", "stack": "eager"}, files=gpu)
+    on_its_chip = client.post(
+        "/trace", data={"chip": "h100", "stack": "eager"}, files=gpu, headers=ORIGIN
+    )
     assert on_its_chip.status_code == 200 and "trace-warnings" not in on_its_chip.text
-    unknown = client.post("/trace", data={"chip": "a1000", "stack": "eager"}, files=files)
+    unknown = client.post(
+        "/trace", data={"chip": "a1000", "stack": "eager"}, files=files, headers=ORIGIN
+    )
     assert unknown.status_code == 404 and "Unknown chip" in unknown.text
-    no_file = client.post("/trace", data={"chip": "a100", "stack": "eager"})
+    no_file = client.post("/trace", data={"chip": "a100", "stack": "eager"}, headers=ORIGIN)
     assert no_file.status_code == 422 and "Choose a trace file" in no_file.text
-    no_stack = client.post("/trace", data={"chip": "a100", "stack": "warp"}, files=files)
+    no_stack = client.post(
+        "/trace", data={"chip": "a100", "stack": "warp"}, files=files, headers=ORIGIN
+    )
     assert no_stack.status_code == 422
     many = {"trace": ("t.json", b'{"traceEvents": [' + b",".join([b"{}"] * 500_001) + b"]}")}
     assert (
-        client.post("/trace", data={"chip": "a100", "stack": "eager"}, files=many).status_code
+        client.post(
+            "/trace", data={"chip": "a100", "stack": "eager"}, files=many, headers=ORIGIN
+        ).status_code
         == 413
     )
