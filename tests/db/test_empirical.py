@@ -65,7 +65,7 @@ def test_unknown_chip_is_404(db_client):
 
 
 def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
-    """On a CPU, `probe --submit a100` once stored the NumPy profile as the A100's (then shown
+    """On a CPU, `probe --submit a100` once stored the CPU's profile as the A100's (then shown
     at 0.4% of its datasheet): it is refused, and stored only with --force, marked forced."""
     posted = {}
 
@@ -85,7 +85,7 @@ def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
     assert posted["url"] == "http://roofcheck/chips/a100/empirical"
     assert posted["headers"] == {"authorization": "Bearer probe-token"}
     stored = db_client.get("/chips/a100").json()["empirical"]
-    assert stored["backend"] == "numpy" and stored["copy_bytes_per_s"] > 0
+    assert stored["backend"] == "torch" and stored["copy_bytes_per_s"] > 0
     assert stored["forced"] is True
     assert "stored" in capsys.readouterr().out
     assert "forced: not measured on this chip" in db_client.get("/catalog").text
