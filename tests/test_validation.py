@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -10,8 +11,23 @@ from app.engine import Kind, Software
 from app.engine.published_runs import FITTED
 from app.services.catalogs import load_catalog_files
 from app.settings import Settings
-from app.validation.calibrate import fit, leave_one_source_out, ratio, render
-from app.validation.report import inside_share, load_peers, median_error, report, svg
+from app.validation.calibrate import (
+    Prediction,
+    fit,
+    leave_one_source_out,
+    lookup,
+    ratio,
+    render,
+)
+from app.validation.report import (
+    inside_share,
+    load_peers,
+    median_error,
+    median_width,
+    percentile_90,
+    report,
+    svg,
+)
 from app.validation.runs import CHART_PATH, REPORT_PATH, ROOT, evaluate, load
 
 CATALOG, MODELS = load_catalog_files(Settings())
@@ -94,21 +110,69 @@ def test_committed_table_report_and_chart_are_current() -> None:
 
 
 def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
-    # leave one source out: each row predicted by a table that never saw its source. The
-    # targets: median error <= 15% in all and <= 25% for every kind, about 80% of the rows
-    # inside the range, none faster than the ideal (today: 12.9%, prefill 19.1% the worst, 83%)
-    assert median_error(PREDICTIONS) <= 0.15
+    # leave one source out, centre and range width: each row predicted by a table that never
+    # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
+    # 35%, 78-90% inside with a median width <= 1.6x; reached honestly today: 13.7%, attention
+    # 20.3% the worst kind, p90 45.1%, 79% inside at a median width of 1.88x. These bounds hold
+    # what is reached, so that a change that makes it worse fails
+    assert median_error(PREDICTIONS) <= 0.14
     for kind in {p.result.row.kind for p in PREDICTIONS}:
         of_kind = [p for p in PREDICTIONS if p.result.row.kind is kind]
-        assert median_error(of_kind) <= 0.25, kind
+        assert median_error(of_kind) <= 0.21, kind
+    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.46
     assert 0.78 <= inside_share(PREDICTIONS) <= 0.9
+    assert median_width(PREDICTIONS) <= 1.9
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
+
+
+def test_no_figure_of_a_prediction_saw_the_rows_source() -> None:
+    # the runs of one source made 10x slower change neither their own predicted time nor
+    # their range: centre and width both come from the other sources (the width used to come
+    # from the full fit, whose residuals held the row being predicted)
+    source = next(r.row.source for r in RESULTS if r.row.id == "megatron-1t-a100")
+    slowed = [
+        replace(r, measured_s=10 * r.measured_s) if r.row.source == source else r for r in RESULTS
+    ]
+    before = {p.result.row.id: p for p in PREDICTIONS if p.result.row.source == source}
+    after = {
+        p.result.row.id: p for p in leave_one_source_out(slowed) if p.result.row.source == source
+    }
+    assert before
+    for row_id, p in before.items():
+        q = after[row_id]
+        assert (q.realistic, q.low, q.high) == (p.realistic, p.low, p.high), row_id
+
+
+def test_a_prediction_is_the_engines_own_answer_for_its_table() -> None:
+    # from the full table, a row's predicted time and range are the engine's realistic_time
+    # and realistic_range_s (the published ratios, the row's fixed costs and their spread)
+    table = fit(RESULTS)
+    for r in RESULTS:
+        p = Prediction.of(r, lookup(table, r.row.kind, r.row.profile))
+        roof = r.roofline
+        expected = (roof.realistic_time, roof.realistic_low, roof.realistic_high)
+        assert (p.realistic, p.low, p.high) == pytest.approx(expected, rel=1e-9), r.row.id
+
+
+def test_the_error_is_the_runs_distance_from_the_estimate_as_a_share_of_it() -> None:
+    # |measured / realistic - 1|: a run of 15 ms against a 10 ms estimate is 50% off, as is a
+    # run of 5 ms; the range 8-20 ms is 2.5x wide and holds the 15 ms run, not the 5 ms one
+    r = RESULTS[0]
+    slow = Prediction(replace(r, measured_s=15e-3), 10e-3, 8e-3, 20e-3)
+    fast = Prediction(replace(r, measured_s=5e-3), 10e-3, 8e-3, 20e-3)
+    assert slow.error == pytest.approx(0.5)
+    assert fast.error == pytest.approx(0.5)
+    assert slow.width == pytest.approx(2.5)
+    assert slow.inside
+    assert not fast.inside
 
 
 def test_flash_attention_2_on_blackwell_is_predicted_from_hopper_and_ampere_physics() -> None:
     # FlashAttention-2 issues Ampere's warp-level MMA: a quarter of B200's peak. Without that
     # ceiling the realistic time of these runs was 2-3x too fast; with it, predicted by a
-    # table that never saw their source, they land within 25%
+    # table that never saw their source, they land within 35% of the estimate (the shortest,
+    # tritonbench's s512 at 0.75x, is 33% off; |realistic - measured| / measured: 25%), most
+    # within 10%
     b200_fa2 = [
         p
         for p in PREDICTIONS
@@ -117,7 +181,8 @@ def test_flash_attention_2_on_blackwell_is_predicted_from_hopper_and_ampere_phys
     assert len({p.result.row.source for p in b200_fa2}) == 2
     long = [p for p in b200_fa2 if p.result.roofline.overhead_time < 0.05 * p.result.measured_s]
     assert len(long) >= 9
-    assert all(p.error < 0.25 for p in long)
+    assert all(p.error < 0.35 for p in long)
+    assert median_error(long) < 0.1
 
 
 def test_nemo_trains_with_megatron_and_serves_with_tensorrt_llm() -> None:

@@ -203,6 +203,17 @@ class Realism:
     collectives: int = 0  # on the critical path, each paying a latency
     across_nodes: bool = False
 
+    @property
+    def costs(self) -> FixedCosts:
+        """The fixed costs of these launches and collectives on this stack."""
+        return fixed_costs(
+            self.software,
+            kernels=self.kernels,
+            steps=self.steps,
+            collectives=self.collectives,
+            across_nodes=self.across_nodes,
+        )
+
 
 def at_collective_bandwidth(seconds: float) -> float:
     """Collectives taking `seconds` at the line rate, at the bandwidth NCCL reaches."""
@@ -226,14 +237,7 @@ class Practice:
     def of(realism: Realism) -> Practice:
         """The published ratio and fixed costs of `realism`."""
         published, _ = fitted(realism.kind, realism.software)
-        costs = fixed_costs(
-            realism.software,
-            kernels=realism.kernels,
-            steps=realism.steps,
-            collectives=realism.collectives,
-            across_nodes=realism.across_nodes,
-        )
-        return Practice(published, costs)
+        return Practice(published, realism.costs)
 
     def times(
         self, busy: float, communication: float, expected: float

@@ -1,14 +1,15 @@
 """What published runs reach: the engine's table of ratios (app/engine/published_runs.py),
 fitted on the validation set, and the same fit with each source left out, so that every
-row is also predicted by a table that never saw its source.
+row is also predicted, centre and range, by a table that never saw its source.
 
 A row's ratio is (measured - fixed costs - communication) / sustained-kernel busy time, with
 the fixed costs and communication the engine adds for it (app/engine/realism.py). Per kind of
 work, `typical` is the median over every row of the kind; a stack gets its own median where
 at least MIN_RUNS of its runs were published. The range is the 10th to 90th percentile of
 how far the runs of the kind fell from what a fit without their source predicted (all
-kinds pooled for a kind published by fewer than MIN_SOURCES sources).
-"""
+kinds pooled for a kind published by fewer than MIN_SOURCES sources). Cross-validated, that
+whole fit is redone without the predicted row's source: the range's width too comes only
+from the other sources."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine import Fitted, Kind, Software
-from app.engine.realism import realistic_communication
+from app.engine.realism import Practice, realistic_communication
 from app.validation.runs import ROOT, Result
 
 TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
@@ -31,30 +32,27 @@ Table = dict[Kind, dict[Software, Fitted]]
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """A row's predicted time split into what scales with the ratio and what does not."""
+    """A row's sustained-kernel time and what the engine adds to it, apart."""
 
     busy: float  # sustained-kernel device time
-    fixed: float  # fixed costs and communication at the realistic bandwidth
+    fixed: float  # fixed costs at the published median
+    communication: float  # collectives at the bandwidth NCCL reaches
     ideal: float
-
-    def at(self, ratio: float) -> float:
-        """The realistic time at `ratio`, never below the ideal."""
-        return max(self.busy * ratio + self.fixed, self.ideal)
 
 
 def parts(result: Result) -> Parts:
-    """The engine's busy and fixed parts of a row's realistic time."""
+    """The engine's parts of a row's realistic time."""
     roof = result.roofline
     busy = roof.sustained_time - roof.communication_time
-    fixed = roof.overhead_time + realistic_communication(roof)
-    return Parts(busy, fixed, roof.expected_time)
+    return Parts(busy, roof.overhead_time, realistic_communication(roof), roof.expected_time)
 
 
 def ratio(result: Result) -> float:
-    """(measured - fixed) / busy: what this published run reached against the sustained
-    kernels (at least the ideal's ratio, where fixed costs would leave nothing)."""
+    """(measured - fixed - communication) / busy: what this published run reached against the
+    sustained kernels (at least the ideal's ratio, where fixed costs would leave nothing)."""
     p = parts(result)
-    return max(result.measured_s - p.fixed, p.ideal - p.fixed) / p.busy
+    spent = p.fixed + p.communication
+    return max(result.measured_s - spent, p.ideal - spent) / p.busy
 
 
 def _deciles(values: list[float]) -> tuple[float, float]:
@@ -137,17 +135,33 @@ def lookup(table: Table, kind: Kind, profile: Software) -> Fitted:
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A row predicted by a table fitted without its source."""
+    """A row's realistic time and range as the engine computes them from one entry of a table
+    (`Practice.times`: the entry's ratios, the row's fixed costs and their spread)."""
 
     result: Result
     realistic: float
     low: float
     high: float
 
+    @staticmethod
+    def of(result: Result, entry: Fitted) -> Prediction:
+        """`result` predicted from `entry`."""
+        p = parts(result)
+        realistic, low, high, _ = Practice(entry, result.realism.costs).times(
+            p.busy, p.communication, p.ideal
+        )
+        return Prediction(result, realistic, low, high)
+
     @property
     def error(self) -> float:
-        """|realistic - measured| / measured."""
-        return abs(self.realistic - self.result.measured_s) / self.result.measured_s
+        """|measured / realistic - 1|: how far the run fell from the estimate, as a share of
+        the estimate (0.5 is a run 1.5x or 0.5x the realistic time)."""
+        return abs(self.result.measured_s / self.realistic - 1)
+
+    @property
+    def width(self) -> float:
+        """The range's width: its high end over its low end."""
+        return self.high / self.low
 
     @property
     def inside(self) -> bool:
@@ -158,21 +172,16 @@ class Prediction:
 
 
 def leave_one_source_out(results: list[Result]) -> list[Prediction]:
-    """Each row's realistic time predicted by the medians of every other source, with the
-    range of its kind (whose width comes from those same leave-one-source-out residuals)."""
-    full = fit(results)
+    """Each row predicted by the table fitted without its source: its median and its range,
+    whose width comes from how far the other sources' runs fell from the medians fitted
+    without each of them, so that no figure of the prediction saw the row's source."""
     tables = {
         source: fit(r for r in results if r.row.source != source)
         for source in {r.row.source for r in results}
     }
-    predictions = []
-    for r in results:
-        point = lookup(tables[r.row.source], r.row.kind, r.row.profile).ratio
-        kind = lookup(full, r.row.kind, Software.TYPICAL)
-        p = parts(r)
-        low, high = point * kind.low / kind.ratio, point * kind.high / kind.ratio
-        predictions.append(Prediction(r, p.at(point), p.at(low), p.at(high)))
-    return predictions
+    return [
+        Prediction.of(r, lookup(tables[r.row.source], r.row.kind, r.row.profile)) for r in results
+    ]
 
 
 def render(table: Table) -> str:
