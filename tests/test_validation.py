@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.engine import Kind, Software
-from app.engine.published_runs import FITTED
+from app.engine import Fitted, Kind, Software, fitted
+from app.engine.published_runs import FITTED, STACK_SPREAD
 from app.services.catalogs import load_catalog_files
 from app.settings import Settings
 from app.validation.calibrate import (
@@ -16,8 +16,10 @@ from app.validation.calibrate import (
     fit,
     leave_one_source_out,
     lookup,
+    parts,
     ratio,
     render,
+    stack_spread,
 )
 from app.validation.report import (
     inside_share,
@@ -28,7 +30,7 @@ from app.validation.report import (
     report,
     svg,
 )
-from app.validation.runs import CHART_PATH, REPORT_PATH, ROOT, evaluate, load
+from app.validation.runs import CHART_PATH, REPORT_PATH, ROOT, Result, evaluate, load
 
 CATALOG, MODELS = load_catalog_files(Settings())
 RESULTS = evaluate(load(), CATALOG, MODELS)
@@ -100,8 +102,9 @@ def test_committed_table_report_and_chart_are_current() -> None:
     table = fit(RESULTS)
     assert {k: {p: tuple(e) for p, e in v.items()} for k, v in FITTED.items()} == {
         str(k): {str(p): (e.ratio, e.low, e.high, e.runs, e.sources) for p, e in v.items()}
-        for k, v in table.items()
+        for k, v in table.entries.items()
     }
+    assert table.spread == STACK_SPREAD
     assert (ROOT / "app" / "engine" / "published_runs.py").read_text() == render(table)
     text = report(PREDICTIONS, CATALOG.version, load_peers())
     assert REPORT_PATH.read_text(encoding="utf-8") == text
@@ -113,15 +116,16 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # leave one source out, centre and range width: each row predicted by a table that never
     # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
     # 35%, 78-90% inside with a median width <= 1.6x; reached honestly today: 13.7%, attention
-    # 20.3% the worst kind, p90 45.1%, 79% inside at a median width of 1.88x. These bounds hold
-    # what is reached, so that a change that makes it worse fails
+    # 20.3% the worst kind, p90 45.1%, 83% inside at a median width of 2.00x (1.88x before
+    # the ranges of stacks without a handful of their own runs were widened: 79% inside).
+    # These bounds hold what is reached, so that a change that makes it worse fails
     assert median_error(PREDICTIONS) <= 0.14
     for kind in {p.result.row.kind for p in PREDICTIONS}:
         of_kind = [p for p in PREDICTIONS if p.result.row.kind is kind]
         assert median_error(of_kind) <= 0.21, kind
     assert percentile_90([p.error for p in PREDICTIONS]) <= 0.46
     assert 0.78 <= inside_share(PREDICTIONS) <= 0.9
-    assert median_width(PREDICTIONS) <= 1.9
+    assert median_width(PREDICTIONS) <= 2.0
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
@@ -197,6 +201,53 @@ def test_every_kind_and_stack_entry_is_backed_by_published_runs() -> None:
             assert low <= median <= high, (kind, profile)
             assert runs >= (1 if profile == "typical" else 3), (kind, profile)
             assert 1 <= sources <= runs
+
+
+def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
+    # STACK_SPREAD: how far a whole workload's run fell from the median of its kind's runs on
+    # other stacks (by other sources), 10th to 90th percentile; it holds 1 (no widening)
+    low, high = STACK_SPREAD
+    assert 0.4 < low < 1 < high < 2.5
+    typical = Fitted(*FITTED["decode"]["typical"])
+    # vLLM has no decode runs of its own: typical's median, its range widened to the spread
+    vllm, used = fitted(Kind.DECODE, Software.VLLM)
+    assert used is Software.TYPICAL
+    assert vllm.ratio == typical.ratio
+    assert vllm.low == pytest.approx(min(typical.low, typical.ratio * low))
+    assert vllm.high == pytest.approx(max(typical.high, typical.ratio * high))
+    assert vllm.high > typical.high
+    # compiled's own decode runs are gpt-fast's alone (one source): its own median, widened
+    compiled, used = fitted(Kind.DECODE, Software.COMPILED)
+    own = Fitted(*FITTED["decode"]["compiled"])
+    assert used is Software.COMPILED and own.sources == 1 and not own.established
+    assert compiled.high == pytest.approx(max(own.high, own.ratio * high))
+    # Megatron's training runs (26 by 5 sources) stand for it: its own range, untouched
+    megatron, _ = fitted(Kind.TRAINING, Software.MEGATRON)
+    assert megatron == Fitted(*FITTED["training"]["megatron"]) and megatron.established
+    # a single kernel's runs are every stack's own: eager's matmul range is typical's
+    assert fitted(Kind.MATMUL, Software.EAGER)[0] == Fitted(*FITTED["matmul"]["typical"])
+
+
+def test_the_stack_spread_is_the_miss_of_borrowing_another_stacks_median() -> None:
+    # two decode stacks by two sources: A's runs at ratios 1.0 and 1.2, B's at 2.0. A's runs
+    # miss B's median by 0.5 and 0.6, B's run misses A's median 1.1 by 2.0 / 1.1 = 1.818;
+    # with 3 misses the deciles are the least and the greatest
+    def row(i: int, source: str, profile: str, measured: float) -> Result:
+        base = next(r for r in RESULTS if r.row.id == "gptfast-llama2-7b-a100-tp1")
+        spent = base.roofline.overhead_time + parts(base).communication
+        busy = parts(base).busy
+        data = replace(base.row, id=f"r{i}", source_url=source, software=profile)
+        return replace(base, row=data, measured_s=spent + measured * busy)
+
+    rows = [
+        row(1, "https://a", "gpt-fast", 1.0),
+        row(2, "https://a", "gpt-fast", 1.2),
+        row(3, "https://b", "nim", 2.0),
+    ]
+    low, high = stack_spread(rows)
+    assert low == pytest.approx(0.5, abs=1e-4)
+    assert high == pytest.approx(2.0 / 1.1, abs=1e-4)
+    assert stack_spread(rows[:2]) == (1.0, 1.0)  # one stack: nothing to borrow from
 
 
 def test_peer_errors_are_on_rows_of_the_set(tmp_path) -> None:

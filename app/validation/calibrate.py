@@ -5,11 +5,13 @@ row is also predicted, centre and range, by a table that never saw its source.
 A row's ratio is (measured - fixed costs - communication) / sustained-kernel busy time, with
 the fixed costs and communication the engine adds for it (app/engine/realism.py). Per kind of
 work, `typical` is the median over every row of the kind; a stack gets its own median where
-at least MIN_RUNS of its runs were published. The range is the 10th to 90th percentile of
+at least MIN_OWN_RUNS of its runs were published. The range is the 10th to 90th percentile of
 how far the runs of the kind fell from what a fit without their source predicted (all
 kinds pooled for a kind published by fewer than MIN_SOURCES sources). Cross-validated, that
 whole fit is redone without the predicted row's source: the range's width too comes only
-from the other sources."""
+from the other sources. An entry the engine deems not established (`Fitted.established`), or
+one borrowed from typical software, is widened to the stack spread (`stack_spread`): how far
+a run fell from the median of its kind's runs on other stacks."""
 
 from __future__ import annotations
 
@@ -19,15 +21,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine import Fitted, Kind, Software
-from app.engine.realism import Practice, realistic_communication
+from app.engine.realism import (
+    KERNEL_KINDS,
+    MIN_OWN_RUNS,
+    Practice,
+    published_entry,
+    realistic_communication,
+)
 from app.validation.runs import ROOT, Result
 
 TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
-MIN_RUNS = 3  # runs of one stack before it gets its own median
 MIN_SOURCES = 3  # sources of a kind before its range is its own (else: all kinds pooled)
 DECIMALS = 4  # of the ratios in the engine's table
 ROUNDING = 10.0**-DECIMALS
-Table = dict[Kind, dict[Software, Fitted]]
+Entries = dict[Kind, dict[Software, Fitted]]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """The fitted entries per kind and stack, and the stack spread (STACK_SPREAD) that widens
+    an entry that is not established or is borrowed from another stack."""
+
+    entries: Entries
+    spread: tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +82,7 @@ def _deciles(values: list[float]) -> tuple[float, float]:
 
 def medians(results: Iterable[Result]) -> dict[Kind, dict[Software, list[Result]]]:
     """The rows behind each entry: every row of a kind for typical, a stack's own rows where
-    at least MIN_RUNS were published."""
+    at least MIN_OWN_RUNS were published."""
     groups: dict[Kind, dict[Software, list[Result]]] = {}
     for r in results:
         by_stack = groups.setdefault(r.row.kind, {Software.TYPICAL: []})
@@ -77,7 +93,7 @@ def medians(results: Iterable[Result]) -> dict[Kind, dict[Software, list[Result]
         kind: {
             p: rows
             for p, rows in by_stack.items()
-            if p is Software.TYPICAL or len(rows) >= MIN_RUNS
+            if p is Software.TYPICAL or len(rows) >= MIN_OWN_RUNS
         }
         for kind, by_stack in sorted(groups.items())
     }
@@ -110,7 +126,7 @@ def fit(results: Iterable[Result]) -> Table:
         predicted = _point(left_out[r.row.source], r.row.kind, r.row.profile)
         surprise.setdefault(r.row.kind, []).append(ratio(r) / predicted)
     pooled = [q for qs in surprise.values() for q in qs]
-    table: Table = {}
+    table: Entries = {}
     for kind, by_stack in medians(rows).items():
         sources = len({r.row.source for r in rows if r.row.kind is kind})
         low, high = _deciles(surprise[kind] if sources >= MIN_SOURCES else pooled)
@@ -124,13 +140,34 @@ def fit(results: Iterable[Result]) -> Table:
             )
             for profile, group in by_stack.items()
         }
-    return table
+    return Table(table, stack_spread(rows))
+
+
+def stack_spread(rows: list[Result]) -> tuple[float, float]:
+    """The 10th and 90th percentiles of how far each run of a whole workload fell from the
+    median of the runs of its kind on other stacks, by other sources: what borrowing another
+    stack's centre costs; (1, 1) where no kind has runs on two stacks."""
+    ratios = {r.row.id: ratio(r) for r in rows}
+    misses = []
+    for r in rows:
+        others = [
+            ratios[o.row.id]
+            for o in rows
+            if o.row.kind is r.row.kind
+            and o.row.profile is not r.row.profile
+            and o.row.source != r.row.source
+        ]
+        if r.row.kind not in KERNEL_KINDS and others:
+            misses.append(ratios[r.row.id] / statistics.median(others))
+    if not misses:
+        return 1.0, 1.0
+    low, high = _deciles(misses)
+    return round(low, DECIMALS), round(high, DECIMALS)
 
 
 def lookup(table: Table, kind: Kind, profile: Software) -> Fitted:
-    """The entry the engine would use: the stack's own, else typical (1.0 without any)."""
-    entries = table.get(kind, {})
-    return entries.get(profile) or entries.get(Software.TYPICAL) or Fitted(1.0, 1.0, 1.0, 0, 0)
+    """The entry the engine would use from `table` (`published_entry`)."""
+    return published_entry(kind, profile, table.entries.get(kind, {}), table.spread)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,13 +232,21 @@ def render(table: Table) -> str:
         "",
         "FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {",
     ]
-    for kind, entries in table.items():
+    for kind, entries in table.entries.items():
         lines.append(f'    "{kind}": {{')
         for profile, e in entries.items():
             values = f"({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources})"
             lines.append(f'        "{profile}": {values},')
         lines.append("    },")
-    lines.append("}")
+    low, high = table.spread
+    lines += [
+        "}",
+        "",
+        "# (10th, 90th percentile) of a whole workload's run over the median of its kind's runs",
+        "# on other stacks, by other sources: the range at least, around its median, of an entry",
+        "# borrowed from another stack or backed by fewer than a handful of runs or one source.",
+        f"STACK_SPREAD: tuple[float, float] = ({low}, {high})",
+    ]
     return "\n".join(lines) + "\n"
 
 
