@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from app.engine import Kind, Software
-from app.engine.published_runs import FITTED
+from app.engine import Fitted, Kind, Software, fitted
+from app.engine.published_runs import FITTED, STACK_SPREAD
 from app.services.catalogs import load_catalog_files
 from app.settings import Settings
-from app.validation.calibrate import fit, leave_one_source_out, ratio, render
-from app.validation.report import inside_share, load_peers, median_error, report, svg
-from app.validation.runs import CHART_PATH, REPORT_PATH, ROOT, evaluate, load
+from app.validation.calibrate import (
+    Prediction,
+    fit,
+    leave_one_source_out,
+    lookup,
+    parts,
+    ratio,
+    render,
+    stack_spread,
+)
+from app.validation.report import (
+    inside_share,
+    load_peers,
+    median_error,
+    median_width,
+    percentile_90,
+    report,
+    svg,
+)
+from app.validation.runs import CHART_PATH, REPORT_PATH, ROOT, Result, evaluate, load
 
 CATALOG, MODELS = load_catalog_files(Settings())
 RESULTS = evaluate(load(), CATALOG, MODELS)
@@ -84,8 +102,9 @@ def test_committed_table_report_and_chart_are_current() -> None:
     table = fit(RESULTS)
     assert {k: {p: tuple(e) for p, e in v.items()} for k, v in FITTED.items()} == {
         str(k): {str(p): (e.ratio, e.low, e.high, e.runs, e.sources) for p, e in v.items()}
-        for k, v in table.items()
+        for k, v in table.entries.items()
     }
+    assert table.spread == STACK_SPREAD
     assert (ROOT / "app" / "engine" / "published_runs.py").read_text() == render(table)
     text = report(PREDICTIONS, CATALOG.version, load_peers())
     assert REPORT_PATH.read_text(encoding="utf-8") == text
@@ -94,21 +113,70 @@ def test_committed_table_report_and_chart_are_current() -> None:
 
 
 def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
-    # leave one source out: each row predicted by a table that never saw its source. The
-    # targets: median error <= 15% in all and <= 25% for every kind, about 80% of the rows
-    # inside the range, none faster than the ideal (today: 12.9%, prefill 19.1% the worst, 83%)
-    assert median_error(PREDICTIONS) <= 0.15
+    # leave one source out, centre and range width: each row predicted by a table that never
+    # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
+    # 35%, 78-90% inside with a median width <= 1.6x; reached honestly today: 13.7%, attention
+    # 20.3% the worst kind, p90 45.1%, 83% inside at a median width of 2.00x (1.88x before
+    # the ranges of stacks without a handful of their own runs were widened: 79% inside).
+    # These bounds hold what is reached, so that a change that makes it worse fails
+    assert median_error(PREDICTIONS) <= 0.14
     for kind in {p.result.row.kind for p in PREDICTIONS}:
         of_kind = [p for p in PREDICTIONS if p.result.row.kind is kind]
-        assert median_error(of_kind) <= 0.25, kind
+        assert median_error(of_kind) <= 0.21, kind
+    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.46
     assert 0.78 <= inside_share(PREDICTIONS) <= 0.9
+    assert median_width(PREDICTIONS) <= 2.0
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
+
+
+def test_no_figure_of_a_prediction_saw_the_rows_source() -> None:
+    # the runs of one source made 10x slower change neither their own predicted time nor
+    # their range: centre and width both come from the other sources (the width used to come
+    # from the full fit, whose residuals held the row being predicted)
+    source = next(r.row.source for r in RESULTS if r.row.id == "megatron-1t-a100")
+    slowed = [
+        replace(r, measured_s=10 * r.measured_s) if r.row.source == source else r for r in RESULTS
+    ]
+    before = {p.result.row.id: p for p in PREDICTIONS if p.result.row.source == source}
+    after = {
+        p.result.row.id: p for p in leave_one_source_out(slowed) if p.result.row.source == source
+    }
+    assert before
+    for row_id, p in before.items():
+        q = after[row_id]
+        assert (q.realistic, q.low, q.high) == (p.realistic, p.low, p.high), row_id
+
+
+def test_a_prediction_is_the_engines_own_answer_for_its_table() -> None:
+    # from the full table, a row's predicted time and range are the engine's realistic_time
+    # and realistic_range_s (the published ratios, the row's fixed costs and their spread)
+    table = fit(RESULTS)
+    for r in RESULTS:
+        p = Prediction.of(r, lookup(table, r.row.kind, r.row.profile))
+        roof = r.roofline
+        expected = (roof.realistic_time, roof.realistic_low, roof.realistic_high)
+        assert (p.realistic, p.low, p.high) == pytest.approx(expected, rel=1e-9), r.row.id
+
+
+def test_the_error_is_the_runs_distance_from_the_estimate_as_a_share_of_it() -> None:
+    # |measured / realistic - 1|: a run of 15 ms against a 10 ms estimate is 50% off, as is a
+    # run of 5 ms; the range 8-20 ms is 2.5x wide and holds the 15 ms run, not the 5 ms one
+    r = RESULTS[0]
+    slow = Prediction(replace(r, measured_s=15e-3), 10e-3, 8e-3, 20e-3)
+    fast = Prediction(replace(r, measured_s=5e-3), 10e-3, 8e-3, 20e-3)
+    assert slow.error == pytest.approx(0.5)
+    assert fast.error == pytest.approx(0.5)
+    assert slow.width == pytest.approx(2.5)
+    assert slow.inside
+    assert not fast.inside
 
 
 def test_flash_attention_2_on_blackwell_is_predicted_from_hopper_and_ampere_physics() -> None:
     # FlashAttention-2 issues Ampere's warp-level MMA: a quarter of B200's peak. Without that
     # ceiling the realistic time of these runs was 2-3x too fast; with it, predicted by a
-    # table that never saw their source, they land within 25%
+    # table that never saw their source, they land within 35% of the estimate (the shortest,
+    # tritonbench's s512 at 0.75x, is 33% off; |realistic - measured| / measured: 25%), most
+    # within 10%
     b200_fa2 = [
         p
         for p in PREDICTIONS
@@ -117,7 +185,8 @@ def test_flash_attention_2_on_blackwell_is_predicted_from_hopper_and_ampere_phys
     assert len({p.result.row.source for p in b200_fa2}) == 2
     long = [p for p in b200_fa2 if p.result.roofline.overhead_time < 0.05 * p.result.measured_s]
     assert len(long) >= 9
-    assert all(p.error < 0.25 for p in long)
+    assert all(p.error < 0.35 for p in long)
+    assert median_error(long) < 0.1
 
 
 def test_nemo_trains_with_megatron_and_serves_with_tensorrt_llm() -> None:
@@ -132,6 +201,53 @@ def test_every_kind_and_stack_entry_is_backed_by_published_runs() -> None:
             assert low <= median <= high, (kind, profile)
             assert runs >= (1 if profile == "typical" else 3), (kind, profile)
             assert 1 <= sources <= runs
+
+
+def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
+    # STACK_SPREAD: how far a whole workload's run fell from the median of its kind's runs on
+    # other stacks (by other sources), 10th to 90th percentile; it holds 1 (no widening)
+    low, high = STACK_SPREAD
+    assert 0.4 < low < 1 < high < 2.5
+    typical = Fitted(*FITTED["decode"]["typical"])
+    # vLLM has no decode runs of its own: typical's median, its range widened to the spread
+    vllm, used = fitted(Kind.DECODE, Software.VLLM)
+    assert used is Software.TYPICAL
+    assert vllm.ratio == typical.ratio
+    assert vllm.low == pytest.approx(min(typical.low, typical.ratio * low))
+    assert vllm.high == pytest.approx(max(typical.high, typical.ratio * high))
+    assert vllm.high > typical.high
+    # compiled's own decode runs are gpt-fast's alone (one source): its own median, widened
+    compiled, used = fitted(Kind.DECODE, Software.COMPILED)
+    own = Fitted(*FITTED["decode"]["compiled"])
+    assert used is Software.COMPILED and own.sources == 1 and not own.established
+    assert compiled.high == pytest.approx(max(own.high, own.ratio * high))
+    # Megatron's training runs (26 by 5 sources) stand for it: its own range, untouched
+    megatron, _ = fitted(Kind.TRAINING, Software.MEGATRON)
+    assert megatron == Fitted(*FITTED["training"]["megatron"]) and megatron.established
+    # a single kernel's runs are every stack's own: eager's matmul range is typical's
+    assert fitted(Kind.MATMUL, Software.EAGER)[0] == Fitted(*FITTED["matmul"]["typical"])
+
+
+def test_the_stack_spread_is_the_miss_of_borrowing_another_stacks_median() -> None:
+    # two decode stacks by two sources: A's runs at ratios 1.0 and 1.2, B's at 2.0. A's runs
+    # miss B's median by 0.5 and 0.6, B's run misses A's median 1.1 by 2.0 / 1.1 = 1.818;
+    # with 3 misses the deciles are the least and the greatest
+    def row(i: int, source: str, profile: str, measured: float) -> Result:
+        base = next(r for r in RESULTS if r.row.id == "gptfast-llama2-7b-a100-tp1")
+        spent = base.roofline.overhead_time + parts(base).communication
+        busy = parts(base).busy
+        data = replace(base.row, id=f"r{i}", source_url=source, software=profile)
+        return replace(base, row=data, measured_s=spent + measured * busy)
+
+    rows = [
+        row(1, "https://a", "gpt-fast", 1.0),
+        row(2, "https://a", "gpt-fast", 1.2),
+        row(3, "https://b", "nim", 2.0),
+    ]
+    low, high = stack_spread(rows)
+    assert low == pytest.approx(0.5, abs=1e-4)
+    assert high == pytest.approx(2.0 / 1.1, abs=1e-4)
+    assert stack_spread(rows[:2]) == (1.0, 1.0)  # one stack: nothing to borrow from
 
 
 def test_peer_errors_are_on_rows_of_the_set(tmp_path) -> None:

@@ -33,3 +33,8 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "maxtext": (1.3219, 1.1008, 1.663, 22, 2),
     },
 }
+
+# (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
+# on other stacks, by other sources: the range at least, around its median, of an entry
+# borrowed from another stack or backed by fewer than a handful of runs or one source.
+STACK_SPREAD: tuple[float, float] = (0.5973, 1.9916)

@@ -18,11 +18,12 @@ once here (docs/formulas.md#realistic-time):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
-from app.engine.published_runs import FITTED
+from app.engine.published_runs import FITTED, STACK_SPREAD
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
 from app.engine.units import MICRO
@@ -40,19 +41,61 @@ class Fitted:
     runs: int
     sources: int
 
+    @property
+    def established(self) -> bool:
+        """Whether enough runs from enough sources back this entry for its own range to hold
+        a run nobody fitted: ESTABLISHED_RUNS runs from ESTABLISHED_SOURCES sources."""
+        return self.runs >= ESTABLISHED_RUNS and self.sources >= ESTABLISHED_SOURCES
+
+    def widened(self, spread: tuple[float, float]) -> Fitted:
+        """This entry with its range widened to at least `spread` (STACK_SPREAD) around its
+        median."""
+        low, high = spread
+        return replace(
+            self, low=min(self.low, self.ratio * low), high=max(self.high, self.ratio * high)
+        )
+
 
 NOTHING_PUBLISHED = Fitted(1.0, 1.0, 1.0, 0, 0)
+# A stack's entry (or the one it borrows) is established from 5 runs by 2 sources: one
+# source's runs share its machine, versions and way of timing, and fewer than a handful say
+# little about the next run. Below that, the range is widened to STACK_SPREAD around the
+# median (docs/formulas.md#realistic-time).
+ESTABLISHED_RUNS = 5
+ESTABLISHED_SOURCES = 2
+# A stack has its own median in the table from 3 published runs of a kind (app/validation);
+# with fewer it borrows typical software's.
+MIN_OWN_RUNS = 3
+# A single kernel reaches what its kernel reaches whoever launched it: the stack changes only
+# its fixed costs, so the published runs of a kernel kind are every stack's own.
+KERNEL_KINDS = frozenset({Kind.MATMUL, Kind.ATTENTION, Kind.ELEMENTWISE})
+
+
+def published_entry(
+    kind: Kind,
+    software: Software,
+    entries: Mapping[Software, Fitted],
+    spread: tuple[float, float],
+) -> tuple[Fitted, Software]:
+    """The published ratio for `kind` on `software` from `entries` (a kind's table), and the
+    stack it came from: the stack's own where runs of it were published, else typical
+    software's; its range widened to `spread` around the median where that entry is not
+    established or is another stack's (a kernel kind's entry is every stack's own)."""
+    if software in entries:
+        entry, used = entries[software], software
+    elif Software.TYPICAL in entries:
+        entry, used = entries[Software.TYPICAL], Software.TYPICAL
+    else:
+        return NOTHING_PUBLISHED, Software.TYPICAL
+    if kind in KERNEL_KINDS or (used is software and entry.established):
+        return entry, used
+    return entry.widened(spread), used
 
 
 def fitted(kind: Kind, software: Software) -> tuple[Fitted, Software]:
-    """The published ratio for `kind` on `software`, and the stack it really came from: the
-    stack's own where runs of it were published, else typical software's."""
-    by_stack = FITTED.get(kind, {})
-    if software in by_stack:
-        return Fitted(*by_stack[software]), software
-    if Software.TYPICAL in by_stack:
-        return Fitted(*by_stack[Software.TYPICAL]), Software.TYPICAL
-    return NOTHING_PUBLISHED, Software.TYPICAL
+    """`published_entry` from the engine's table of published runs."""
+    entries = {Software(p): Fitted(*e) for p, e in FITTED.get(kind, {}).items()}
+    return published_entry(kind, software, entries, STACK_SPREAD)
 
 
 # --- fixed costs ----------------------------------------------------------------------------
@@ -203,6 +246,17 @@ class Realism:
     collectives: int = 0  # on the critical path, each paying a latency
     across_nodes: bool = False
 
+    @property
+    def costs(self) -> FixedCosts:
+        """The fixed costs of these launches and collectives on this stack."""
+        return fixed_costs(
+            self.software,
+            kernels=self.kernels,
+            steps=self.steps,
+            collectives=self.collectives,
+            across_nodes=self.across_nodes,
+        )
+
 
 def at_collective_bandwidth(seconds: float) -> float:
     """Collectives taking `seconds` at the line rate, at the bandwidth NCCL reaches."""
@@ -226,14 +280,7 @@ class Practice:
     def of(realism: Realism) -> Practice:
         """The published ratio and fixed costs of `realism`."""
         published, _ = fitted(realism.kind, realism.software)
-        costs = fixed_costs(
-            realism.software,
-            kernels=realism.kernels,
-            steps=realism.steps,
-            collectives=realism.collectives,
-            across_nodes=realism.across_nodes,
-        )
-        return Practice(published, costs)
+        return Practice(published, realism.costs)
 
     def times(
         self, busy: float, communication: float, expected: float

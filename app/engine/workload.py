@@ -262,6 +262,12 @@ def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
     return _realism(kind, arch, spec)
 
 
+def generate_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
+    """How a generate request of `spec`, its prefill then one step per new token, runs on its
+    software."""
+    return _realism(Kind.GENERATE, arch, spec, forwards=1 + spec.gen_len)
+
+
 def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
     """`estimate` of a prefill or a decode step without what real software adds: the ideal and
     sustained roofline, memory and tokens, the realistic time left at the sustained one and
@@ -304,8 +310,7 @@ def estimate(
         tokens = spec.batch * spec.gen_len
         ttft = first.expected_time
         tpot = steps.expected_time / spec.gen_len
-        # the prefill, then one step per new token
-        roof = realize(roof, _realism(Kind.GENERATE, arch, spec, forwards=1 + spec.gen_len))
+        roof = realize(roof, generate_realism(arch, spec))
     else:
         step = _training(arch, chip, spec, breakdown)
         roof = step.roofline

@@ -7,8 +7,12 @@ from app import formatting as fmt
 from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.realism import (
     EAGER_DISPATCH_S,
+    ESTABLISHED_RUNS,
+    ESTABLISHED_SOURCES,
     GRAPH_LAUNCH_S,
     GRAPHED,
+    KERNEL_KINDS,
+    MIN_OWN_RUNS,
     STREAM_GAP_S,
     graph_pays,
 )
@@ -117,19 +121,35 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]
     """What the realistic time assumed of the stack and the chip: the roofline's fractions,
     peak and kernels."""
     published, used = fitted(kind, stack)
+    below = _BELOW_SUSTAINED * (published.ratio < 1)
+    took = (
+        f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
+        f"{published.sources} sources)"
+    )
+    widened = (
+        f"the range is widened to {published.low / published.ratio:.2f}-"
+        f"{published.high / published.ratio:.2f}x the median, how far runs of one stack fall "
+        "from the median of other stacks' runs"
+    )
     if published.runs == 0:
         lines = [f"no published runs of {kind} work: realistic = the sustained-kernel time"]
+    elif kind in KERNEL_KINDS:
+        lines = [
+            f"published {kind} kernels take {took} whoever launched them: the stack changes "
+            f"only the fixed costs{below}"
+        ]
+    elif used is stack and published.established:
+        lines = [f"stack {stack}: published {kind} runs take {took}{below}"]
     elif used is stack:
         lines = [
-            f"stack {stack}: published {kind} runs take {published.ratio:.2f}x the "
-            f"sustained-kernel time ({published.runs} runs, {published.sources} sources)"
-            f"{_BELOW_SUSTAINED * (published.ratio < 1)}"
+            f"stack {stack}: published {kind} runs take {took}{below}; too few to stand for "
+            f"the stack (fewer than {ESTABLISHED_RUNS} runs or {ESTABLISHED_SOURCES} "
+            f"sources): {widened}"
         ]
     else:
         lines = [
-            f"no published {kind} runs on {stack}: typical tuned software's "
-            f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
-            f"{published.sources} sources){_BELOW_SUSTAINED * (published.ratio < 1)}"
+            f"fewer than {MIN_OWN_RUNS} published {kind} runs on {stack}: the median is "
+            f"typical tuned software's, {took}{below}; {widened}"
         ]
     peak = roof.peak
     compute = (

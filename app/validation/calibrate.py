@@ -1,14 +1,17 @@
 """What published runs reach: the engine's table of ratios (app/engine/published_runs.py),
 fitted on the validation set, and the same fit with each source left out, so that every
-row is also predicted by a table that never saw its source.
+row is also predicted, centre and range, by a table that never saw its source.
 
 A row's ratio is (measured - fixed costs - communication) / sustained-kernel busy time, with
 the fixed costs and communication the engine adds for it (app/engine/realism.py). Per kind of
 work, `typical` is the median over every row of the kind; a stack gets its own median where
-at least MIN_RUNS of its runs were published. The range is the 10th to 90th percentile of
+at least MIN_OWN_RUNS of its runs were published. The range is the 10th to 90th percentile of
 how far the runs of the kind fell from what a fit without their source predicted (all
-kinds pooled for a kind published by fewer than MIN_SOURCES sources).
-"""
+kinds pooled for a kind published by fewer than MIN_SOURCES sources). Cross-validated, that
+whole fit is redone without the predicted row's source: the range's width too comes only
+from the other sources. An entry the engine deems not established (`Fitted.established`), or
+one borrowed from typical software, is widened to the stack spread (`stack_spread`): how far
+a run fell from the median of its kind's runs on other stacks."""
 
 from __future__ import annotations
 
@@ -18,43 +21,54 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine import Fitted, Kind, Software
-from app.engine.realism import realistic_communication
+from app.engine.realism import (
+    KERNEL_KINDS,
+    MIN_OWN_RUNS,
+    Practice,
+    published_entry,
+    realistic_communication,
+)
 from app.validation.runs import ROOT, Result
 
 TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
-MIN_RUNS = 3  # runs of one stack before it gets its own median
 MIN_SOURCES = 3  # sources of a kind before its range is its own (else: all kinds pooled)
 DECIMALS = 4  # of the ratios in the engine's table
 ROUNDING = 10.0**-DECIMALS
-Table = dict[Kind, dict[Software, Fitted]]
+Entries = dict[Kind, dict[Software, Fitted]]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """The fitted entries per kind and stack, and the stack spread (STACK_SPREAD) that widens
+    an entry that is not established or is borrowed from another stack."""
+
+    entries: Entries
+    spread: tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """A row's predicted time split into what scales with the ratio and what does not."""
+    """A row's sustained-kernel time and what the engine adds to it, apart."""
 
     busy: float  # sustained-kernel device time
-    fixed: float  # fixed costs and communication at the realistic bandwidth
+    fixed: float  # fixed costs at the published median
+    communication: float  # collectives at the bandwidth NCCL reaches
     ideal: float
-
-    def at(self, ratio: float) -> float:
-        """The realistic time at `ratio`, never below the ideal."""
-        return max(self.busy * ratio + self.fixed, self.ideal)
 
 
 def parts(result: Result) -> Parts:
-    """The engine's busy and fixed parts of a row's realistic time."""
+    """The engine's parts of a row's realistic time."""
     roof = result.roofline
     busy = roof.sustained_time - roof.communication_time
-    fixed = roof.overhead_time + realistic_communication(roof)
-    return Parts(busy, fixed, roof.expected_time)
+    return Parts(busy, roof.overhead_time, realistic_communication(roof), roof.expected_time)
 
 
 def ratio(result: Result) -> float:
-    """(measured - fixed) / busy: what this published run reached against the sustained
-    kernels (at least the ideal's ratio, where fixed costs would leave nothing)."""
+    """(measured - fixed - communication) / busy: what this published run reached against the
+    sustained kernels (at least the ideal's ratio, where fixed costs would leave nothing)."""
     p = parts(result)
-    return max(result.measured_s - p.fixed, p.ideal - p.fixed) / p.busy
+    spent = p.fixed + p.communication
+    return max(result.measured_s - spent, p.ideal - spent) / p.busy
 
 
 def _deciles(values: list[float]) -> tuple[float, float]:
@@ -68,7 +82,7 @@ def _deciles(values: list[float]) -> tuple[float, float]:
 
 def medians(results: Iterable[Result]) -> dict[Kind, dict[Software, list[Result]]]:
     """The rows behind each entry: every row of a kind for typical, a stack's own rows where
-    at least MIN_RUNS were published."""
+    at least MIN_OWN_RUNS were published."""
     groups: dict[Kind, dict[Software, list[Result]]] = {}
     for r in results:
         by_stack = groups.setdefault(r.row.kind, {Software.TYPICAL: []})
@@ -79,7 +93,7 @@ def medians(results: Iterable[Result]) -> dict[Kind, dict[Software, list[Result]
         kind: {
             p: rows
             for p, rows in by_stack.items()
-            if p is Software.TYPICAL or len(rows) >= MIN_RUNS
+            if p is Software.TYPICAL or len(rows) >= MIN_OWN_RUNS
         }
         for kind, by_stack in sorted(groups.items())
     }
@@ -112,7 +126,7 @@ def fit(results: Iterable[Result]) -> Table:
         predicted = _point(left_out[r.row.source], r.row.kind, r.row.profile)
         surprise.setdefault(r.row.kind, []).append(ratio(r) / predicted)
     pooled = [q for qs in surprise.values() for q in qs]
-    table: Table = {}
+    table: Entries = {}
     for kind, by_stack in medians(rows).items():
         sources = len({r.row.source for r in rows if r.row.kind is kind})
         low, high = _deciles(surprise[kind] if sources >= MIN_SOURCES else pooled)
@@ -126,28 +140,65 @@ def fit(results: Iterable[Result]) -> Table:
             )
             for profile, group in by_stack.items()
         }
-    return table
+    return Table(table, stack_spread(rows))
+
+
+def stack_spread(rows: list[Result]) -> tuple[float, float]:
+    """The 10th and 90th percentiles of how far each run of a whole workload fell from the
+    median of the runs of its kind on other stacks, by other sources: what borrowing another
+    stack's centre costs; (1, 1) where no kind has runs on two stacks."""
+    ratios = {r.row.id: ratio(r) for r in rows}
+    misses = []
+    for r in rows:
+        others = [
+            ratios[o.row.id]
+            for o in rows
+            if o.row.kind is r.row.kind
+            and o.row.profile is not r.row.profile
+            and o.row.source != r.row.source
+        ]
+        if r.row.kind not in KERNEL_KINDS and others:
+            misses.append(ratios[r.row.id] / statistics.median(others))
+    if not misses:
+        return 1.0, 1.0
+    low, high = _deciles(misses)
+    return round(low, DECIMALS), round(high, DECIMALS)
 
 
 def lookup(table: Table, kind: Kind, profile: Software) -> Fitted:
-    """The entry the engine would use: the stack's own, else typical (1.0 without any)."""
-    entries = table.get(kind, {})
-    return entries.get(profile) or entries.get(Software.TYPICAL) or Fitted(1.0, 1.0, 1.0, 0, 0)
+    """The entry the engine would use from `table` (`published_entry`)."""
+    return published_entry(kind, profile, table.entries.get(kind, {}), table.spread)[0]
 
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A row predicted by a table fitted without its source."""
+    """A row's realistic time and range as the engine computes them from one entry of a table
+    (`Practice.times`: the entry's ratios, the row's fixed costs and their spread)."""
 
     result: Result
     realistic: float
     low: float
     high: float
 
+    @staticmethod
+    def of(result: Result, entry: Fitted) -> Prediction:
+        """`result` predicted from `entry`."""
+        p = parts(result)
+        realistic, low, high, _ = Practice(entry, result.realism.costs).times(
+            p.busy, p.communication, p.ideal
+        )
+        return Prediction(result, realistic, low, high)
+
     @property
     def error(self) -> float:
-        """|realistic - measured| / measured."""
-        return abs(self.realistic - self.result.measured_s) / self.result.measured_s
+        """|measured / realistic - 1|: how far the run fell from the estimate, as a share of
+        the estimate (0.5 is a run 1.5x or 0.5x the realistic time)."""
+        return abs(self.result.measured_s / self.realistic - 1)
+
+    @property
+    def width(self) -> float:
+        """The range's width: its high end over its low end."""
+        return self.high / self.low
 
     @property
     def inside(self) -> bool:
@@ -158,21 +209,16 @@ class Prediction:
 
 
 def leave_one_source_out(results: list[Result]) -> list[Prediction]:
-    """Each row's realistic time predicted by the medians of every other source, with the
-    range of its kind (whose width comes from those same leave-one-source-out residuals)."""
-    full = fit(results)
+    """Each row predicted by the table fitted without its source: its median and its range,
+    whose width comes from how far the other sources' runs fell from the medians fitted
+    without each of them, so that no figure of the prediction saw the row's source."""
     tables = {
         source: fit(r for r in results if r.row.source != source)
         for source in {r.row.source for r in results}
     }
-    predictions = []
-    for r in results:
-        point = lookup(tables[r.row.source], r.row.kind, r.row.profile).ratio
-        kind = lookup(full, r.row.kind, Software.TYPICAL)
-        p = parts(r)
-        low, high = point * kind.low / kind.ratio, point * kind.high / kind.ratio
-        predictions.append(Prediction(r, p.at(point), p.at(low), p.at(high)))
-    return predictions
+    return [
+        Prediction.of(r, lookup(tables[r.row.source], r.row.kind, r.row.profile)) for r in results
+    ]
 
 
 def render(table: Table) -> str:
@@ -186,13 +232,21 @@ def render(table: Table) -> str:
         "",
         "FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {",
     ]
-    for kind, entries in table.items():
+    for kind, entries in table.entries.items():
         lines.append(f'    "{kind}": {{')
         for profile, e in entries.items():
             values = f"({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources})"
             lines.append(f'        "{profile}": {values},')
         lines.append("    },")
-    lines.append("}")
+    low, high = table.spread
+    lines += [
+        "}",
+        "",
+        "# (10th, 90th percentile) of a whole workload's run over the median of its kind's runs",
+        "# on other stacks, by other sources: the range at least, around its median, of an entry",
+        "# borrowed from another stack or backed by fewer than a handful of runs or one source.",
+        f"STACK_SPREAD: tuple[float, float] = ({low}, {high})",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -30,8 +30,13 @@ def load_peers(path: Path = PEERS_PATH) -> dict[str, dict[str, float]]:
 
 
 def median_error(predictions: Sequence[Prediction]) -> float:
-    """Median |realistic - measured| / measured."""
+    """Median |measured / realistic - 1| (`Prediction.error`)."""
     return statistics.median(p.error for p in predictions)
+
+
+def median_width(predictions: Sequence[Prediction]) -> float:
+    """The median width of the predicted ranges (high end over low end)."""
+    return statistics.median(p.width for p in predictions)
 
 
 def percentile_90(values: Sequence[float]) -> float:
@@ -61,12 +66,8 @@ def _peer_lines(predictions: list[Prediction], peers: dict[str, dict[str, float]
     by_id = {p.result.row.id: p for p in predictions}
     for name, predicted in sorted(peers.items()):
         common = [(by_id[i], t) for i, t in predicted.items() if i in by_id]
-        measured = [p.result.measured_s for p, _ in common]
-        peer = statistics.median(abs(t - m) / m for (_, t), m in zip(common, measured, strict=True))
-        ideal = statistics.median(
-            abs(p.result.roofline.expected_time - m) / m
-            for (p, _), m in zip(common, measured, strict=True)
-        )
+        peer = statistics.median(abs(p.result.measured_s / t - 1) for p, t in common)
+        ideal = statistics.median(abs(p.result.measured_over_ideal - 1) for p, _ in common)
         mine = median_error([p for p, _ in common])
         lines.append(f"| {name} | {len(common)} | {peer:.1%} | {mine:.1%} | {ideal:.1%} |")
     return [*lines, ""]
@@ -109,18 +110,29 @@ def svg(predictions: list[Prediction]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _kind_lines(predictions: list[Prediction]) -> list[str]:
-    lines = []
-    for kind in sorted({p.result.row.kind for p in predictions}):
-        group = [p for p in predictions if p.result.row.kind is kind]
-        ratio = statistics.median(p.result.measured_over_ideal for p in group)
-        errors = [p.error for p in group]
-        lines.append(
-            f"| {kind} | {len(group)} | {len({p.result.row.source for p in group})} | "
-            f"{ratio:.2f} | {statistics.median(errors):.1%} | {percentile_90(errors):.1%} | "
-            f"{inside_share(group):.0%} |"
-        )
-    return lines
+def _summary_line(label: str, group: Sequence[Prediction]) -> str:
+    ratio = statistics.median(p.result.measured_over_ideal for p in group)
+    errors = [p.error for p in group]
+    return (
+        f"| {label} | {len(group)} | {len({p.result.row.source for p in group})} | "
+        f"{ratio:.2f} | {statistics.median(errors):.1%} | {percentile_90(errors):.1%} | "
+        f"{inside_share(group):.0%} | {median_width(group):.2f}x |"
+    )
+
+
+def _summary_lines(predictions: list[Prediction]) -> list[str]:
+    """Per kind, then all rows, the rows marked * and the others."""
+    kinds = sorted({p.result.row.kind for p in predictions})
+    marked = [p for p in predictions if p.result.row.in_sample]
+    return [
+        *(
+            _summary_line(kind, [p for p in predictions if p.result.row.kind is kind])
+            for kind in kinds
+        ),
+        _summary_line("**all**", predictions),
+        _summary_line("rows marked *", marked),
+        _summary_line("the other rows", [p for p in predictions if not p.result.row.in_sample]),
+    ]
 
 
 def _ms(seconds: float) -> str:
@@ -146,17 +158,27 @@ def report(
         f" ({', '.join(chips)}) and {len(stacks)} software stacks ({', '.join(stacks)}).",
         f"- Faster than the ideal roofline: "
         f"{sum(r.measured_over_ideal < 1 for r in results)} rows (must be 0).",
-        "- The realistic estimate of every row is predicted by the published-runs table fitted"
-        " **without the row's source** (leave one source out): median absolute error"
-        f" {statistics.median(errors):.1%}, 90th percentile {percentile_90(errors):.1%};"
-        f" {inside_share(predictions):.0%} of the rows lie inside the predicted 10th-90th"
-        " percentile range. Rows whose source also set a chip's sustained fractions are marked *.",
+        "- The realistic estimate and its range of every row are predicted by the published-runs"
+        " table fitted **without the row's source** (leave one source out): its median ratio,"
+        " and its range, whose width comes from how far the other sources' runs fell from"
+        " the medians fitted without each of them, with the row's fixed costs and their spread"
+        " (docs/formulas.md#realistic-time). No figure of a row's prediction saw its source.",
+        "- Error: |measured / realistic - 1|, the distance of the run from the estimate as a"
+        " share of the estimate (a run 1.5x or 0.5x the realistic time is 50% off), for every"
+        " figure here, the peers' included. Width: the range's high end over its low end.",
+        f"- In all: median error {statistics.median(errors):.1%}, 90th percentile"
+        f" {percentile_90(errors):.1%}; {inside_share(predictions):.0%} of the rows lie inside"
+        f" the predicted 10th-90th percentile range, of median width"
+        f" {median_width(predictions):.2f}x.",
+        "- Rows marked * come from a source that also set a chip's sustained fractions (the"
+        " catalog's best-case GEMM and copy): their ideal-to-sustained step saw them, so they"
+        " are reported apart too.",
         "- Peers: see [Peers on the same rows](#peers-on-the-same-rows).",
         "",
-        "| kind | rows | sources | median measured/ideal | median error | 90th pct error "
-        "| inside range |",
-        "| :-- | --: | --: | --: | --: | --: | --: |",
-        *_kind_lines(predictions),
+        "| rows | n | sources | median measured/ideal | median error | 90th pct error "
+        "| inside range | median width |",
+        "| :-- | --: | --: | --: | --: | --: | --: | --: |",
+        *_summary_lines(predictions),
         "",
         "![measured over ideal](validation.svg)",
         "",

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import json
-import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from app.engine import (
     Kind,
     Phase,
     Precision,
+    Realism,
     Roofline,
     Software,
     TransformerSpec,
@@ -46,10 +46,12 @@ from app.engine import (
     estimate,
     matmul,
     memcopy,
-    place_kernel,
+    place,
+    realize,
     saxpy,
 )
 from app.engine.units import GIGA, TERA, seconds_from_ms
+from app.engine.workload import generate_realism, pass_realism
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CSV_PATH = ROOT / "validation" / "measurements.csv"
@@ -131,21 +133,17 @@ class Measurement:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """A measurement placed on its chip's roofline."""
+    """A measurement placed on its chip's roofline, realized as `realism` says it runs."""
 
     row: Measurement
     roofline: Roofline
+    realism: Realism
     measured_s: float
 
     @property
     def measured_over_ideal(self) -> float:
         """>= 1 for every real run; below 1 means a wrong spec or formula."""
         return self.measured_s / self.roofline.expected_time
-
-    @property
-    def realistic_error(self) -> float:
-        """Relative error of the realistic estimate: |realistic - measured| / measured."""
-        return abs(self.roofline.realistic_time - self.measured_s) / self.measured_s
 
 
 def load(path: Path = CSV_PATH) -> list[Measurement]:
@@ -226,10 +224,14 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
     raise ValueError(f"{row.id}: unknown measured_unit {unit!r}")
 
 
-def _roofline(row: Measurement, chips: ChipCatalogVersion, models: ModelCatalogVersion) -> Roofline:
+def _roofline(
+    row: Measurement, chips: ChipCatalogVersion, models: ModelCatalogVersion
+) -> tuple[Roofline, Realism]:
     chip = chips.resolve(row.chip).chip
     if row.workload != "transformer":
-        return place_kernel(work(row), chip, row.profile)
+        kernel = work(row)
+        realism = Realism(kernel.kind, row.profile, kernel.kernels)
+        return realize(place(kernel, chip), realism), realism
     p = row.params
     dtype = Dtype(p["dtype"])
     spec = TransformerSpec(
@@ -241,7 +243,11 @@ def _roofline(row: Measurement, chips: ChipCatalogVersion, models: ModelCatalogV
         tp=p.get("tp", 1),
         software=row.profile,
     )
-    return estimate(models.resolve(p["model"]).arch, chip, spec).roofline
+    arch = models.resolve(p["model"]).arch
+    realism = (
+        generate_realism(arch, spec) if spec.phase is Phase.GENERATE else pass_realism(arch, spec)
+    )
+    return estimate(arch, chip, spec).roofline, realism
 
 
 def evaluate(
@@ -250,11 +256,6 @@ def evaluate(
     """Place every row on its chip's roofline."""
     results = []
     for row in rows:
-        roof = _roofline(row, chips, models)
-        results.append(Result(row, roof, measured_seconds(row, roof)))
+        roof, realism = _roofline(row, chips, models)
+        results.append(Result(row, roof, realism, measured_seconds(row, roof)))
     return results
-
-
-def median_error(results: list[Result]) -> float:
-    """Median relative error of the realistic estimate."""
-    return statistics.median(r.realistic_error for r in results)

@@ -1,0 +1,66 @@
+"""A stack without a handful of its own published runs says so in `assumptions`, and its
+range is widened to the stack spread instead of borrowing another stack's silently."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.published_runs import FITTED, STACK_SPREAD
+
+DECODE = {"chip": "h100", "model": "llama-8b"}  # batch 1 after 2048 tokens: memory-bound
+LAUNCH_LOW, LAUNCH_HIGH = 0.9 / 2.31, 6.7 / 2.31  # the fixed costs' spread (realism.py)
+
+
+def _decode(client, stack: str) -> dict:
+    return client.get("/expected-time", params={**DECODE, "stack": stack}).json()
+
+
+def test_a_stack_without_decode_runs_borrows_typicals_median_and_widens_its_range(client):
+    # vLLM has no published decode runs: typical's median (14 runs, 3 sources), the range at
+    # STACK_SPREAD around it where that is wider than typical's own. On the H100: busy 5.50 ms,
+    # fixed costs 184 us (292 graph nodes x 0.58 us + one 15 us graph launch);
+    # high = 5.50 ms x max(typical high 2.23, 1.33 x 1.99 = 2.64) + 184 us x 6.7 / 2.31
+    #      = 14.54 + 0.53 = 15.07 ms; low = 5.50 x min(1.10, 1.33 x 0.60 = 0.79) + 72 us
+    #      = 4.43 ms, under the 4.56 ms ideal, so the ideal
+    vllm, typical = _decode(client, "vllm"), _decode(client, "typical")
+    median, _, high, runs, sources = FITTED["decode"]["typical"]
+    spread_low, spread_high = STACK_SPREAD
+    busy, fixed = vllm["sustained_time_s"], vllm["overhead_time_s"]
+    assert vllm["realistic_time_s"] == typical["realistic_time_s"]
+    assert vllm["published_stack"] == "typical"
+    assert vllm["realistic_range_s"][1] == pytest.approx(
+        busy * max(high, median * spread_high) + fixed * LAUNCH_HIGH
+    )
+    assert vllm["realistic_range_s"][1] == pytest.approx(15.07e-3, rel=2e-3)
+    assert vllm["realistic_range_s"][0] == vllm["expected_time_s"]
+    assert typical["realistic_range_s"][1] == pytest.approx(busy * high + fixed * LAUNCH_HIGH)
+    line = next(a for a in vllm["assumptions"] if "published decode runs" in a)
+    assert line == (
+        f"fewer than 3 published decode runs on vllm: the median is typical tuned software's, "
+        f"{median:.2f}x the sustained-kernel time ({runs} runs, {sources} sources); the range "
+        f"is widened to {spread_low:.2f}-{spread_high:.2f}x the median, how far runs of one "
+        "stack fall from the median of other stacks' runs"
+    )
+
+
+def test_a_stack_whose_runs_come_from_one_source_keeps_its_median_and_says_it_is_thin(client):
+    # compiled's decode runs are gpt-fast's 8, one source: its own median, a widened range
+    compiled = _decode(client, "compiled")
+    assert compiled["published_stack"] == "compiled"
+    assert any(
+        "stack compiled: published decode runs take" in a
+        and "too few to stand for the stack (fewer than 5 runs or 2 sources)" in a
+        for a in compiled["assumptions"]
+    )
+
+
+def test_an_established_stack_says_nothing_of_widening(client):
+    # Megatron's training runs: 26 by 5 sources; typical decode: 14 by 3
+    params = {"chip": "h100", "model": "llama-8b", "phase": "training", "seq_len": 2048}
+    megatron = client.get("/expected-time", params={**params, "stack": "megatron"}).json()
+    typical = _decode(client, "typical")
+    for body in (megatron, typical):
+        assert not any("widened" in a for a in body["assumptions"])
+    assert any(
+        a.startswith("stack megatron: published training runs") for a in megatron["assumptions"]
+    )
