@@ -693,7 +693,11 @@ def test_the_history_list_tells_batch_4_from_batch_16(client):
         form = {**DECODE, "batch": batch, "measured_ms": "30", "label": label}
         assert client.post("/save", data=form, headers=SAME_SITE).status_code == 200
     page = client.get("/history", params={"label": label})
-    cells = re.findall(r'<td><a href="/history/[0-9a-f]{64}">(.*?)</td>', page.text, re.S)
+    cells = re.findall(
+        r'<td class="wide" data-label="Workload"><a href="/history/[0-9a-f]{64}">(.*?)</td>',
+        page.text,
+        re.S,
+    )
     text = [" ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in cells]
     assert text == [
         "llama-3.1-8b decode batch=16, seq_len=2048, dtype=bf16, tp=1",

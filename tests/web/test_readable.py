@@ -5,11 +5,13 @@ chart text a readable size, keyboard paths (issue 37)."""
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
-WIDTHS = {"phone": 375, "desktop": 1280}
+PHONE = 375
+WIDTHS = {"phone": PHONE, "desktop": 1280}
 
 # in the page: each word of every <code> (split at white space) that the browser laid out on more
 # than one line, unless the word alone is wider than the box it sits in (a long identifier
@@ -48,6 +50,16 @@ def screen(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Page]:
     context.close()
 
 
+@pytest.fixture
+def phone375(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(
+        viewport={"width": PHONE, "height": 812}, device_scale_factor=2, is_mobile=True
+    )
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()
+
+
 def upload_trace(page: Page, url: str, name: str = "mixed.json") -> None:
     page.goto(f"{url}/trace")
     page.locator("#t-trace").set_input_files(str(TRACES / name))
@@ -66,3 +78,85 @@ def test_words_are_never_split_across_lines(screen, url):
     upload_trace(screen, url)
     expect(screen.locator("#trace-ops code").first).to_be_visible()
     assert screen.evaluate(SPLIT_WORDS) == []
+
+
+def store(url: str, **fields: object) -> dict[str, object]:
+    """A stored run of Llama 3.1 8B decoding at batch 16 on an A100 (or as `fields` say)."""
+    body = {
+        "chip": "a100",
+        "workload": {"kind": "transformer", "model": "llama-8b", "batch": 16},
+        "measured_ms": 31.5,
+        "label": "readable",
+        "branch": "main",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        **fields,
+    }
+    response = httpx.post(f"{url}/measurements", json=body, timeout=30)
+    assert response.status_code == 201, response.text
+    stored: dict[str, object] = response.json()
+    return stored
+
+
+COMPARE = "/comparison?chips=a100,h100,mi300x,l40s,t4&model=llama-8b&batch=8&price_per_hour=2"
+CHECK = "/?chip=a100&model=llama-3.1-8b&batch=8&measured_ms=30"
+TRAINING = "/?chip=h100&model=llama-3.1-8b&phase=training&batch=512&dp=64&zero=1"
+
+# in the page: whether the element is on the screen as drawn, not cut by a box that scrolls:
+# inside the viewport's width, and what the browser hits at its middle is it (or within it)
+SHOWN = """e => {
+  e.scrollIntoView({block: 'center', inline: 'nearest'});
+  const r = e.getBoundingClientRect();
+  if (r.width === 0 || r.left < 0 || r.right > window.innerWidth) return false;
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  return hit !== null && (hit === e || e.contains(hit));
+}"""
+
+
+def test_no_page_is_wider_than_a_phone(phone375, url):
+    stored = store(url)
+    pages = [
+        "/",
+        CHECK,
+        f"{TRAINING}&chip_counts=8,16,32,64",
+        "/?chip=h100&model=llama-2-70b&phase=training&batch=8",
+        "/?batch=0",
+        "/comparison",
+        COMPARE,
+        "/catalog",
+        "/history",
+        f"/history/{stored['workload_key']}",
+        f"/measurements/{stored['id']}",
+        "/trace",
+        "/history/no-such-workload",
+    ]
+    for path in pages:
+        phone375.goto(url + path)
+        width = phone375.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE, f"{path} is {width} px wide on a {PHONE} px screen"
+    upload_trace(phone375, url)
+    width = phone375.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE, f"the trace's answer is {width} px wide on a {PHONE} px screen"
+
+
+def test_phone_tables_show_what_the_user_came_for(phone375, url):
+    stored = store(url)
+    for path in ("/history", f"/history/{stored['workload_key']}"):
+        phone375.goto(url + path)
+        row = phone375.locator("#runs tbody tr").first
+        for label in ("Measured", "Verdict"):
+            assert row.locator(f'[data-label="{label}"]').evaluate(SHOWN), (path, label)
+    phone375.goto(url + COMPARE)
+    for row in phone375.locator("#ranked tbody tr").all():
+        for label in ("Realistic tokens/s", "Fits"):
+            assert row.locator(f'[data-label="{label}"]').evaluate(SHOWN), label
+    phone375.goto(url + CHECK)
+    for row in phone375.locator("#what-if tbody tr").all():
+        assert row.locator('[data-label="Speed-up"]').evaluate(SHOWN)
+    # every caption whole: none runs on past the screen inside a box that scrolls
+    for caption in phone375.locator("main caption, main p.caption, main figcaption").all():
+        box = caption.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE, caption.inner_text()
+    upload_trace(phone375, url)
+    for label in ("Measured", "Time lost", "Verdict"):
+        cell = phone375.locator(f'#trace-ops tbody tr [data-label="{label}"]').first
+        assert cell.evaluate(SHOWN), label
