@@ -7,6 +7,8 @@ beside /measurements."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
@@ -16,7 +18,8 @@ from app.engine import Dtype, EngineError, Phase, Software
 from app.http.deps import CatalogsDep
 from app.schemas.comparison import CompareQuery
 from app.services.chip_comparison import compare
-from app.web.bars import comparison_svg
+from app.web.bars import WIDE, comparison_svg
+from app.web.svg import for_page
 from app.web.templating import render
 
 router = APIRouter(include_in_schema=False)
@@ -86,4 +89,5 @@ def comparison(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
         return _page(request, catalogs, values, _field_errors(exc), status=404)
     except (ValidationError, EngineError) as exc:
         return _page(request, catalogs, values, _field_errors(exc), status=422)
-    return _page(request, catalogs, values, {}, result=answer, chart=comparison_svg(answer))
+    chart = for_page(partial(comparison_svg, answer), WIDE)
+    return _page(request, catalogs, values, {}, result=answer, chart=chart)

@@ -4,6 +4,7 @@ the measurement list, one measurement, one workload's history, and the catalog."
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from fastapi import Request
@@ -23,6 +24,7 @@ from app.services import catalog_views, database_errors, history
 from app.services.catalogs import Catalogs
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import covers
+from app.web.svg import for_page
 from app.web.templating import render
 from app.web.trends import history_svg
 from app.web.views import chip_of, workload_params
@@ -111,7 +113,7 @@ def measurement_list(
 def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:
     try:
         answer = ExpectedTime.model_validate(expectation, strict=False)
-        return roofline_svg(data_of(answer, chip_of(catalogs, answer), measured))
+        return for_page(partial(roofline_svg, data_of(answer, chip_of(catalogs, answer), measured)))
     except (ValidationError, KeyError, UnknownName, EngineError):
         return None
 
@@ -164,7 +166,7 @@ def workload_page(
         return render(request, "error.html", {"title": "Bad request", "message": str(exc)}, 422)
     context = {
         "c": comparison,
-        "chart": history_svg(comparison),
+        "chart": for_page(partial(history_svg, comparison)),
         "baseline_branch": baseline_branch or "",
         "threshold": threshold,
         "baseline_window": baseline_window,

@@ -83,7 +83,8 @@ def test_result_of_a_transformer_check(client):
     assert re.search(r'id="expected-time" class="t">[\d.]+ ms<', text)
     assert "memory-bound" in text and "FLOP/B" in text and "TFLOP/s" in text
     assert 'id="memory"' in text and "Weights" in text and " GB" in text
-    assert text.count("<svg") == 2  # roofline and batch sweep
+    # roofline and batch sweep, each drawn for a desktop and for a phone
+    assert text.count("<svg") == 4 and text.count('class="chart narrow"') == 2
     assert 'class="measured"' in text and 'id="sweep"' in text and "memory limit" in text
     assert value_of(text, "f-batch") == "8" and value_of(text, "f-measured_ms") == "30"
     assert 'id="store"' in text

@@ -160,3 +160,106 @@ def test_phone_tables_show_what_the_user_came_for(phone375, url):
     for label in ("Measured", "Time lost", "Verdict"):
         cell = phone375.locator(f'#trace-ops tbody tr [data-label="{label}"]').first
         assert cell.evaluate(SHOWN), label
+
+
+# in the page: the size each shown chart's text is drawn at, in CSS pixels (its font size in
+# the SVG's units times the scale its viewBox is drawn at), with the chart's id and the text
+CHART_TEXT = """() => {
+  const sizes = [];
+  for (const svg of document.querySelectorAll('figure.chart svg')) {
+    if (getComputedStyle(svg).display === 'none') continue;
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    for (const text of svg.querySelectorAll('text')) {
+      const size = parseFloat(getComputedStyle(text).fontSize) * scale;
+      sizes.push([svg.closest('figure').id, text.textContent, Math.round(size * 10) / 10]);
+    }
+  }
+  return sizes;
+}"""
+
+
+def test_chart_text_is_readable_where_it_is_shown(screen, url):
+    stored = store(url)
+    pages = [
+        CHECK,  # the roofline and the batch sweep
+        f"{TRAINING}&chip_counts=8,16,32,64",  # and the scaling chart
+        COMPARE,
+        f"/history/{stored['workload_key']}",
+        f"/measurements/{stored['id']}",
+    ]
+    charts: set[str] = set()
+    for path in pages:
+        screen.goto(url + path)
+        for chart, text, size in screen.evaluate(CHART_TEXT):
+            assert 11 <= size <= 14, (path, chart, text, size)
+            charts.add(chart)
+    assert charts == {"roofline", "sweep", "scaling", "compare-chart", "history"}
+    # the history chart is a chart, not a screen of it
+    screen.goto(f"{url}/history/{stored['workload_key']}")
+    box = screen.locator("#history svg:visible").bounding_box()
+    assert box and box["height"] <= 600, box
+
+
+LABELS = ".label, .label-used, .marker-label, .limit-label, .latency-label, .floor-label"
+# in the page: the labels of each shown chart that a horizontal line (the roof, a floor) runs
+# through, as drawn: the line's y strictly inside the label's box, their x ranges overlapping
+STRUCK = """labels => {
+  const struck = [];
+  for (const svg of document.querySelectorAll('figure.chart svg')) {
+    if (getComputedStyle(svg).display === 'none') continue;
+    const drawn = svg.querySelectorAll('line.roof-used:not(.key), line.floor:not(.key)');
+    const lines = Array.from(drawn).map(l => [
+      Math.min(l.x1.baseVal.value, l.x2.baseVal.value),
+      Math.max(l.x1.baseVal.value, l.x2.baseVal.value), l.y1.baseVal.value]);
+    for (const text of svg.querySelectorAll(labels)) {
+      const b = text.getBBox();
+      for (const [left, right, y] of lines) {
+        if (left < b.x + b.width && b.x < right && b.y + 1 < y && y < b.y + b.height - 1)
+          struck.push(text.textContent);
+      }
+    }
+  }
+  return struck;
+}"""
+
+
+def test_no_chart_label_is_struck_through_by_a_line(screen, url):
+    for path in (
+        "/?chip=h100&model=llama-3.1-8b&batch=8&measured_ms=30",
+        "/?chip=h100&model=llama-3.1-8b&batch=8",
+        "/?chip=a100&kind=elementwise&elements=100000000&ops=cos&dtype=fp32&measured_ms=2",
+        "/?chip=a100&kind=matmul&m=4096&n=4096&k=4096&dtype=fp32&allow_tf32=false",
+        "/?chip=h100&kind=saxpy&elements=1000&measured_ms=0.02",
+    ):
+        screen.goto(url + path)
+        expect(screen.locator("#roofline svg:visible")).to_have_count(1)
+        assert screen.evaluate(STRUCK, LABELS) == [], path
+
+
+def test_the_chart_shows_what_bounds_overhead_and_communication_bound_work(screen, url):
+    for path, bound, words in (
+        ("/?chip=h100&kind=saxpy&elements=1000&measured_ms=0.02", "overhead", "fixed-cost floor"),
+        (
+            "/?chip=l40s&model=llama-3.1-8b&phase=training&batch=64&dp=64&seq_len=256",
+            "communication",
+            "network time",
+        ),
+    ):
+        screen.goto(url + path)
+        expect(screen.locator("#bound")).to_have_text(f"{bound}-bound")
+        chart = screen.locator("#roofline svg:visible")
+        expect(chart.locator("line.floor:not(.key)")).to_have_count(1)
+        expect(chart.locator("text.floor-label")).to_contain_text(words)
+        expect(chart.locator("text.key-label", has_text=words)).to_have_count(1)
+        assert screen.evaluate(STRUCK, LABELS) == [], path
+
+
+def test_the_sweep_draws_the_latency_and_memory_limits_apart(screen, url):
+    screen.goto(f"{url}/?chip=a100&model=llama-3.1-8b&batch=8&max_tpot_ms=20")
+    sweep = screen.locator("#sweep svg:visible")
+    style = "e => [getComputedStyle(e).stroke, getComputedStyle(e).strokeDasharray]"
+    memory = sweep.locator("line.limit").first.evaluate(style)
+    latency = sweep.locator("line.latency").first.evaluate(style)
+    assert memory[0] != latency[0] and memory[1] != latency[1], (memory, latency)
+    expect(sweep.locator("text.latency-label").first).to_contain_text("latency limit")
+    expect(sweep.locator("text.limit-label").first).to_contain_text("memory limit")
