@@ -52,6 +52,10 @@
     }
   };
 
+  // after a check, the keyboard and a screen reader start at the answer, not at the top
+  const answer = document.getElementById("answer");
+  if (answer) answer.focus();
+
   kind.addEventListener("change", update);
   phase.addEventListener("change", update);
   if (config) config.addEventListener("input", update);

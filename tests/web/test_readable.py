@@ -263,3 +263,38 @@ def test_the_sweep_draws_the_latency_and_memory_limits_apart(screen, url):
     assert memory[0] != latency[0] and memory[1] != latency[1], (memory, latency)
     expect(sweep.locator("text.latency-label").first).to_contain_text("latency limit")
     expect(sweep.locator("text.limit-label").first).to_contain_text("memory limit")
+
+
+def test_the_keyboard_skips_the_navigation_and_lands_on_the_answer(screen, url):
+    screen.goto(f"{url}/")
+    screen.keyboard.press("Tab")  # the first stop: the skip link, shown when focused
+    skip = screen.locator("a.skip")
+    expect(skip).to_be_focused()
+    box = skip.bounding_box()
+    assert box and box["y"] >= 0, box
+    screen.keyboard.press("Enter")
+    screen.keyboard.press("Tab")  # past the navigation: the form's first field
+    expect(screen.locator("#f-chip")).to_be_focused()
+    # a visible focus ring on the button
+    screen.locator("#f-measured_ms").fill("30")
+    button = screen.get_by_role("button", name="Check")
+    button.focus()
+    screen.keyboard.press("Shift+Tab")
+    screen.keyboard.press("Tab")
+    ring = button.evaluate(
+        "e => [getComputedStyle(e).outlineStyle, getComputedStyle(e).outlineWidth]"
+    )
+    assert ring[0] != "none" and float(ring[1].removesuffix("px")) >= 2, ring
+    screen.keyboard.press("Enter")  # submitted: the answer has the focus, on the screen
+    expect(screen.locator("#verdict")).to_be_visible()
+    expect(screen.locator("#answer")).to_be_focused()
+    expect(screen.locator("#verdict")).to_be_in_viewport()
+
+
+def test_phone_navigation_links_are_a_finger_tall(phone375, url):
+    phone375.goto(f"{url}/history")
+    links = phone375.get_by_role("navigation").get_by_role("link").all()
+    assert len(links) >= 6
+    for link in links:
+        box = link.bounding_box()
+        assert box and box["height"] >= 24, (link.inner_text(), box)
