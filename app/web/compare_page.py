@@ -21,6 +21,7 @@ from app.services.chip_comparison import compare
 from app.web.bars import WIDE, comparison_svg
 from app.web.svg import for_page
 from app.web.templating import render
+from app.web.words import in_words
 
 router = APIRouter(include_in_schema=False)
 
@@ -39,7 +40,7 @@ def _field_errors(exc: ValidationError | UnknownName | EngineError) -> dict[str,
         field = {"chip": "chips", "model": "model"}.get(exc.kind, GENERAL)
         return {field: f"unknown {exc.kind} {exc.name!r}{hint}"}
     if isinstance(exc, ValidationError):
-        found = [(str(e["loc"][0]) if e["loc"] else GENERAL, e["msg"]) for e in exc.errors()]
+        found = [(str(e["loc"][0]) if e["loc"] else GENERAL, in_words(e)) for e in exc.errors()]
     else:
         found = [(str(getattr(exc, "field", GENERAL)), str(getattr(exc, "message", exc)))]
     errors: dict[str, str] = {}

@@ -22,6 +22,7 @@ from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
 from app.services import catalog_views, database_errors, history
 from app.services.catalogs import Catalogs
+from app.web import words
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import covers
 from app.web.svg import for_page
@@ -60,9 +61,8 @@ def _size(workload: dict[str, Any]) -> str:
     batch, sequence length (new tokens when it generates), dtype and tensor-parallel chips;
     a kernel's own fields, cut short."""
     if workload.get("kind") == "transformer":
-        names = [n for n in _SIZE_FIELDS if n != "gen_len" or workload.get("phase") == "generate"]
-        return ", ".join(f"{n}={workload[n]}" for n in names if workload.get(n) is not None)
-    text = ", ".join(f"{k}={v}" for k, v in workload.items() if k != "kind" and v is not None)
+        return words.fields(workload, _SIZE_FIELDS)
+    text = words.fields(workload)
     return text if len(text) <= _SIZE_LENGTH else text[: _SIZE_LENGTH - 1] + "…"
 
 

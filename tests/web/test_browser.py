@@ -71,7 +71,7 @@ def test_a_bad_value_shows_its_message_and_keeps_the_form(page, url, shot):
     page.get_by_role("button", name="Check").click()
     error = page.locator("#f-batch-error")
     expect(error).to_be_visible()
-    expect(error).to_contain_text("greater than or equal to 1")
+    expect(error).to_contain_text("at least 1")
     expect(page.get_by_label("Batch (sequences)")).to_have_value("0")
     expect(page.get_by_label("Sequence length (tokens)")).to_have_value("4096")
     expect(page.locator("#verdict")).to_have_count(0)

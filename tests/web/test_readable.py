@@ -298,3 +298,63 @@ def test_phone_navigation_links_are_a_finger_tall(phone375, url):
     for link in links:
         box = link.bounding_box()
         assert box and box["height"] >= 24, (link.inner_text(), box)
+
+
+# in the page: the options of every shown select whose label is wider than the select leaves
+# room for (its padding and arrow taken off), measured in the select's own font
+CUT_OPTIONS = """() => {
+  const cut = [];
+  const context = document.createElement('canvas').getContext('2d');
+  for (const select of document.querySelectorAll('main select')) {
+    if (select.offsetParent === null) continue;
+    const style = getComputedStyle(select);
+    context.font = `${style.fontSize} ${style.fontFamily}`;
+    const room = select.clientWidth - parseFloat(style.paddingLeft) - 24;
+    for (const option of select.options)
+      if (context.measureText(option.text).width > room) cut.push(option.text);
+  }
+  return cut;
+}"""
+
+
+def test_the_pages_speak_peoples_words(screen, url):
+    stored = store(
+        url,
+        chip="h100",
+        workload={"kind": "elementwise", "n": 100_000_000, "ops": ["cos", "cos"], "fused": False},
+        stack="eager",
+        measured_ms=2,
+    )
+    decode = store(url, workload={"kind": "transformer", "model": "llama-8b", "batch": 8})
+    screen.goto(f"{url}/history")
+    for size in screen.locator("#runs small.size").all_inner_texts():
+        assert "=" not in size and "[" not in size and "'" not in size, size
+    expect(screen.locator("#runs")).to_contain_text("100,000,000 elements, ops cos, cos")
+    for run in (stored, decode):
+        screen.goto(f"{url}/history/{run['workload_key']}")
+        lead = screen.locator("p.lead").inner_text()
+        assert "=" not in lead and "[" not in lead and "gen_len" not in lead, lead
+    # a count whole: 512 sequences of 2,048 tokens
+    screen.goto(f"{url}{TRAINING}")
+    expect(screen.locator("#training dl")).to_contain_text("1,048,576")
+    expect(screen.locator("main")).not_to_contain_text("(s)")
+    # every option's label whole, on the check form (its training fields shown) and compare
+    assert screen.evaluate(CUT_OPTIONS) == []
+    screen.goto(f"{url}/comparison")
+    assert screen.evaluate(CUT_OPTIONS) == []
+
+
+def test_form_errors_are_in_the_forms_words(screen, url):
+    screen.goto(f"{url}/")
+    screen.locator("#f-batch").fill("0")
+    screen.get_by_role("button", name="Check").click()
+    expect(screen.locator("#f-batch-error")).to_have_text("must be at least 1")
+    # a cleared model is asked for, never answered as the default model
+    screen.locator("#f-batch").fill("8")
+    screen.locator("#f-model").fill("")
+    screen.get_by_role("button", name="Check").click()
+    expect(screen.locator("#f-model-error")).to_have_text(
+        "choose a model (type to search), or paste a config.json"
+    )
+    expect(screen.locator("#answer")).to_have_count(0)
+    expect(screen.locator("#f-model")).to_have_value("")
