@@ -25,6 +25,7 @@ PAGES = {
     "&price_per_hour=2.5",
     "catalog": "/catalog",
     "history": "/history",
+    "trace": "/trace",
 }
 WIDTHS = {"phone": 375, "desktop": 1280}
 

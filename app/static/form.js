@@ -52,6 +52,11 @@
     }
   };
 
+  // after a check (the form posts to /#answer), the keyboard and a screen reader start at
+  // the answer, not at the top; a shared answer's URL opens at the top as usual
+  const answer = document.getElementById("answer");
+  if (answer && location.hash === "#answer") answer.focus();
+
   kind.addEventListener("change", update);
   phase.addEventListener("change", update);
   if (config) config.addEventListener("input", update);

@@ -22,7 +22,7 @@ _ROW = 28  # pixels per chip
 _BAR = 18
 _TOP = 8
 _MAX_GUTTER = 170  # the chip names' column at most; longer names are shortened
-_WIDTH = 480  # narrower than the other charts: legible when scaled down to a phone
+WIDE = 480  # narrower than the other charts: a bar per chip needs no more
 
 
 def _short(text: str, width: float) -> str:
@@ -31,14 +31,16 @@ def _short(text: str, width: float) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def comparison_svg(answer: Comparison) -> str:
-    """Realistic tokens/s of the workload on each chip with figures, best first."""
+def comparison_svg(answer: Comparison, width: int = WIDE) -> str:
+    """Realistic tokens/s of the workload on each chip with figures, best first, `width`
+    wide."""
     rows: list[ChipRow] = [r for r in answer.rows if r.realistic_tokens_per_s is not None]
     names = [r.chip.name for r in rows] or ["-"]
-    gutter = min(max(len(n) for n in names) * LABEL_SIZE * GLYPH_EM + 16, _MAX_GUTTER)
-    box = Box(left=gutter, top=_TOP, right=_WIDTH - 16, bottom=_TOP + _ROW * max(len(rows), 1))
+    most = _MAX_GUTTER if width >= WIDE else 0.4 * width  # a phone's: the bars need room too
+    gutter = min(max(len(n) for n in names) * LABEL_SIZE * GLYPH_EM + 16, most)
+    box = Box(left=gutter, top=_TOP, right=width - 16, bottom=_TOP + _ROW * max(len(rows), 1))
     title = f"Realistic tokens/s of {answer.model.name} by chip"
-    svg = Svg(title, width=_WIDTH, height=int(box.bottom) + 40)
+    svg = Svg(title, width=width, height=int(box.bottom) + 40)
     rates = [r.realistic_tokens_per_s or 0.0 for r in rows]
     x = Scale(0, nice_max(max(rates, default=1.0)), box.left, box.right)
     y = Scale(0, 1, box.top, box.bottom)
@@ -65,5 +67,5 @@ def comparison_svg(answer: Comparison) -> str:
     keys = [Key("fits in memory", "bar-fits", "bar")]
     if any(r.fits is False for r in rows):
         keys.append(Key("does not fit: a configuration that cannot run", "bar-unfit", "bar"))
-    svg.height = int(legend(svg, keys, 8, box.bottom + 40, _WIDTH - 8) + 6)
+    svg.height = int(legend(svg, keys, 8, box.bottom + 40, width - 8) + 6)
     return svg.render()

@@ -1,8 +1,10 @@
 """The roofline chart as server-side SVG: log-log axes, the compute roof of the work's dtype and
 unit, the bandwidth slope, the ridge point, the workload's expected point and the measured one,
-with labels kept apart and a legend.
+with labels kept apart and a legend. Overhead- and communication-bound work also shows what
+bounds it: the fixed-cost floor, or the network time.
 
-A time t puts a point at achieved FLOP/s = FLOPs / t, at the workload's arithmetic intensity.
+A time t puts a point at achieved FLOP/s = FLOPs / t, at the workload's arithmetic intensity;
+a time the work cannot go below (a floor) is the ceiling FLOPs / t over every intensity.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import math
 from dataclasses import dataclass, replace
 
 from app import formatting as fmt
-from app.engine import Chip, ridge_intensity
-from app.schemas.answers import ExpectedTime
+from app.engine import Chip, Floor, ridge_intensity
+from app.schemas.answers import Check, ExpectedTime
 from app.web.labels import Key, Label, draw_labels, legend, place_labels
 from app.web.svg import (
     HEIGHT,
@@ -29,12 +31,28 @@ from app.web.svg import (
 BOX = Box(left=64, top=16, right=WIDTH - 16, bottom=HEIGHT - 48)
 
 
+def _box(width: int) -> Box:
+    """The plot area of a chart `width` wide: BOX, or a phone's (NARROW) nearly square."""
+    if width >= WIDTH:
+        return replace(BOX, right=width - 16)
+    return Box(left=BOX.left, top=BOX.top, right=width - 12, bottom=width - 24)
+
+
 @dataclass(frozen=True, slots=True)
 class Roof:
     """The compute roof the work runs under: its label (dtype and unit) and peak FLOP/s."""
 
     label: str
     flops_per_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TimeFloor:
+    """A time the work cannot go below, beside the roofline: what bounds it, in words (the
+    legend's too), and the time in seconds."""
+
+    label: str
+    time_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +68,7 @@ class RooflineData:
     measured_time_s: float | None = None
     realistic_time_s: float | None = None
     realistic_range_s: tuple[float, float] | None = None
+    floor: TimeFloor | None = None
 
     @property
     def intensity(self) -> float:
@@ -75,10 +94,25 @@ def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> 
         realistic_range_s=None
         if answer.realistic_range_s is None
         else (answer.realistic_range_s[0], answer.realistic_range_s[1]),
+        floor=_floor_of(answer),
     )
 
 
-def _scales(data: RooflineData) -> tuple[Scale, Scale]:
+def _floor_of(answer: ExpectedTime) -> TimeFloor | None:
+    """What bounds overhead- and communication-bound work, as a time: the least time its fixed
+    costs allow (the floor a check judged it against; else the low end of the realistic range,
+    which for overhead-bound work is that floor), or the time its collectives take."""
+    if answer.bound == "overhead":
+        judged = isinstance(answer, Check) and answer.judged_against == Floor.FIXED_COSTS
+        low = answer.realistic_range_s[0] if answer.realistic_range_s else None
+        time_s = answer.floor_time_s if isinstance(answer, Check) and judged else low
+        return TimeFloor("fixed-cost floor", time_s) if time_s else None
+    if answer.bound == "communication" and answer.communication_time_s > 0:
+        return TimeFloor("network time", answer.communication_time_s)
+    return None
+
+
+def _scales(data: RooflineData, box: Box) -> tuple[Scale, Scale]:
     ridge = ridge_intensity(data.roof.flops_per_s, data.bandwidth)
     xs = [ridge] + ([data.intensity] if data.flops > 0 else [])
     x_lo, x_hi = decades(min(xs) / 10, max(xs) * 10)
@@ -89,24 +123,49 @@ def _scales(data: RooflineData) -> tuple[Scale, Scale]:
             ys.append(data.flops / data.measured_time_s)
         if data.realistic_range_s:
             ys.append(data.flops / data.realistic_range_s[1])
+        if data.floor:
+            ys.append(data.flops / data.floor.time_s)
     y_lo, y_hi = decades(min(ys), max(ys) * 1.5)
-    x = Scale(x_lo, x_hi, BOX.left, BOX.right, log=True)
-    y = Scale(y_lo, y_hi, BOX.bottom, BOX.top, log=True)
+    x = Scale(x_lo, x_hi, box.left, box.right, log=True)
+    y = Scale(y_lo, y_hi, box.bottom, box.top, log=True)
     return x, y
 
 
-def _roof(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> list[Label]:
-    """The bandwidth slope up to the ridge and the roof from it, with their labels."""
+def _roof(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label], list[Box]]:
+    """The bandwidth slope up to the ridge and the roof from it, with their labels, and the
+    roof's line as a box that no label may cross."""
     peak = data.roof.flops_per_s
     ridge = ridge_intensity(peak, data.bandwidth)
     svg.polyline([(x(x.lo), y(data.bandwidth * x.lo)), (x(ridge), y(peak))], "slope")
     svg.line(x(ridge), y(peak), x(x.hi), y(peak), "roof-used")
     memory = f"memory {fmt.rate(data.bandwidth, 'B/s')}"
     roof = f"{data.roof.label} peak {fmt.rate(peak, 'FLOP/s')}"
-    return [
-        Label(BOX.right - 4, y(peak) - 5, roof, "label-used", "end"),
+    labels = [
+        Label(x.end - 4, y(peak) - 6, roof, "label-used", "end"),
         Label(x(x.lo) + 8, y(data.bandwidth * x.lo) - 8, memory, "label-used"),
     ]
+    return labels, [_band(x(ridge), x.end, y(peak))]
+
+
+def _band(left: float, right: float, at: float) -> Box:
+    """A horizontal line's box, a little thicker than its stroke."""
+    return Box(left, at - 2, right, at + 2)
+
+
+def _floor(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label], list[Box]]:
+    """The floor's ceiling (FLOPs / its time) across the plot, with its label."""
+    if data.floor is None or data.flops <= 0:
+        return [], []
+    at = y(data.flops / data.floor.time_s)
+    svg.line(x.start, at, x.end, at, "floor")
+    text = f"{data.floor.label} {fmt.seconds(data.floor.time_s)}"
+    return [Label(x.start + 6, at - 6, text, "floor-label")], [_band(x.start, x.end, at)]
+
+
+def _beside(x: Scale, at: float, baseline: float, text: str) -> Label:
+    """A point's label: right of it, or left where the plot has no room on its right."""
+    label = Label(at + 9, baseline, text)
+    return label if label.box().right <= x.end else replace(label, x=at - 9, anchor="end")
 
 
 def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label], list[Key]]:
@@ -119,13 +178,13 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Labe
     labels = [Label(x(ridge) - 10, y(peak) - 8, label, "label", "end")]
     keys = [Key("ridge point", "ridge", "dot")]
     if data.flops <= 0:
-        svg.text(BOX.left + 10, BOX.bottom - 10, "no FLOPs: nothing to place on a log axis", "note")
+        svg.text(x.start + 10, y.start - 10, "no FLOPs: nothing to place on a log axis", "note")
         return labels, keys
     ai = data.intensity
     expected = data.flops / data.expected_time_s
     svg.line(x(ai), y(y.lo), x(ai), y(expected), "grid")
     svg.point(x(ai), y(expected), "expected", f"expected {fmt.rate(expected, 'FLOP/s')}")
-    labels.append(Label(x(ai) + 9, y(expected) + 4, "expected"))
+    labels.append(_beside(x, x(ai), y(expected) + 4, "expected"))
     keys.append(Key("expected (roofline time)", "expected", "dot"))
     if data.realistic_range_s and data.realistic_time_s:
         low, high = data.realistic_range_s
@@ -140,28 +199,43 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Labe
         achieved = data.flops / data.measured_time_s
         share = data.expected_time_s / data.measured_time_s
         text = f"measured {fmt.rate(achieved, 'FLOP/s')} ({share:.0%} of roofline)"
+        if Label(0, 0, text).width > (x.end - x.start) * 0.7:  # a phone's chart: the share
+            text = f"measured ({share:.0%} of roofline)"
         svg.point(x(ai), y(achieved), "measured", f"measured {fmt.rate(achieved, 'FLOP/s')}")
-        labels.insert(0, Label(x(ai) + 9, y(achieved) + 4, text))
+        labels.insert(0, _beside(x, x(ai), y(achieved) + 4, text))
         keys.append(Key("measured", "measured", "dot"))
     return labels, keys
 
 
-def roofline_svg(data: RooflineData) -> str:
-    """The roofline chart of `data` as an SVG document, with a legend under the axes."""
-    x, y = _scales(data)
-    svg = Svg(f"Roofline of {data.chip_name}")
-    axes(svg, BOX, x, y, xs=decade_ticks(x.lo, x.hi), ys=decade_ticks(y.lo, y.hi))
-    axis_titles(svg, BOX, "arithmetic intensity (FLOP/B)", "FLOP/s")
-    roof_labels = _roof(svg, data, x, y)
+def roofline_svg(data: RooflineData, width: int = WIDTH) -> str:
+    """The roofline chart of `data` as an SVG document `width` wide (WIDTH, or a phone's
+    NARROW), with a legend under the axes."""
+    box = _box(width)
+    x, y = _scales(data, box)
+    svg = Svg(f"Roofline of {data.chip_name}", width=width)
+    axes(svg, box, x, y, xs=decade_ticks(x.lo, x.hi), ys=decade_ticks(y.lo, y.hi))
+    axis_titles(svg, box, "arithmetic intensity (FLOP/B)", "FLOP/s")
+    roof_labels, lines = _roof(svg, data, x, y)
+    floor_labels, floor_lines = _floor(svg, data, x, y)
     point_labels, point_keys = _points(svg, data, x, y)
-    # the labels stay inside the plot's frame: outside it are the ticks and axis titles
-    inside = [replace(a, x=a.x - BOX.left, y=a.y - BOX.top) for a in point_labels + roof_labels]
-    placed = place_labels(inside, BOX.right - BOX.left, BOX.bottom - BOX.top)
-    draw_labels(svg, [replace(a, x=a.x + BOX.left, y=a.y + BOX.top) for a in placed])
+    # the labels stay inside the plot's frame (outside it are the ticks and axis titles), and
+    # off the roof's and the floor's lines, which would strike them through
+    inside = [
+        replace(a, x=a.x - box.left, y=a.y - box.top)
+        for a in point_labels + roof_labels + floor_labels
+    ]
+    obstacles = [
+        Box(b.left - box.left, b.top - box.top, b.right - box.left, b.bottom - box.top)
+        for b in lines + floor_lines
+    ]
+    placed = place_labels(inside, box.right - box.left, box.bottom - box.top, obstacles)
+    draw_labels(svg, [replace(a, x=a.x + box.left, y=a.y + box.top) for a in placed])
     keys = [
         Key("memory bandwidth", "slope"),
         Key(f"{data.roof.label} peak", "roof-used"),
+        *([Key(data.floor.label, "floor")] if data.floor and data.flops > 0 else []),
         *point_keys,
     ]
-    svg.height = math.ceil(legend(svg, keys, BOX.left, HEIGHT - 4, svg.width - 8) + 6)
+    left = box.left if width >= WIDTH else 8
+    svg.height = math.ceil(legend(svg, keys, left, box.bottom + 44, svg.width - 8) + 6)
     return svg.render()

@@ -7,6 +7,8 @@ beside /measurements."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
@@ -16,8 +18,10 @@ from app.engine import Dtype, EngineError, Phase, Software
 from app.http.deps import CatalogsDep
 from app.schemas.comparison import CompareQuery
 from app.services.chip_comparison import compare
-from app.web.bars import comparison_svg
+from app.web.bars import WIDE, comparison_svg
+from app.web.svg import for_page
 from app.web.templating import render
+from app.web.words import in_words
 
 router = APIRouter(include_in_schema=False)
 
@@ -36,7 +40,7 @@ def _field_errors(exc: ValidationError | UnknownName | EngineError) -> dict[str,
         field = {"chip": "chips", "model": "model"}.get(exc.kind, GENERAL)
         return {field: f"unknown {exc.kind} {exc.name!r}{hint}"}
     if isinstance(exc, ValidationError):
-        found = [(str(e["loc"][0]) if e["loc"] else GENERAL, e["msg"]) for e in exc.errors()]
+        found = [(str(e["loc"][0]) if e["loc"] else GENERAL, in_words(e)) for e in exc.errors()]
     else:
         found = [(str(getattr(exc, "field", GENERAL)), str(getattr(exc, "message", exc)))]
     errors: dict[str, str] = {}
@@ -86,4 +90,5 @@ def comparison(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
         return _page(request, catalogs, values, _field_errors(exc), status=404)
     except (ValidationError, EngineError) as exc:
         return _page(request, catalogs, values, _field_errors(exc), status=422)
-    return _page(request, catalogs, values, {}, result=answer, chart=comparison_svg(answer))
+    chart = for_page(partial(comparison_svg, answer), WIDE)
+    return _page(request, catalogs, values, {}, result=answer, chart=chart)

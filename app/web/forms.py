@@ -33,6 +33,7 @@ from app.schemas.requests import (
     TransformerFields,
 )
 from app.services.catalogs import Catalogs
+from app.web import words
 
 KINDS = (
     *("transformer", "matmul", "elementwise", "saxpy"),
@@ -354,7 +355,7 @@ def _validation_errors(exc: ValidationError, kind: str) -> dict[str, str]:
     errors: dict[str, str] = {}
     for error in exc.errors():
         loc = [str(part) for part in error["loc"]]
-        message = str(error["msg"]).removeprefix("Value error, ")
+        message = words.in_words(error)
         if loc[:1] == ["workload"]:
             # the workload as a whole: a transformer's model (neither model nor config given)
             whole = "model" if kind == "transformer" else GENERAL

@@ -108,16 +108,19 @@ def _stacked(labels: list[Label], height: float) -> list[Label] | None:
     return [replace(label, y=ys[i]) for i, label in enumerate(labels)]
 
 
-def place_labels(labels: Sequence[Label], width: float, height: float) -> list[Label]:
+def place_labels(
+    labels: Sequence[Label], width: float, height: float, obstacles: Sequence[Box] = ()
+) -> list[Label]:
     """The labels moved as little as they must so that none overlaps another or leaves the
     [0, width] x [0, height] chart: sideways into the chart, then each (in the given order,
-    the most important first) to the free baseline nearest its own. Should that leave one
-    without a place, all are set in one column of baselines instead; labels that do not fit
-    even so (or are wider than the chart) are dropped, the last given first."""
+    the most important first) to the free baseline nearest its own, clear of `obstacles` too
+    (the lines a label would be struck through by). Should that leave one without a place,
+    all are set in one column of baselines instead; labels that do not fit even so (or are
+    wider than the chart) are dropped, the last given first."""
     fitting = [_inside_x(label, width) for label in labels if label.width <= width]
     placed: list[Label] = []
     for label in fitting:
-        spot = _nearest_free(label, [p.box() for p in placed], height)
+        spot = _nearest_free(label, [*obstacles, *(p.box() for p in placed)], height)
         if spot is None:
             break
         placed.append(spot)

@@ -108,6 +108,8 @@ async def index_post(request: Request, catalogs: CatalogsDep) -> Response:
     values = forms.form_values(given, catalogs)
     applicable = forms.applicable(values)
     if "config" not in applicable:
+        if values.get("kind") == "transformer" and "model" not in applicable:
+            applicable["model"] = ""  # cleared: the answer asks for one, never the default's
         return RedirectResponse(f"/?{urlencode(applicable)}", status_code=303)
     return await run_in_threadpool(_answer_page, request, catalogs, values)
 

@@ -4,6 +4,7 @@ the measurement list, one measurement, one workload's history, and the catalog."
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from fastapi import Request
@@ -21,8 +22,10 @@ from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
 from app.services import catalog_views, database_errors, history
 from app.services.catalogs import Catalogs
+from app.web import words
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import covers
+from app.web.svg import for_page
 from app.web.templating import render
 from app.web.trends import history_svg
 from app.web.views import chip_of, workload_params
@@ -58,9 +61,8 @@ def _size(workload: dict[str, Any]) -> str:
     batch, sequence length (new tokens when it generates), dtype and tensor-parallel chips;
     a kernel's own fields, cut short."""
     if workload.get("kind") == "transformer":
-        names = [n for n in _SIZE_FIELDS if n != "gen_len" or workload.get("phase") == "generate"]
-        return ", ".join(f"{n}={workload[n]}" for n in names if workload.get(n) is not None)
-    text = ", ".join(f"{k}={v}" for k, v in workload.items() if k != "kind" and v is not None)
+        return words.fields(workload, _SIZE_FIELDS)
+    text = words.fields(workload)
     return text if len(text) <= _SIZE_LENGTH else text[: _SIZE_LENGTH - 1] + "…"
 
 
@@ -111,7 +113,7 @@ def measurement_list(
 def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:
     try:
         answer = ExpectedTime.model_validate(expectation, strict=False)
-        return roofline_svg(data_of(answer, chip_of(catalogs, answer), measured))
+        return for_page(partial(roofline_svg, data_of(answer, chip_of(catalogs, answer), measured)))
     except (ValidationError, KeyError, UnknownName, EngineError):
         return None
 
@@ -164,7 +166,7 @@ def workload_page(
         return render(request, "error.html", {"title": "Bad request", "message": str(exc)}, 422)
     context = {
         "c": comparison,
-        "chart": history_svg(comparison),
+        "chart": for_page(partial(history_svg, comparison)),
         "baseline_branch": baseline_branch or "",
         "threshold": threshold,
         "baseline_window": baseline_window,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from app import formatting as fmt
-from app.web.labels import Key, Label, draw_labels, legend, place_labels
+from app.web.labels import GLYPH_EM, LABEL_SIZE, Key, Label, draw_labels, legend, place_labels
 from app.web.svg import (
     WIDTH,
     Box,
@@ -123,11 +123,21 @@ def _y_scale(box: Box, panel: Panel) -> tuple[Scale, list[float]]:
     return y, linear_ticks(y.lo, y.hi, 4)
 
 
+def _thinned(ticks: Sequence[tuple[float, str]], room: float) -> Sequence[tuple[float, str]]:
+    """Every n-th tick, n as small as keeps their labels (estimated widths, a gap of two
+    glyphs) apart over `room` pixels: a phone's chart has room for fewer."""
+    if not ticks:
+        return ticks
+    widest = max(len(label) for _, label in ticks) + 2
+    fit = max(1, int(room / (widest * LABEL_SIZE * GLYPH_EM)))
+    return ticks[:: math.ceil(len(ticks) / fit)]
+
+
 def _panel(svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel) -> list[Label]:
     """Draw one panel; returns its marker labels (placed with the others)."""
     y, y_ticks = _y_scale(box, panel)
     axes(svg, box, x, y, xs=[], ys=y_ticks)
-    for value, label in axis.ticks:
+    for value, label in _thinned(axis.ticks, box.right - box.left):
         svg.line(x(value), box.top, x(value), box.bottom, "grid")
         svg.text(x(value), box.bottom + 16, label, "tick", "middle")
     axis_titles(svg, box, axis.title, panel.y_title)
@@ -172,19 +182,20 @@ def _keys(panels: Sequence[Panel]) -> list[Key]:
     return list(keys.values())
 
 
-def stacked_svg(title: str, axis: XAxis, panels: Sequence[Panel]) -> str:
+def stacked_svg(title: str, axis: XAxis, panels: Sequence[Panel], width: int = WIDTH) -> str:
     """Panels stacked vertically over the shared x axis, with one legend under them, as an
-    SVG document; the marker labels are kept apart and inside their panels."""
+    SVG document `width` wide; the marker labels are kept apart and inside their panels."""
     height = _TOP + len(panels) * (_PANEL_HEIGHT + _GAP)
-    svg = Svg(title, height=height)
-    x = Scale(axis.lo, axis.hi, 64, WIDTH - 16, log=axis.log)
+    svg = Svg(title, width=width, height=height)
+    x = Scale(axis.lo, axis.hi, 64, width - 16, log=axis.log)
     for index, panel in enumerate(panels):
         top = _TOP + index * (_PANEL_HEIGHT + _GAP)
-        box = Box(left=64, top=top, right=WIDTH - 16, bottom=top + _PANEL_HEIGHT)
+        box = Box(left=64, top=top, right=width - 16, bottom=top + _PANEL_HEIGHT)
         labels = _panel(svg, box, x, axis, panel)
         inside = [replace(a, x=a.x - box.left, y=a.y - box.top) for a in labels]
         placed = place_labels(inside, box.right - box.left, box.bottom - box.top)
         draw_labels(svg, [replace(a, x=a.x + box.left, y=a.y + box.top) for a in placed])
-    bottom = legend(svg, _keys(panels), 64, height - _GAP + 44, WIDTH - 8)
+    left = 64 if width >= WIDTH else 8
+    bottom = legend(svg, _keys(panels), left, height - _GAP + 44, width - 8)
     svg.height = math.ceil(bottom + 6)
     return svg.render()

@@ -6,7 +6,7 @@ Pure Python, no image library: charts are strings of SVG markup built from these
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -15,6 +15,9 @@ from app.engine.units import GIGA, KILO, MEGA, PETA, TERA
 
 WIDTH = 640
 HEIGHT = 400
+# A phone's chart: a 375 px screen leaves the check page's answer column 315 px (its padding and
+# border taken off), so a chart this wide is shown at its own size there, its text 11-12 px.
+NARROW = 300
 
 
 def esc(text: object) -> str:
@@ -140,14 +143,22 @@ class Svg:
         )
 
     def render(self) -> str:
-        """The complete document."""
+        """The complete document (of class `narrow` when drawn for a phone)."""
+        cls = "chart narrow" if self.width <= NARROW else "chart"
         head = (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
             f'viewBox="0 0 {self.width} {self.height}" '
-            f'role="img" aria-label="{esc(self.title)}" class="chart">'
+            f'role="img" aria-label="{esc(self.title)}" class="{cls}">'
             f"<title>{esc(self.title)}</title><style>{STYLE}</style>"
         )
         return head + "".join(self.parts) + "</svg>"
+
+
+def for_page(draw: Callable[[int], str], wide: int = WIDTH) -> str:
+    """A chart as a page shows it: drawn `wide` and NARROW, for the stylesheet to show the one
+    that fits its box at its own size (a container query). Scaled to the box instead, one
+    chart's text came out 6 px on a phone and 23 px on a desktop."""
+    return draw(wide) + draw(NARROW)
 
 
 def axes(
@@ -199,7 +210,10 @@ STYLE = (
     ".dot-a{fill:#1f5fbf}.dot-b{fill:#d1495b}.dot-c{fill:#2a9d4b}.dot-off{fill:#bbb}"
     ".marker{stroke:#6a4c93;stroke-width:1.5;stroke-dasharray:4 3}"
     ".limit{stroke:#b5651d;stroke-width:1.5;stroke-dasharray:2 3}"
+    ".latency{stroke:#0b7a75;stroke-width:2;stroke-dasharray:8 3 2 3}"
+    ".floor{stroke:#9a6200;stroke-width:2;stroke-dasharray:7 4}"
     ".marker-label{font-size:11px;fill:#6a4c93}.limit-label{font-size:11px;fill:#b5651d}"
+    ".latency-label{font-size:11px;fill:#0b7a75}.floor-label{font-size:11px;fill:#9a6200}"
     ".you{stroke:#111;stroke-width:2}.you-label{font-size:11px;fill:#111;font-weight:600}"
     ".note{font-size:12px;fill:#555}"
     ".bar-fits{fill:#1f5fbf}.bar-unfit{fill:#bbb}"

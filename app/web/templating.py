@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 from app import formatting as fmt
 from app.schemas.requests import without_ignored_training
+from app.web import words
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -39,13 +40,10 @@ def _when(value: datetime) -> str:
 
 
 def _workload(workload: dict[str, Any]) -> str:
-    """A stored workload in one line: its kind or model, then its set fields."""
-    head = str(workload.get("model") or workload.get("kind", "workload"))
+    """A stored workload in one line, in words: its model and phase or kind, then its fields."""
     if workload.get("kind") == "transformer":
         workload = without_ignored_training(workload, workload.get("phase"))
-    skip = {"kind", "model", "config"}
-    rest = [f"{k}={v}" for k, v in workload.items() if k not in skip and v is not None]
-    return f"{head} ({', '.join(rest)})" if rest else head
+    return words.workload(workload)
 
 
 def _words(value: object) -> str:
@@ -75,6 +73,8 @@ templates.env.filters.update(
     words=_words,
     workload=_workload,
     g3=fmt.number,
+    count=words.number,
+    plural=words.plural,
     query=lambda params: urlencode({k: v for k, v in params.items() if v not in ("", None)}),
 )
 

@@ -8,6 +8,7 @@ from app.engine.units import ms_from_seconds
 from app.schemas.measurement_bodies import WorkloadComparison
 from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer
 from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
+from app.web.svg import WIDTH
 
 
 def _user_batch(answer: OptimalBatchAnswer) -> int | None:
@@ -24,16 +25,16 @@ def _batch_markers(answer: OptimalBatchAnswer) -> list[Marker]:
         markers.append(Marker(f"memory limit {answer.max_batch}", x=answer.max_batch, cls="limit"))
     if answer.latency_batch:
         latency = answer.latency_batch
-        markers.append(Marker(f"latency limit {latency}", x=latency, cls="limit"))
+        markers.append(Marker(f"latency limit {latency}", x=latency, cls="latency"))
     if (batch := _user_batch(answer)) is not None:
         markers.append(Marker(f"your batch {batch}", x=batch, cls="you"))
     return markers
 
 
-def sweep_svg(answer: OptimalBatchAnswer) -> str:
+def sweep_svg(answer: OptimalBatchAnswer, width: int = WIDTH) -> str:
     """Throughput (tokens/s) and the ideal and realistic time per step (ms) against the batch,
-    with the ridge batch, the memory and latency limits and the question's own batch marked;
-    batches that do not fit are grey."""
+    with the ridge batch, the memory and latency limits (each its own style) and the
+    question's own batch marked; batches that do not fit are grey."""
     rows = sorted(answer.sweep, key=lambda r: r["batch"])
     batches = [r["batch"] for r in rows] or [1]
     if (batch := _user_batch(answer)) is not None:
@@ -59,10 +60,11 @@ def sweep_svg(answer: OptimalBatchAnswer) -> str:
         "Batch sweep: throughput and latency",
         axis,
         [Panel("tokens/s", [throughput], markers), Panel("ms", [ideal, realistic], markers)],
+        width,
     )
 
 
-def scaling_svg(answer: ScalingAnswer) -> str:
+def scaling_svg(answer: ScalingAnswer, width: int = WIDTH) -> str:
     """Speedup against chips on log-log axes, where linear scaling (speedup = chips / the first
     count) is the straight line of slope one, beside Amdahl's (or Gustafson's) law; and the
     efficiency. Counts that do not fit in memory are grey."""
@@ -86,10 +88,11 @@ def scaling_svg(answer: ScalingAnswer) -> str:
             Panel(f"speedup over {first} chips", [speedup, linear, limit], log=True),
             Panel("efficiency", [efficiency], [Marker("linear", y=1.0, cls="limit")]),
         ],
+        width,
     )
 
 
-def history_svg(comparison: WorkloadComparison) -> str:
+def history_svg(comparison: WorkloadComparison, width: int = WIDTH) -> str:
     """Measured and expected time (ms), and the fraction of the roofline, over time."""
     points = comparison.history
     times = [p.created_at.timestamp() for p in points]
@@ -118,4 +121,5 @@ def history_svg(comparison: WorkloadComparison) -> str:
             Panel("ms", [measured, expected]),
             Panel("fraction of roofline", [fraction], [Marker("roofline", y=1.0, cls="limit")]),
         ],
+        width,
     )

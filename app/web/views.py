@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,6 +25,7 @@ from app.services import expectations, planning
 from app.services.catalogs import Catalogs
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import FIELDS, SCALING_FIELDS, covers, errors_of, scaling_of
+from app.web.svg import for_page
 from app.web.trends import scaling_svg, sweep_svg
 
 
@@ -124,15 +126,16 @@ def compute(
         except (EngineError, ValidationError) as exc:
             scaling_errors = _scaling_errors(errors_of(exc, "transformer"))
     measured = check.measured_time_s if check is not None else None
+    data = data_of(answer, chip_of(catalogs, answer), measured)
     return Result(
         answer=answer,
         check=check,
         memory=memory,
         batch=batch,
-        roofline=roofline_svg(data_of(answer, chip_of(catalogs, answer), measured)),
-        sweep=sweep_svg(batch) if batch is not None else None,
+        roofline=for_page(partial(roofline_svg, data)),
+        sweep=for_page(partial(sweep_svg, batch)) if batch is not None else None,
         scaling=curve,
-        scaling_chart=scaling_svg(curve) if curve is not None else None,
+        scaling_chart=for_page(partial(scaling_svg, curve)) if curve is not None else None,
         scaling_errors=scaling_errors,
         covers=covers(workload.kind, str(getattr(workload, "phase", ""))),
     )

@@ -101,7 +101,7 @@ def test_escaping_of_labels_in_text_and_titles():
 
 
 def test_ridge_point_sits_where_the_slope_meets_the_used_roof():
-    x, y = charts._scales(A100ISH)
+    x, y = charts._scales(A100ISH, BOX)
     ridge = circles(roofline_svg(A100ISH))["ridge"]
     assert ridge == pytest.approx((x(150), y(300e12)), abs=0.01)
     # on log axes the slope (bandwidth x intensity) is a straight 45-degree-in-decades line
@@ -114,7 +114,7 @@ def test_ridge_point_sits_where_the_slope_meets_the_used_roof():
 
 
 def test_workload_and_measured_points_use_flops_over_time():
-    x, y = charts._scales(A100ISH)
+    x, y = charts._scales(A100ISH, BOX)
     points = circles(roofline_svg(A100ISH))
     assert points["expected"] == pytest.approx((x(10), y(1e12 / 0.05)), abs=0.01)
     assert points["measured"] == pytest.approx((x(10), y(1e12 / 0.1)), abs=0.01)
@@ -314,7 +314,7 @@ def test_the_realistic_point_sits_inside_the_published_range():
     # realistic 0.08 s, published runs 0.06-0.12 s: points at 1e12 / t FLOP/s on the same
     # intensity; the range is a line from 1e12 / 0.12 = 8.33 TFLOP/s to 1e12 / 0.06 = 16.7
     data = replace(A100ISH, realistic_time_s=0.08, realistic_range_s=(0.06, 0.12))
-    x, y = charts._scales(data)
+    x, y = charts._scales(data, BOX)
     document = roofline_svg(data)
     assert circles(document)["realistic"] == pytest.approx((x(10), y(1e12 / 0.08)), abs=0.01)
     (band,) = [

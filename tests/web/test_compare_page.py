@@ -84,8 +84,8 @@ def test_an_unknown_model_is_named_beside_the_model_field(client):
 
 def test_bad_values_are_named_beside_their_field(client):
     for bad, field, message in (
-        ({"batch": "0"}, "batch", "greater than or equal to 1"),
-        ({"price_per_hour": "-1"}, "price_per_hour", "greater than 0"),
+        ({"batch": "0"}, "batch", "at least 1"),
+        ({"price_per_hour": "-1"}, "price_per_hour", "more than 0"),
         ({"chips": "a100,a100-sxm4-80gb"}, "chips", "name the same chip"),
         ({"chips": ",".join(["a100"] * 17)}, "chips", "give 1 to 16 chips"),
         ({"chips": "a100;h100"}, "chips", "should match pattern"),

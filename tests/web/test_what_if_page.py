@@ -7,8 +7,10 @@ from app import formatting as fmt
 
 DECODE = {"chip": "h100", "kind": "transformer", "model": "llama-3.1-8b", "seq_len": "2048"}
 _ROW = re.compile(
-    r'<tr data-key="([a-z0-9_]+)"><th scope="row">([^<]+)</th><td class="num">([^<]+)</td>'
-    r'<td class="num">([^<]+)</td><td class="num">([^<]+)x</td></tr>'
+    r'<tr data-key="([a-z0-9_]+)"><th class="head" scope="row">([^<]+)</th>'
+    r'<td class="num" data-label="Expected">([^<]+)</td>'
+    r'<td class="num" data-label="Realistic">([^<]+)</td>'
+    r'<td class="num key" data-label="Speed-up">([^<]+)x</td></tr>'
 )
 
 
