@@ -42,3 +42,16 @@ H100 = Chip(
     sustained_memory=0.9,
     scale_up_bandwidth=900e9,
 )
+
+# A made-up chip with round figures: 1e12 FLOP/s (bf16 matrix) and 1e9 bytes/s, reached in
+# full, so that times come out as whole seconds.
+ROUND = Chip(
+    id="round",
+    name="round numbers",
+    memory_bytes=1e12,
+    memory_bandwidth=1e9,
+    matrix_peaks={Dtype.BF16: 1e12},
+    vector_peaks={Dtype.FP32: 1e12},
+    sustained_matrix=1.0,
+    sustained_memory=1.0,
+)

@@ -11,7 +11,6 @@ import pytest
 
 from app.engine import (
     Bound,
-    Chip,
     Dtype,
     InvalidInput,
     Unit,
@@ -20,18 +19,8 @@ from app.engine import (
     judge,
     place,
 )
+from tests.engine.chips import ROUND
 
-# A made-up chip with round figures: 1e12 FLOP/s (bf16 matrix) and 1e9 bytes/s.
-ROUND = Chip(
-    id="round",
-    name="round numbers",
-    memory_bytes=1e12,
-    memory_bandwidth=1e9,
-    matrix_peaks={Dtype.BF16: 1e12},
-    vector_peaks={Dtype.FP32: 1e12},
-    sustained_matrix=1.0,
-    sustained_memory=1.0,
-)
 # 1e9 bytes / 1e9 B/s = 1.0 s of memory time; 1e9 FLOPs / 1e12 = 1 ms of compute: memory-bound,
 # expected time exactly 1.0 s.
 MEMORY_BOUND = place(custom(1e9, 1e9, Dtype.BF16, Unit.MATRIX), ROUND)

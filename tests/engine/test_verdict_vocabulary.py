@@ -4,6 +4,7 @@ the least time its fixed costs allow), never contradicting where it sits against
 runs. Every case at and on both sides of its boundaries, on rooflines with round times."""
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,6 @@ from hypothesis import strategies as st
 from app.engine import (
     AgainstPublished,
     Bound,
-    Chip,
     Dtype,
     Floor,
     Unit,
@@ -21,27 +21,10 @@ from app.engine import (
     judge,
     place,
 )
+from tests.engine.chips import ROUND
 
-ROUND = Chip(
-    id="round",
-    name="round numbers",
-    memory_bytes=1e12,
-    memory_bandwidth=1e9,
-    matrix_peaks={Dtype.BF16: 1e12},
-    vector_peaks={Dtype.FP32: 1e12},
-    sustained_matrix=1.0,
-    sustained_memory=1.0,
-)
-WITH_FP8 = Chip(
-    id="round-fp8",
-    name="round numbers with fp8",
-    memory_bytes=1e12,
-    memory_bandwidth=1e9,
-    matrix_peaks={Dtype.BF16: 1e12, Dtype.FP8: 2e12},
-    vector_peaks={Dtype.FP32: 1e12},
-    sustained_matrix=1.0,
-    sustained_memory=1.0,
-)
+# ROUND with an fp8 matrix peak twice its bf16 one
+WITH_FP8 = replace(ROUND, id="round-fp8", matrix_peaks={Dtype.BF16: 1e12, Dtype.FP8: 2e12})
 # 1e12 FLOPs at 1e12 FLOP/s: 1.0 s of compute (1 ms of memory): compute-bound, ideal 1 s
 COMPUTE_BOUND = place(custom(1e12, 1e6, Dtype.BF16, Unit.MATRIX), ROUND)
 # the same 1 s of work under fixed costs of 9 s (at the median; 4 s to 19 s over their
