@@ -67,3 +67,13 @@ def test_bad_copies_are_422_naming_the_field(client, workload, chip, field):
     response = post(client, "/expected-time", workload, chip=chip)
     assert response.status_code == 422, response.text
     assert field in response.text
+
+
+def test_a_measured_copy_is_stored_and_read_back(client):
+    # pinned h2d, 1 GB on an A100: 31.25 ms ideal; 45 ms measured is 1.44x the ideal
+    body = {"chip": "a100", "workload": {"kind": "copy", "bytes": GB, "pinned": True}}
+    response = client.post("/measurements", json={**body, "measured_ms": 45.0, "label": "h2d"})
+    assert response.status_code == 201, response.text
+    stored = response.json()
+    assert stored["workload"]["kind"] == "copy"
+    assert client.get(f"/measurements/{stored['id']}").status_code == 200
