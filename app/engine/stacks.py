@@ -32,3 +32,4 @@ class Kind(StrEnum):
     GENERATE = "generate"
     TRAINING = "training"
     CUSTOM = "custom"
+    COPY = "copy"  # host <-> device and device copies (app/engine/copies.py)

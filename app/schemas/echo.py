@@ -11,8 +11,13 @@ from typing import Annotated, Any
 from pydantic import SerializerFunctionWrapHandler, WrapSerializer
 
 from app.engine import Phase
+from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.ops_bodies import OpsWorkload
-from app.schemas.requests import KernelWorkload, TrainingFields, TransformerWorkload
+from app.schemas.requests import (
+    KernelWorkload,
+    TrainingFields,
+    TransformerWorkload,
+)
 
 # The fields that apply to one phase only; every other field applies to all four.
 # chips_per_node is not among them: a tensor-parallel group wider than one node pays the
@@ -59,6 +64,6 @@ def _echo(workload: Any, handler: SerializerFunctionWrapHandler) -> Any:
 # declares no return type, so that the schema stays the workload's (a serializer's declared
 # return type would replace it); answers stored without this filter still read back.
 EchoedWorkload = Annotated[
-    TransformerWorkload | KernelWorkload | OpsWorkload,
+    TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
     WrapSerializer(lambda workload, handler: _echo(workload, handler)),  # noqa: PLW0108
 ]

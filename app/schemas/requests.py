@@ -19,6 +19,7 @@ from app.engine.training import (
 )
 from app.engine.units import seconds_from_ms
 from app.schemas.answer_options import BREAKDOWN, WHAT_IF
+from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.ops_bodies import OpsWorkload
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
@@ -274,7 +275,7 @@ KernelWorkload = (
     | CustomWorkload
 )
 Workload = Annotated[  # without `kind`: a transformer (its schema's default), no missing tag
-    TransformerWorkload | KernelWorkload | OpsWorkload,
+    TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
     Field(discriminator="kind"),
     BeforeValidator(lambda w: {"kind": "transformer", **w} if isinstance(w, dict) else w),
 ]

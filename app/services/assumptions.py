@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app import formatting as fmt
 from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine.copies import PAGEABLE_OVER_PINNED, PINNED_LINK_FRACTION, Direction
 from app.engine.realism import (
     EAGER_DISPATCH_S,
     ESTABLISHED_RUNS,
@@ -17,6 +18,7 @@ from app.engine.realism import (
     graph_pays,
 )
 from app.engine.tiling import TILE, output_tiles
+from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     AttentionWorkload,
@@ -176,12 +178,14 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]
 
 
 def assumptions(
-    workload: TransformerWorkload | KernelWorkload | OpsWorkload,
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
     kind: Kind,
     stack: Software,
     roof: Roofline,
 ) -> list[str]:
     """What the numbers of `workload` on `stack` assumed."""
+    if isinstance(workload, CopyWorkload):
+        return _copy_lines(workload, kind, stack, roof)
     lines = [*_workload_lines(workload, roof), *_stack_lines(kind, stack, roof)]
     if isinstance(workload, OpsWorkload):
         lines.append(
@@ -189,6 +193,22 @@ def assumptions(
             "with the longest sustained-kernel time"
         )
     return lines
+
+
+def _copy_lines(workload: CopyWorkload, kind: Kind, stack: Software, roof: Roofline) -> list[str]:
+    """A device copy is a copy kernel (read and write); a host copy crosses the host link at
+    the share of it that copies from pinned or pageable memory reach (app/engine/copies.py)."""
+    if workload.direction is Direction.D2D:
+        return ["a copy kernel: each byte read and written once", *_stack_lines(kind, stack, roof)]
+    return [
+        "the copy crosses one direction of the host link, half its bidirectional total; its "
+        "device side (a write for h2d, a read for d2h) runs meanwhile",
+        f"pinned copies reach {fmt.percent(PINNED_LINK_FRACTION)} of the link (CUDA C++ Best "
+        f"Practices Guide), pageable ones {fmt.percent(PAGEABLE_OVER_PINNED)} of that "
+        "(staged through a pinned buffer by the driver)",
+        "host memory pinned" if workload.pinned else "host memory pageable (PyTorch's default)",
+        "no published runs of host copies: realistic = the link at that share, no launch cost",
+    ]
 
 
 def ceilings_assumptions(measured: MeasuredCeilings | None) -> list[str]:

@@ -37,6 +37,7 @@ from app.schemas.answers import (
     TrainingOut,
     WhatIfOut,
 )
+from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CalculationRequest,
@@ -48,6 +49,7 @@ from app.schemas.requests import (
 )
 from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
 from app.services.catalogs import Catalogs
+from app.services.copy_answers import copy_lines, copy_roofline
 from app.services.explanations import (
     memory_line,
     roofline_lines,
@@ -294,6 +296,19 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             **_what_if(roof, alternatives),
         }
         return _Placed(fields, roof, ops, None, alternatives, chip=chip)
+    if isinstance(request.workload, CopyWorkload):
+        roof, kind = copy_roofline(request.workload, chip, request.stack)
+        fields = {
+            **common,
+            "workload": request.workload,
+            "explanation": copy_lines(request.workload, chip, roof),
+            "assumptions": [
+                *assumptions(request.workload, kind, request.stack, roof),
+                *ceilings_assumptions(resolved.measured),
+            ],
+            **_roofline_fields(roof, kind, request.stack),
+        }
+        return _Placed(fields, roof, chip=chip)
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     alternatives = (

@@ -18,6 +18,7 @@ from app.db.models import MeasurementRow
 from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
+from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.measurement_bodies import (
     Comparison,
     Gate,
@@ -48,12 +49,15 @@ SIZE_FIELDS: dict[str, tuple[str, ...]] = {
     "layernorm": ("rows", "cols"),
     "rmsnorm": ("rows", "cols"),
     "attention": ("batch", "q_len", "kv_len"),
+    "copy": ("bytes",),
     "custom": ("flops", "bytes"),
     "ops": (),  # sizes are in the shapes: each list of ops a family of its own
 }
 
 
-def identity(workload: TransformerWorkload | KernelWorkload | OpsWorkload) -> dict[str, Any]:
+def identity(
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
+) -> dict[str, Any]:
     """The fields that identify a workload: those not at their defaults (so a field added
     later with a default leaves stored keys alone), without training fields outside training."""
     fields = workload.model_dump(mode="json", exclude_defaults=True) | {"kind": workload.kind}
