@@ -33,6 +33,10 @@ PINNED_LINK_FRACTION = 12 / 16
 # engineer, https://github.com/rapidsai/dask-cuda/pull/98): 5.5 / 11.5 of the pinned rate,
 # the midpoints of the two ranges.
 PAGEABLE_OVER_PINNED = 5.5 / 11.5
+# The spread of those shares, as the same sources give it (low, high): pinned from the 11 GB/s
+# of the RAPIDS engineer's 11-12 to nvbandwidth's 0.785 on an A100; pageable the 5-6 GB/s
+# of the same 16 GB/s.
+LINK_FRACTION_SPREAD = {True: (11 / 16, 25.13 / 32), False: (5 / 16, 6 / 16)}
 
 
 class Direction(StrEnum):
@@ -72,7 +76,7 @@ def place_copy(
     d2d: read and write in device memory, as a copy kernel (`memcopy`, 2x the bytes). h2d and
     d2h: the link's time in `communication_time`; the expected time is max(device-memory
     time, link time), the realistic one max(the sustained memory time, the link time at
-    `link_fraction`).
+    `link_fraction`), and its range at the spread of that fraction.
     """
     if not bytes_copied > 0:
         raise InvalidInput("bytes", f"must be > 0, got {bytes_copied}")
@@ -85,14 +89,15 @@ def place_copy(
     device = place(Work(0.0, bytes_copied, Dtype.FP32, Unit.VECTOR, Kind.COPY), chip)
     link_time = bytes_copied / link
     realistic = max(device.realistic_time, link_time / link_fraction(pinned=pinned))
+    slowest, fastest = LINK_FRACTION_SPREAD[pinned]
     return replace(
         device,
         communication_time=link_time,
         expected_time=max(device.memory_time, link_time),
         realistic_time=realistic,
         sustained_time=realistic,
-        realistic_low=realistic,
-        realistic_high=realistic,
+        realistic_low=max(device.realistic_time, link_time / fastest),
+        realistic_high=max(device.realistic_time, link_time / slowest),
     )
 
 

@@ -140,6 +140,8 @@ def judge(
                 and roofline.bound not in _REGIME_ADVICE
             ):
                 advice = advice[:-1]  # the common gaps, named for this work instead
+            elif specific and roofline.bound is Bound.COMMUNICATION:
+                advice = advice[:1]  # what to do about this work's transfers, named instead
             advice = (*advice, *specific, *_published_advice(place, roofline, measured_time))
     realistic_ratio = measured_time / roofline.realistic_time
     flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
@@ -340,8 +342,8 @@ _FEWER_LAUNCHES = (
 )
 _REGIME_ADVICE = {
     Bound.COMMUNICATION: (
-        "Communication-bound: the collectives on the critical path take longer than the "
-        "chip's own work.",
+        "Communication-bound: moving data over a link (collectives between chips, copies "
+        "between host and device) takes longer than the chip's own work.",
         "Overlap them with compute (asynchronous tensor/sequence parallelism, bucketed "
         "gradient reduction), send fewer and larger messages, or lower the degree that "
         "communicates (a smaller tp, more data parallelism).",

@@ -13,6 +13,7 @@ from app.engine.copies import (
     place_copy,
 )
 from app.schemas.copy_bodies import CopyWorkload
+from app.services.work_advice import HostCopy
 
 _WAYS = {Direction.H2D: "host to device", Direction.D2H: "device to host"}
 
@@ -24,6 +25,14 @@ def copy_roofline(workload: CopyWorkload, chip: Chip, stack: Software) -> tuple[
         workload.bytes, workload.direction, chip, pinned=workload.pinned, software=stack
     )
     return roof, Kind.ELEMENTWISE if workload.direction is Direction.D2D else Kind.COPY
+
+
+def copy_facts(workload: CopyWorkload, chip: Chip) -> HostCopy | None:
+    """What the advice names of a host copy (None for a device copy: a kernel's advice)."""
+    if workload.direction is Direction.D2D:
+        return None
+    pinned = place_copy(workload.bytes, workload.direction, chip, pinned=True)
+    return HostCopy(workload.pinned, pinned.realistic_time)
 
 
 def copy_lines(workload: CopyWorkload, chip: Chip, roof: Roofline) -> list[str]:
@@ -49,8 +58,7 @@ def copy_lines(workload: CopyWorkload, chip: Chip, roof: Roofline) -> list[str]:
             pinned = place_copy(workload.bytes, workload.direction, chip, pinned=True)
             lines.append(
                 "Pinned memory (tensor.pin_memory(), DataLoader(pin_memory=True)) would take "
-                f"{fmt.seconds(pinned.realistic_time)} and can overlap compute with "
-                "non_blocking=True."
+                f"{fmt.seconds(pinned.realistic_time)}."
             )
     if workload.overlap_s is not None:
         exposed = exposed_time(roof.realistic_time, workload.overlap_s)

@@ -49,7 +49,7 @@ from app.schemas.requests import (
 )
 from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
 from app.services.catalogs import Catalogs
-from app.services.copy_answers import copy_lines, copy_roofline
+from app.services.copy_answers import copy_facts, copy_lines, copy_roofline
 from app.services.explanations import (
     memory_line,
     roofline_lines,
@@ -308,7 +308,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             ],
             **_roofline_fields(roof, kind, request.stack),
         }
-        return _Placed(fields, roof, chip=chip)
+        return _Placed(fields, roof, facts=copy_facts(request.workload, chip), chip=chip)
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     alternatives = (

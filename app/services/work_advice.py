@@ -215,7 +215,32 @@ class Training:
         return lines
 
 
-WorkFacts = Gemm | Chain | Decode | Training
+@dataclass(frozen=True, slots=True)
+class HostCopy:
+    """A copy between host and device memory: from pinned memory or not, and how long the
+    pinned copy would take."""
+
+    pinned: bool
+    pinned_time: float
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """Pinned memory, overlap with compute, fewer bytes."""
+        lines = []
+        if not self.pinned:
+            lines.append(
+                "The host memory is pageable: the driver stages it through a pinned buffer. "
+                "Pinned (tensor.pin_memory(), DataLoader(pin_memory=True)), the copy takes "
+                f"{fmt.seconds(self.pinned_time)} instead of {fmt.seconds(roof.realistic_time)}."
+            )
+        lines.append(
+            "Hide it: from pinned memory, .to(device, non_blocking=True) lets the next step's "
+            "compute run while it copies; or move fewer bytes: keep the data on the device "
+            "between steps, copy it in a narrower dtype."
+        )
+        return lines
+
+
+WorkFacts = Gemm | Chain | Decode | Training | HostCopy
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,3 +91,20 @@ def test_bad_copies_name_their_field():
     with pytest.raises(InvalidInput) as raised:
         place_copy(GB, Direction.D2D, A100_PCIE4, pinned=True)
     assert raised.value.field == "pinned"
+
+
+def test_a_host_copy_has_the_range_of_its_sources_fractions():
+    # 1 GB h2d on an A100: 31.25 ms over 32 GB/s; pageable at 6/16 to 5/16 of the link:
+    # 31.25 / 0.375 = 83.33 ms to 31.25 / 0.3125 = 100 ms; pinned at 0.785 to 11/16:
+    # 31.25 / 0.78531 = 39.79 ms to 31.25 / 0.6875 = 45.45 ms
+    pageable = place_copy(1e9, Direction.H2D, A100_PCIE4)
+    assert (pageable.realistic_low, pageable.realistic_high) == (
+        pytest.approx(83.333e-3, rel=1e-4),
+        pytest.approx(100e-3, rel=1e-4),
+    )
+    pinned = place_copy(1e9, Direction.H2D, A100_PCIE4, pinned=True)
+    assert (pinned.realistic_low, pinned.realistic_high) == (
+        pytest.approx(39.793e-3, rel=1e-4),
+        pytest.approx(45.455e-3, rel=1e-4),
+    )
+    assert pinned.realistic_low <= pinned.realistic_time <= pinned.realistic_high
