@@ -302,6 +302,23 @@ QUOTES = [
         ),
     ),
     Quote(
+        "fp8 weights first (81.9 GB)",
+        "model=llama-70b&options=true",
+        (
+            F("options.0.weight_dtype", "{} weights first"),
+            F("options.0.required_bytes", "({:.1f} GB)", GB),
+        ),
+    ),
+    Quote(
+        "10,977 tokens, limited by latency (memory alone allows 58,406)",
+        "max-context?chip=a100",
+        (
+            F("max_context", "{:,} tokens"),
+            F("limited_by", "limited by {}"),
+            F("memory_context", "allows {:,}"),
+        ),
+    ),
+    Quote(
         "no: ratio 0.59 against the roofline's 8.42 ms, `faster_than_roofline`",
         "measured_ms=5",
         (

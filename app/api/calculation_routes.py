@@ -19,8 +19,21 @@ from app.api.stored_answers import answer
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.schemas.answers import Check, ExpectedTime
-from app.schemas.planning_answers import MemoryFitAnswer, OptimalBatchAnswer, ScalingAnswer
-from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
+from app.schemas.planning_answers import (
+    MaxContextAnswer,
+    MemoryFitAnswer,
+    OptimalBatchAnswer,
+    ScalingAnswer,
+)
+from app.schemas.planning_requests import MaxContextRequest, MemoryFitRequest
+from app.schemas.queries import (
+    CheckQuery,
+    MaxContextQuery,
+    MemoryFitQuery,
+    OptimalBatchQuery,
+    ScalingQuery,
+    TransformerQuery,
+)
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
@@ -75,10 +88,23 @@ ENDPOINTS = (
         ("Memory per chip and what fits", "Memory per chip and what fits (body)"),
         planning.memory_fit,
         MemoryFitAnswer,
-        TransformerQuery,
-        CalculationRequest,
-        "Memory per chip, whether it fits, the largest batch and the fewest chips.",
+        MemoryFitQuery,
+        MemoryFitRequest,
+        "Memory per chip, whether it fits, the largest batch and the fewest chips; with "
+        "options=true, each weight and KV-cache dtype the chip can use.",
         "Memory per chip of a transformer workload (body form).",
+    ),
+    Endpoint(
+        "/max-context",
+        "max_context",
+        ("Longest context of a decode step", "Longest context of a decode step (body)"),
+        planning.max_context,
+        MaxContextAnswer,
+        MaxContextQuery,
+        MaxContextRequest,
+        "The longest context a decode step holds at its batch: in memory, within max_tpot_ms "
+        "and the model's positions; what sets it, and the step there.",
+        "The longest context of a transformer decode step (body form; no seq_len).",
     ),
     Endpoint(
         "/optimal-batch",

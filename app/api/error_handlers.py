@@ -22,6 +22,7 @@ from app.http.budget import OverBudget, over_budget
 from app.http.responses import StrictJSONResponse
 from app.schemas.comparison import CompareRequest
 from app.schemas.measurement_bodies import MeasurementIn
+from app.schemas.planning_requests import MemoryFitRequest
 from app.schemas.requests import OptimalBatchRequest, ScalingRequest
 from app.services.recording import IDEMPOTENCY_KEY
 
@@ -32,6 +33,7 @@ _TOP_LEVEL = frozenset(
         | ScalingRequest.model_fields.keys()
         | OptimalBatchRequest.model_fields.keys()
         | CompareRequest.model_fields.keys()
+        | MemoryFitRequest.model_fields.keys()
     )
     - {"workload"}
 )

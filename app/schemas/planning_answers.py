@@ -1,5 +1,5 @@
-"""Response bodies of the planning calculations: memory fit, optimal batch, scaling (SI units:
-seconds, bytes, FLOPs, FLOP/s, bytes/s)."""
+"""Response bodies of the planning calculations: memory fit, longest context, optimal batch,
+scaling (SI units: seconds, bytes, FLOPs, FLOP/s, bytes/s)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,32 @@ from typing import Annotated
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from app.engine import Bound, LimitedBy
+from app import formatting as fmt
+from app.engine import Bound, Dtype, LimitedBy
+from app.engine.context import ContextLimit
 from app.engine.scaling import ScalingMode
 from app.schemas import display
 from app.schemas.answers import MemoryBreakdownOut, _Answer, _Displayed, _Out
+
+
+# a typed dict, not a model: an option is plain data, built as a dict by the service
+@with_config(_Out.model_config)
+class DtypeOption(TypedDict):
+    """The workload with one weight and KV-cache dtype pair."""
+
+    weight_dtype: Dtype
+    kv_dtype: Dtype
+    changes: Annotated[
+        list[str],
+        Field(description="The fields changed from the workload as given (none: as given)."),
+    ]
+    required_bytes: float
+    fits: bool
+    expected_time_s: float
+    realistic_time_s: Annotated[
+        float,
+        Field(description="Of the workload as given (a decode step: the time per output token)."),
+    ]
 
 
 class MemoryFitAnswer(_Displayed):
@@ -38,6 +60,52 @@ class MemoryFitAnswer(_Displayed):
         description="Training: the same in the memory left by this workload's activations at "
         "its batch, sequence and layout (held fixed, not rescaled to the other model's width).",
     )
+    options: list[DtypeOption] | None = Field(
+        None,
+        description="With options=true: each weight and KV-cache dtype pair the chip can use, "
+        "those that fit first, the smallest change first; null without.",
+    )
+
+
+def _tokens_of_context(count: int) -> str:
+    return f"{count:,} tokens"
+
+
+class MaxContextAnswer(_Displayed):
+    """The longest context of a decode step, what sets it, and the step there."""
+
+    shown = (
+        ("max_context", "max_context", _tokens_of_context),
+        ("max_step_time", "max_step_time_s", fmt.seconds),
+        ("expected_time", "expected_time_s", fmt.seconds),
+        ("realistic_time", "realistic_time_s", fmt.seconds),
+        ("required", "required_bytes", fmt.bytes_),
+        ("available", "available_bytes", fmt.bytes_),
+    )
+
+    max_context: int = Field(
+        description="Tokens of context before the step (seq_len); 0 when not even 1 fits or "
+        "meets the bound."
+    )
+    limited_by: ContextLimit
+    memory_context: int = Field(
+        description="The longest context that fits in memory (0: not even 1)."
+    )
+    latency_context: int | None = Field(
+        description="With max_tpot_ms: the longest context whose realistic step time meets it, "
+        "searched up to the other limits (0: not even 1); null without."
+    )
+    model_context: int = Field(
+        description="The longest the model's positions allow: max_position_embeddings - 1 (the "
+        "step's token takes the last position)."
+    )
+    max_step_time_s: float | None = Field(description="max_tpot_ms in seconds; null without.")
+    expected_time_s: float | None = Field(description="The step at max_context; null at 0.")
+    realistic_time_s: float | None = Field(description="The step at max_context; null at 0.")
+    required_bytes: float | None = Field(
+        description="Memory per chip at max_context (as /memory-fit's); null at 0."
+    )
+    available_bytes: float
 
 
 # a typed dict, not a model: a row of the sweep is plain data, built as a dict by the service

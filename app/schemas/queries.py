@@ -12,6 +12,12 @@ from app.engine.scaling import MAX_COUNTS, ScalingMode
 from app.engine.training import MAX_CHIPS
 from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.echo import ONLY_IN
+from app.schemas.planning_requests import (
+    MAX_TPOT,
+    OPTIONS,
+    MaxContextRequest,
+    MemoryFitRequest,
+)
 from app.schemas.requests import (
     NAME,
     STACK_DEFAULT,
@@ -82,13 +88,17 @@ class TransformerQuery(TransformerFields):
         """The equivalent POST body."""
         return self._body(CalculationRequest)
 
-    def _body(self, body: type[_Body], **extra: Any) -> _Body:
-        """`body` with this query's chip, catalog version and workload, and `extra` fields."""
+    def _body(
+        self, body: type[_Body], *, if_given: frozenset[str] = frozenset(), **extra: Any
+    ) -> _Body:
+        """`body` with this query's chip, catalog version and workload, and `extra` fields;
+        the workload's fields in `if_given` only where the query gives them."""
         # the same fields, validated by the same declarations (TransformerFields, the request's
         # own)
         fields = self.__dict__
+        left_out = if_given - self.model_fields_set
         workload = TransformerWorkload.model_validate(
-            {name: fields[name] for name in _WORKLOAD_FIELDS}
+            {name: fields[name] for name in _WORKLOAD_FIELDS - left_out}
         )
         return body.model_validate(
             dict(
@@ -128,6 +138,29 @@ class OptimalBatchQuery(LatencyBounds, TransformerQuery):
         """The equivalent POST body."""
         return self._body(
             OptimalBatchRequest, max_tpot_ms=self.max_tpot_ms, max_ttft_ms=self.max_ttft_ms
+        )
+
+
+class MemoryFitQuery(TransformerQuery):
+    """GET query parameters of /memory-fit: a transformer workload, and its dtype options."""
+
+    options: bool = OPTIONS
+
+    def to_body(self) -> MemoryFitRequest:
+        """The equivalent POST body."""
+        return self._body(MemoryFitRequest, options=self.options)
+
+
+class MaxContextQuery(TransformerQuery):
+    """GET query parameters of /max-context: a decode step (its seq_len is the answer) and
+    a bound on its time."""
+
+    max_tpot_ms: Millis | None = MAX_TPOT
+
+    def to_body(self) -> MaxContextRequest:
+        """The equivalent POST body: seq_len only where given (which the answer refuses)."""
+        return self._body(
+            MaxContextRequest, if_given=frozenset({"seq_len"}), max_tpot_ms=self.max_tpot_ms
         )
 
 

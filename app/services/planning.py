@@ -1,17 +1,26 @@
-"""Planning a transformer workload: memory per chip and what fits, the optimal batch, and
-scaling over chip counts."""
+"""Planning a transformer workload: memory per chip and what fits (with its dtype options),
+the longest context, the optimal batch, and scaling over chip counts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app import engine
 from app import formatting as fmt
-from app.engine import InvalidInput, Phase
+from app.engine import Architecture, Chip, Dtype, InvalidInput, Phase, TransformerSpec
+from app.engine.context import ContextLimit
+from app.engine.context import max_context as longest_context
 from app.engine.scaling import scaling as scaling_curve
-from app.engine.units import GIGA, MILLI
+from app.engine.units import GIGA, MILLI, dtype_bytes
 from app.schemas.answers import MemoryBreakdownOut
-from app.schemas.planning_answers import MemoryFitAnswer, OptimalBatchAnswer, ScalingAnswer
+from app.schemas.planning_answers import (
+    MaxContextAnswer,
+    MemoryFitAnswer,
+    OptimalBatchAnswer,
+    ScalingAnswer,
+)
+from app.schemas.planning_requests import MaxContextRequest, MemoryFitRequest
 from app.schemas.requests import (
     CalculationRequest,
     OptimalBatchRequest,
@@ -58,7 +67,11 @@ def memory_fit(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnsw
     """Memory per chip of a transformer workload, the largest batch and the fewest chips."""
     resolved, model = transformer_inputs(catalogs, request, "memory-fit")
     chip = resolved.chip.chip
-    fit = engine.memory_fit(model.arch, chip, spec_of(model.workload, request.stack))
+    spec = spec_of(model.workload, request.stack)
+    fit = engine.memory_fit(model.arch, chip, spec)
+    options = None
+    if isinstance(request, MemoryFitRequest) and request.options:
+        options = dtype_options(model.arch, chip, spec, _checkpoint_dtype(catalogs, model))
     explanation = [memory_line(fit.breakdown, fit.capacity)]
     explanation.append(
         f"Largest batch that fits at this layout: {fit.max_batch}."
@@ -83,9 +96,13 @@ def memory_fit(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnsw
             f"at batch {model.workload.batch} x {model.workload.seq_len} tokens, held fixed): "
             f"{fmt.number(fit.max_trainable_params_with_activations / GIGA)}B parameters."
         )
+    fields = header(resolved, model)
+    if options is not None:
+        explanation.append(_options_line(options))
+        fields["assumptions"] += ceilings_assumptions(resolved.measured)  # their realistic times
     return MemoryFitAnswer.model_validate(
         {
-            **header(resolved, model),
+            **fields,
             "explanation": explanation,
             "required_bytes": fit.breakdown.total,
             "available_bytes": fit.capacity,
@@ -96,6 +113,133 @@ def memory_fit(catalogs: Catalogs, request: CalculationRequest) -> MemoryFitAnsw
             "min_chips_layout": fit.min_chips_layout,
             "max_trainable_params": fit.max_trainable_params,
             "max_trainable_params_with_activations": fit.max_trainable_params_with_activations,
+            "options": options,
+        }
+    )
+
+
+def _checkpoint_dtype(catalogs: Catalogs, model: ModelInput) -> Dtype | None:
+    """The dtype the model's published weights are stored in: the catalog's (models.json's
+    `checkpoint`), or an inline config's quantised format."""
+    if model.workload.model is not None:
+        return catalogs.models.resolve(model.workload.model).entry.checkpoint.dtype
+    return None if model.arch.quantised is None else model.arch.quantised.dtype
+
+
+def _unique(dtypes: list[Dtype | None]) -> list[Dtype]:
+    return list(dict.fromkeys(d for d in dtypes if d is not None))
+
+
+def dtype_options(
+    arch: Architecture, chip: Chip, spec: TransformerSpec, checkpoint: Dtype | None
+) -> list[dict[str, Any]]:
+    """The workload with each weight and KV-cache dtype the chip can use: as given, the
+    compute dtype, fp8 where the chip has an fp8 matrix peak (its kernels then read it), int8
+    and int4 (stored, widened in the kernel: w8a16, w4a16), and for the weights the
+    checkpoint's own. Those that fit come first, the fewest fields changed first, then the
+    widest (the least precision given up); those that do not fit after, the nearest first."""
+    if spec.phase is Phase.TRAINING:
+        raise InvalidInput(
+            "options", "training keeps weights in the compute dtype: dtype options are inference's"
+        )
+    given = spec.precision
+    fp8 = Dtype.FP8 if Dtype.FP8 in chip.matrix_peaks else None
+    narrow = [given.compute, fp8, Dtype.INT8, Dtype.INT4]
+    rows = []
+    for weights in _unique([given.weights, *narrow[:1], checkpoint, *narrow[1:]]):
+        for kv in _unique([given.kv, *narrow]):
+            trial = replace(spec, precision=replace(given, weights=weights, kv=kv))
+            result = engine.estimate(arch, chip, trial, breakdown=False)
+            rows.append(
+                {
+                    "weight_dtype": weights,
+                    "kv_dtype": kv,
+                    "changes": [
+                        name
+                        for name, old, new in (
+                            ("weight_dtype", given.weights, weights),
+                            ("kv_dtype", given.kv, kv),
+                        )
+                        if old != new
+                    ],
+                    "required_bytes": result.memory.total,
+                    "fits": result.fits,
+                    "expected_time_s": result.roofline.expected_time,
+                    "realistic_time_s": result.roofline.realistic_time,
+                }
+            )
+
+    def order(row: dict[str, Any]) -> tuple[float, ...]:
+        if row["fits"]:
+            widths = (dtype_bytes(row["weight_dtype"]), dtype_bytes(row["kv_dtype"]))
+            return 0, len(row["changes"]), -widths[0], -widths[1]
+        return 1, row["required_bytes"]
+
+    return sorted(rows, key=order)  # a stable sort: ties keep the order above
+
+
+def _options_line(options: list[dict[str, Any]]) -> str:
+    best = options[0]
+    if not best["fits"]:
+        return "No weight and KV-cache dtype the chip can use fits at this layout."
+    if not best["changes"]:
+        return "The workload fits as given; the options list what each other dtype needs."
+    change = ", ".join(f"{name} {best[name]}" for name in best["changes"])
+    return (
+        f"The smallest change that fits: {change} ({fmt.bytes_(best['required_bytes'])} per "
+        f"chip, realistic time {fmt.seconds(best['realistic_time_s'])})."
+    )
+
+
+def max_context(catalogs: Catalogs, request: CalculationRequest) -> MaxContextAnswer:
+    """The longest context of a transformer decode step at its batch, layout and dtypes (and
+    within its latency bound, if it gives one), what sets it, and the step there."""
+    resolved, model = transformer_inputs(catalogs, request, "max-context")
+    if "seq_len" in request.workload.model_fields_set:
+        raise InvalidInput("seq_len", "max-context finds the context: leave seq_len out")
+    chip = resolved.chip.chip
+    bound_ms = request.max_tpot_ms if isinstance(request, MaxContextRequest) else None
+    bound = None if bound_ms is None else bound_ms * MILLI
+    found = longest_context(model.arch, chip, spec_of(model.workload, request.stack), bound)
+    step = found.step
+    # the workload echoed at the answer (at context 1 where none fits): the step its times are
+    at = model.workload.model_copy(update={"seq_len": max(found.max_context, 1)})
+    fields = header(resolved, ModelInput(model.ref, model.arch, at, model.notes))
+    fields["assumptions"] += ceilings_assumptions(resolved.measured)  # the realistic step time
+    reasons = {
+        ContextLimit.MEMORY: "does not fit in memory",
+        ContextLimit.LATENCY: f"takes the step past {fmt.seconds(bound or 0)}",
+        ContextLimit.MODEL: f"is beyond the model's {found.model_context + 1:,} positions",
+    }
+    reason = reasons[found.limited_by]
+    explanation = [
+        f"Longest context at batch {at.batch}: {found.max_context:,} tokens (one token more "
+        f"{reason})."
+        if found.max_context
+        else f"No context at batch {at.batch}: even 1 token {reason}.",
+        f"Memory allows {found.memory_context:,} tokens; the model's positions "
+        f"{found.model_context:,} (the step's own token takes the last position).",
+    ]
+    if step is not None:
+        explanation.append(
+            f"The step there: {fmt.seconds(step.roofline.expected_time)} ideal, "
+            f"{fmt.seconds(step.roofline.realistic_time)} realistic; "
+            + memory_line(step.memory, step.capacity)
+        )
+    return MaxContextAnswer.model_validate(
+        {
+            **fields,
+            "explanation": explanation,
+            "max_context": found.max_context,
+            "limited_by": found.limited_by,
+            "memory_context": found.memory_context,
+            "latency_context": found.latency_context,
+            "model_context": found.model_context,
+            "max_step_time_s": bound,
+            "expected_time_s": None if step is None else step.roofline.expected_time,
+            "realistic_time_s": None if step is None else step.roofline.realistic_time,
+            "required_bytes": None if step is None else step.memory.total,
+            "available_bytes": chip.memory_bytes,
         }
     )
 

@@ -68,6 +68,18 @@ def test_odd_queries_never_break_the_service(client, path, params):
     assert_clean(client.get(path, params=params))
 
 
+@FUZZ
+@given(
+    path=st.sampled_from(["/max-context", "/memory-fit"]),
+    params=query,
+    extra=st.fixed_dictionaries(
+        {}, optional={"max_tpot_ms": numbers, "options": st.sampled_from(["true", "x"])}
+    ),
+)
+def test_odd_limits_never_break_the_service(client, path, params, extra):
+    assert_clean(client.get(path, params={**params, **extra}))
+
+
 kernel = st.one_of(
     st.fixed_dictionaries(
         {"kind": st.just("matmul"), "m": numbers, "n": numbers, "k": numbers, "dtype": dtypes}

@@ -3,7 +3,15 @@ GET parameters list what must be given first (app/schemas/queries.py, `reading_o
 
 from fastapi.testclient import TestClient
 
-CALCULATIONS = ("/expected-time", "/memory-fit", "/optimal-batch", "/check", "/scaling", "/compare")
+CALCULATIONS = (
+    "/expected-time",
+    "/memory-fit",
+    "/max-context",
+    "/optimal-batch",
+    "/check",
+    "/scaling",
+    "/compare",
+)
 
 
 def _operations(client: TestClient):
