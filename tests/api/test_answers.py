@@ -20,7 +20,14 @@ from app.api.stored_answers import ServeStoredAnswers, key_of
 from app.engine import Bound
 from app.main import create_app
 from app.schemas.planning_answers import SweepRow
-from app.schemas.queries import CheckQuery, OptimalBatchQuery, ScalingQuery, TransformerQuery
+from app.schemas.queries import (
+    CheckQuery,
+    MaxContextQuery,
+    MemoryFitQuery,
+    OptimalBatchQuery,
+    ScalingQuery,
+    TransformerQuery,
+)
 from app.services.answer_cache import AnswerCache
 from app.services.catalogs import Catalogs
 from app.settings import Settings
@@ -50,7 +57,8 @@ def _cache(client: TestClient) -> AnswerCache:
     ("path", "model"),
     [
         ("/expected-time", TransformerQuery),
-        ("/memory-fit", TransformerQuery),
+        ("/memory-fit", MemoryFitQuery),
+        ("/max-context", MaxContextQuery),
         ("/optimal-batch", OptimalBatchQuery),
         ("/check", CheckQuery),
         ("/scaling", ScalingQuery),
