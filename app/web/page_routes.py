@@ -16,10 +16,10 @@ from app.columns import MAX_ID
 from app.engine import AttentionKernel, Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW, MAX_WINDOW
 from app.engine.training import Optimizer
-from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
+from app.http.deps import CatalogsDep, SessionsDep
 from app.security import same_origin
 from app.services import planning, recording
-from app.web import compare_page, forms, pages, trace_page
+from app.web import catalog_pages, compare_page, forms, pages, trace_page
 from app.web.svg import Svg
 from app.web.templating import render
 from app.web.trends import scaling_svg, sweep_svg
@@ -226,6 +226,6 @@ def workload_history(
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog(request: Request, catalogs: CatalogsDep, sessions: OptionalSessionsDep) -> HTMLResponse:
-    """The chips with their figures and sources, and the ceilings measured on them."""
-    return pages.catalog_page(request, catalogs, sessions)
+def catalog(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The chips side by side, each linking to its page (figures, sources, measured ceilings)."""
+    return catalog_pages.chip_index(request, catalogs)
