@@ -73,9 +73,18 @@ def _form_page(
     result: Result | None = None,
     *,
     status: int | None = None,
+    store_errors: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    context = {"values": values, "errors": errors, "result": result, **_choices(catalogs, values)}
-    return render(request, "index.html", context, status or (422 if errors else 200))
+    context = {
+        "values": values,
+        "errors": errors,
+        "result": result,
+        "store_errors": store_errors or {},
+        "store_labels": forms.STORE_LABELS,
+        **_choices(catalogs, values),
+    }
+    failed = errors or store_errors
+    return render(request, "index.html", context, status or (422 if failed else 200))
 
 
 def _answer_page(request: Request, catalogs: CatalogsDep, values: dict[str, str]) -> HTMLResponse:
@@ -180,16 +189,28 @@ async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -
     form = await request.form()
     values = forms.form_values({k: v for k, v in form.items() if isinstance(v, str)}, catalogs)
     try:
-        # the database work runs off the event loop (POST /measurements runs it on asyncio's
-        # executor): on the loop it would hold up every other request while it waits for a
-        # commit
-        stored = await run_in_threadpool(
-            recording.record, catalogs, sessions, forms.measurement(values)
-        )
+        if not values.get("measured_ms", "").strip():  # the API's words name its two fields
+            problems = {"measured_ms": forms.NO_TIME}
+        else:
+            # the database work runs off the event loop (POST /measurements runs it on
+            # asyncio's executor): on the loop it would hold up every other request while it
+            # waits for a commit
+            stored = await run_in_threadpool(
+                recording.record, catalogs, sessions, forms.measurement(values)
+            )
+            # the stored run, its comparison with the earlier runs first
+            return RedirectResponse(f"/measurements/{stored.id}#comparison", status_code=303)
     except _ERRORS as exc:
-        errors = forms.errors_of(exc, values["kind"])
-        return _form_page(request, catalogs, values, errors, _result_or_none(catalogs, values))
-    return RedirectResponse(f"/measurements/{stored.id}", status_code=303)
+        problems = forms.errors_of(exc, values["kind"])
+    # the errors once, in the store form (at each field and at its top), which the page
+    # opens at (/save#store); the check form above keeps what was typed
+    # the answer, else that of the workload alone (a bad time is the store form's error)
+    result = _result_or_none(catalogs, values) or _result_or_none(
+        catalogs, values | {"measured_ms": ""}
+    )
+    if result is None:  # no answer, hence no store form: the errors at the check form's fields
+        return _form_page(request, catalogs, values, problems)
+    return _form_page(request, catalogs, values, {}, result, store_errors=problems)
 
 
 @router.get("/history", response_class=HTMLResponse)

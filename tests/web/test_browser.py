@@ -39,8 +39,8 @@ def test_check_store_and_find_it_in_history(page, url, shot):
     label = f"browser-{uuid.uuid4().hex[:8]}"
     page.locator("#s-label").fill(label)
     page.locator("#s-branch").fill("main")
-    page.get_by_role("button", name="Store measurement").click()
-    expect(page).to_have_url(re.compile(r"/measurements/\d+$"))
+    page.get_by_role("button", name="Store this run").click()
+    expect(page).to_have_url(re.compile(r"/measurements/\d+#comparison$"))
     expect(page.locator("h1")).to_have_text(re.compile(r"Measurement \d+"))
     expect(page.locator("main")).to_contain_text(label)
     expect(page.locator("#roofline svg:visible")).to_have_count(1)

@@ -181,7 +181,7 @@ def test_store_button_saves_through_the_measurement_api(client):
     saved = store(client, label)
     assert saved.status_code == 303
     location = saved.headers["location"]
-    assert re.fullmatch(r"/measurements/\d+", location)
+    assert re.fullmatch(r"/measurements/\d+#comparison", location)
     as_json = client.get(location)  # JSON stays the default
     assert as_json.headers["content-type"] == "application/json"
     body = as_json.json()
@@ -193,10 +193,20 @@ def test_store_button_saves_through_the_measurement_api(client):
     assert f'href="/history/{body["workload_key"]}"' in page.text
 
 
-def test_store_needs_a_measured_time(client):
+def test_store_needs_a_measured_time_said_in_the_forms_words_once(client):
     page = client.post("/save", data={**DECODE, "measured_ms": ""}, headers=SAME_SITE)
     assert page.status_code == 422
-    assert re.search(r'id="s-measured_ms-error" role="alert">[^<]*measured', page.text)
+    said = "enter the time you measured to store this run"
+    # at the field, and at the top of the store form, linking to the field; never the API's
+    # words ("give exactly one of measured_time_s or measured_ms"), never at the check form
+    assert re.search(rf'id="s-measured_ms-error" role="alert">{said}', page.text)
+    top = re.search(r'id="store-errors".*?</div>', page.text, re.S)
+    assert top and f'<a href="#s-measured_ms">Measured time (ms)</a>: {said}' in top.group(0)
+    assert "measured_time_s" not in page.text and 'id="f-measured_ms-error"' not in page.text
+    # a bad value in a store field: its own message there
+    bad = client.post("/save", data={**DECODE, "measured_ms": "-3"}, headers=SAME_SITE)
+    assert bad.status_code == 422 and 'id="s-measured_ms-error"' in bad.text
+    assert 'id="store-errors"' in bad.text and 'id="f-measured_ms-error"' not in bad.text
 
 
 def test_history_lists_and_filters_stored_measurements(client):
