@@ -3,6 +3,7 @@ button, the filtered history and the catalog page."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -32,6 +33,13 @@ router.include_router(compare_page.router)  # /comparison: one workload on sever
 _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"
 _UNITS = {Unit.MATRIX: "tensor cores", Unit.VECTOR: "vector ALUs"}
+OPTIMIZER_NAMES = {
+    Optimizer.ADAMW: "AdamW",
+    Optimizer.ADAM: "Adam",
+    Optimizer.SGD_MOMENTUM: "SGD with momentum",
+    Optimizer.ADAM_8BIT: "8-bit Adam",
+    Optimizer.ADAFACTOR: "Adafactor",
+}
 KIND_NAMES = {
     "transformer": "Transformer",
     "matmul": "Matmul",
@@ -53,7 +61,7 @@ def _choices(catalogs: CatalogsDep, values: dict[str, str]) -> dict[str, object]
         "phase_options": [(str(p), str(p)) for p in Phase],
         "dtype_options": [(str(d), str(d)) for d in Dtype],
         "unit_options": [(str(u), f"{u} ({_UNITS[u]})") for u in Unit],
-        "optimizer_options": [(str(o), str(o)) for o in Optimizer],
+        "optimizer_options": [(str(o), OPTIMIZER_NAMES[o]) for o in Optimizer],
         "stack_options": [(str(s), str(s)) for s in Software],
         "kernel_options": [(str(k), str(k)) for k in AttentionKernel],
         "kinds": [(kind, KIND_NAMES[kind]) for kind in forms.KINDS],
@@ -94,7 +102,14 @@ def _answer_page(request: Request, catalogs: CatalogsDep, values: dict[str, str]
         result = compute(catalogs, calculation, values, forms.latency_bounds(values))
     except _ERRORS as exc:
         return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
-    # a scaling field the curve could not use is reported beside it; the answer stands: 200
+    # a scaling field the curve could not use is reported beside it; the answer stands: 200.
+    # Chip counts left as the form offers them are no mistake of the user's: why the curve is
+    # not drawn is a note where it would be, not an error at the field
+    untouched = all(values.get(n, "") == forms.DEFAULTS[n] for n in forms.SCALING_FIELDS)
+    if untouched and result.scaling_errors:
+        note = "; ".join(result.scaling_errors.values())
+        result = replace(result, scaling_errors={}, scaling_note=note)
+        return _form_page(request, catalogs, values, {}, result, status=200)
     return _form_page(request, catalogs, values, result.scaling_errors, result, status=200)
 
 
