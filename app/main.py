@@ -117,13 +117,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # ProgrammingError: a database emptied while the service ran (else a bug, re-raised)
     for unreachable in (DatabaseUnavailable, *UNREACHABLE, ProgrammingError):
         app.add_exception_handler(unreachable, pages.database_unavailable)
+    app.add_exception_handler(404, pages.unknown_address)  # a page to a browser, else JSON
+    # a browser's GET of an API address gets its page: tried before the JSON routes
+    app.include_router(negotiated_routes.router)
     app.include_router(health_routes.router)
     calculation_routes.register(app.router)
     app.include_router(catalog_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(trace_routes.router)
-    # a browser's GET of a measurement endpoint gets its page: tried before the JSON routes
-    app.include_router(negotiated_routes.router)
     app.include_router(measurement_routes.router)
     app.include_router(empirical_routes.router)
     app.include_router(page_routes.router)

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 from pydantic import BaseModel
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.http.negotiation import wants_page
 from app.http.request_text import read_body
 from app.services.answer_cache import AnswerCache, Key
 
@@ -46,7 +48,8 @@ async def answer(request: Request, cache: AnswerCache | None, calculated: BaseMo
 
 class ServeStoredAnswers:
     """ASGI middleware: answer a GET or POST from the current catalogs' AnswerCache when it
-    holds the answer; any other request goes on to the app.
+    holds the answer; any other request goes on to the app, a browser's GET among them (it
+    gets a page: app/web/negotiated_routes.py).
 
     A POST's body is read here only on a path where answers were stored, and handed on to
     the app as it came."""
@@ -57,7 +60,10 @@ class ServeStoredAnswers:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         cache: AnswerCache | None = None
         if scope["type"] == "http" and scope["method"] in ("GET", "POST"):
-            cache = scope["app"].state.catalogs.answers
+            browser = scope["method"] == "GET" and wants_page(
+                Headers(scope=scope), scope["query_string"]
+            )
+            cache = None if browser else scope["app"].state.catalogs.answers
         if cache is None or scope["path"] not in cache.paths:
             await self.app(scope, receive, send)
             return

@@ -1,8 +1,13 @@
-"""Content negotiation: the measurement endpoints answer JSON, or a page to a browser."""
+"""Content negotiation: the API's GET addresses answer JSON, or a page to a browser."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import parse_qsl
+
+# `?format=json` asks for the JSON whatever the Accept header says: a page's "JSON" link,
+# which a browser follows with its own Accept header
+FORMAT = "format"
 
 
 def wants_html(headers: Mapping[str, str]) -> bool:
@@ -31,3 +36,14 @@ def wants_html(headers: Mapping[str, str]) -> bool:
         return 0.0
 
     return quality("text/html") > quality("application/json")
+
+
+def json_asked(query_string: bytes | str) -> bool:
+    """True when the query says `format=json` (a page's "JSON" link)."""
+    query = query_string.decode("latin-1") if isinstance(query_string, bytes) else query_string
+    return (FORMAT, "json") in parse_qsl(query)
+
+
+def wants_page(headers: Mapping[str, str], query_string: bytes | str) -> bool:
+    """True when the request is a browser's that did not ask for the JSON by its address."""
+    return wants_html(headers) and not json_asked(query_string)

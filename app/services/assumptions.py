@@ -58,7 +58,7 @@ def transformer_assumptions(w: TransformerWorkload) -> list[str]:
         f"dtype: compute {w.dtype}, weights {w.weight_dtype or w.dtype}, "
         f"KV cache {w.kv_dtype or w.dtype}",
         shape,
-        f"tensor parallel over {w.tp} chip(s)",
+        f"tensor parallel over {w.tp} chip{'' if w.tp == 1 else 's'}",
         f"{fmt.percent(w.reserve_fraction)} of each chip's memory held back for the runtime",
     ]
     if w.phase is Phase.TRAINING and w.mfu is not None:
@@ -96,7 +96,8 @@ def _workload_lines(
                 lines.append(f"unfused: {ops} kernels, each reading and writing memory")
             return lines
         case OpsWorkload():
-            fused = f"{len(workload.groups)} fused group(s) as given"
+            groups = len(workload.groups)
+            fused = f"{groups} fused group{'' if groups == 1 else 's'} as given"
             return [
                 "each op's FLOPs from the kernel formula of its kind, at its own dtype's peak "
                 "(compute_time_s sums them; peak is that of the op with the longest compute "

@@ -9,6 +9,7 @@ from app.engine import (
     OptimalBatch,
     Roofline,
 )
+from app.engine.batch import NEAR_ASYMPTOTE as NEAR
 from app.engine.scaling import ScalingPoint
 from app.engine.training import TrainingStep
 from app.engine.units import DAY
@@ -200,8 +201,18 @@ def batch_lines(answer: OptimalBatch) -> list[str]:
         lines.append(f"Optimal batch {best}: the largest within the latency bound.")
     else:
         lines.append(f"Optimal batch {best}: the largest that fits (limited by memory).")
-    lines.append(
-        f"Throughput tends to {fmt.rate(answer.throughput_asymptote, 'tokens/s')} as the batch "
-        f"grows; batch {answer.near_asymptote_batch} reaches 90% of it."
-    )
+    asymptote = fmt.rate(answer.throughput_asymptote, "tokens/s")
+    tends = f"Throughput tends to {asymptote} as the batch grows"
+    if max_batch and answer.near_asymptote_batch > max_batch:
+        # a batch that does not fit is never cited: what the largest that fits reaches instead
+        largest = next(p for p in answer.sweep if p.batch == max_batch)
+        share = fmt.percent(largest.tokens_per_s / answer.throughput_asymptote)
+        lines.append(
+            f"{tends}; no batch that fits reaches {NEAR:.0%} of it: batch {max_batch}, the "
+            f"largest that fits, reaches {share}."
+        )
+    elif max_batch:
+        lines.append(f"{tends}; batch {answer.near_asymptote_batch} reaches {NEAR:.0%} of it.")
+    else:
+        lines.append(f"{tends}.")
     return lines

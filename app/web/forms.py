@@ -103,6 +103,15 @@ COVERS = {
 # default 64 KiB body cap (ROOFCHECK_MAX_BODY_BYTES, docs/api.md#errors).
 MAX_CONFIG_CHARS = 16_000
 STORE_FIELDS = ("label", "branch", "git_commit", "notes")
+# the store form's fields as it names them (its errors name them so at the top)
+STORE_LABELS = {
+    "measured_ms": "Measured time (ms)",
+    "label": "Label",
+    "branch": "Branch",
+    "git_commit": "Git commit",
+    "notes": "Notes",
+}
+NO_TIME = "enter the time you measured to store this run"
 
 
 def _text(value: object) -> str:

@@ -1,22 +1,25 @@
-"""The pages a browser gets at the JSON API's measurement addresses (GET /measurements,
-/measurements/{id}, /workloads/{key}): these routes match only a request whose Accept header
-prefers HTML, and are tried before the JSON routes, which answer everyone else. Their
-parameters are the JSON routes' own (app/http/params.py), so a bad one is refused alike."""
+"""The pages a browser gets at the JSON API's GET addresses: these routes match only a request
+whose Accept header prefers HTML (and whose query does not say `format=json`), and are tried
+before the JSON routes, which answer everyone else. The measurements (GET /measurements,
+/measurements/{id}, /workloads/{key}) take the JSON routes' own parameters
+(app/http/params.py), so a bad one is refused alike; the catalog's chips and models have
+pages of their own; a calculation's address leads to the form that asks it (/compare to the
+comparison's, the others to the check form's), with the question's parameters."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 from starlette.routing import Match
 from starlette.types import Scope
 
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
-from app.http.deps import CatalogsDep, SessionsDep
-from app.http.negotiation import wants_html
+from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
+from app.http.negotiation import wants_page
 from app.http.params import (
     BaselineId,
     BaselineWindow,
@@ -27,15 +30,16 @@ from app.http.params import (
     WorkloadKey,
 )
 from app.schemas.measurement_bodies import MeasurementQuery
-from app.web import pages
+from app.web import catalog_pages, pages
 
 
 class BrowserRoute(APIRoute):
-    """A route that matches only requests preferring text/html over JSON (a browser)."""
+    """A route that matches only requests preferring text/html over JSON (a browser), unless
+    the query asks for the JSON (`format=json`)."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         match, child = super().matches(scope)
-        if match is not Match.NONE and not wants_html(Headers(scope=scope)):
+        if match is not Match.NONE and not wants_page(Headers(scope=scope), scope["query_string"]):
             return Match.NONE, {}
         return match, child
 
@@ -85,3 +89,61 @@ def workload(
         baseline_window=baseline_window,
         confidence=confidence,
     )
+
+
+_Name = Annotated[str, Path(max_length=100)]
+_Version = Annotated[str | None, Query(max_length=64)]
+# the calculations a GET asks (a transformer's query, the check form's parameters)
+CALCULATIONS = ("/check", "/expected-time", "/memory-fit", "/optimal-batch", "/scaling")
+
+
+@router.get("/chips", response_class=HTMLResponse)
+def chips(
+    request: Request, catalogs: CatalogsDep, catalog_version: _Version = None
+) -> HTMLResponse:
+    """The chips side by side, each linking to its page (as GET /catalog)."""
+    return catalog_pages.chip_index(request, catalogs, catalog_version)
+
+
+@router.get("/chips/{chip}", response_class=HTMLResponse)
+def chip(
+    request: Request,
+    chip: _Name,
+    catalogs: CatalogsDep,
+    sessions: OptionalSessionsDep,
+    catalog_version: _Version = None,
+) -> HTMLResponse:
+    """One chip's page: its figures, their sources, the ceilings measured on it."""
+    return catalog_pages.chip_page(request, catalogs, sessions, chip, catalog_version)
+
+
+@router.get("/models", response_class=HTMLResponse)
+def models(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The models side by side, each linking to its page."""
+    return catalog_pages.model_index(request, catalogs)
+
+
+@router.get("/models/{model}", response_class=HTMLResponse)
+def model(request: Request, model: _Name, catalogs: CatalogsDep) -> HTMLResponse:
+    """One model's page: shape, parameter counts, memory per dtype, links to ask about it."""
+    return catalog_pages.model_page(request, catalogs, model)
+
+
+@router.get("/compare")
+def compare(request: Request) -> RedirectResponse:
+    """The comparison's page, with the question asked (its fields are GET /compare's)."""
+    return RedirectResponse(_with_query("/comparison", request), status_code=303)
+
+
+def _to_the_form(request: Request) -> RedirectResponse:
+    """The check form with the question's parameters: its answer, when they make one."""
+    return RedirectResponse(_with_query("/", request), status_code=303)
+
+
+for _path in CALCULATIONS:
+    router.add_api_route(_path, _to_the_form, methods=["GET"], response_class=RedirectResponse)
+
+
+def _with_query(path: str, request: Request) -> str:
+    query = request.url.query
+    return f"{path}?{query}" if query else path

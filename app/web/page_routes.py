@@ -3,6 +3,7 @@ button, the filtered history and the catalog page."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -16,10 +17,10 @@ from app.columns import MAX_ID
 from app.engine import AttentionKernel, Dtype, EngineError, Phase, Software, Unit
 from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW, MAX_WINDOW
 from app.engine.training import Optimizer
-from app.http.deps import CatalogsDep, OptionalSessionsDep, SessionsDep
+from app.http.deps import CatalogsDep, SessionsDep
 from app.security import same_origin
 from app.services import planning, recording
-from app.web import compare_page, forms, pages, trace_page
+from app.web import catalog_pages, compare_page, forms, pages, trace_page
 from app.web.svg import Svg
 from app.web.templating import render
 from app.web.trends import scaling_svg, sweep_svg
@@ -32,6 +33,13 @@ router.include_router(compare_page.router)  # /comparison: one workload on sever
 _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"
 _UNITS = {Unit.MATRIX: "tensor cores", Unit.VECTOR: "vector ALUs"}
+OPTIMIZER_NAMES = {
+    Optimizer.ADAMW: "AdamW",
+    Optimizer.ADAM: "Adam",
+    Optimizer.SGD_MOMENTUM: "SGD with momentum",
+    Optimizer.ADAM_8BIT: "8-bit Adam",
+    Optimizer.ADAFACTOR: "Adafactor",
+}
 KIND_NAMES = {
     "transformer": "Transformer",
     "matmul": "Matmul",
@@ -53,7 +61,7 @@ def _choices(catalogs: CatalogsDep, values: dict[str, str]) -> dict[str, object]
         "phase_options": [(str(p), str(p)) for p in Phase],
         "dtype_options": [(str(d), str(d)) for d in Dtype],
         "unit_options": [(str(u), f"{u} ({_UNITS[u]})") for u in Unit],
-        "optimizer_options": [(str(o), str(o)) for o in Optimizer],
+        "optimizer_options": [(str(o), OPTIMIZER_NAMES[o]) for o in Optimizer],
         "stack_options": [(str(s), str(s)) for s in Software],
         "kernel_options": [(str(k), str(k)) for k in AttentionKernel],
         "kinds": [(kind, KIND_NAMES[kind]) for kind in forms.KINDS],
@@ -73,9 +81,18 @@ def _form_page(
     result: Result | None = None,
     *,
     status: int | None = None,
+    store_errors: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    context = {"values": values, "errors": errors, "result": result, **_choices(catalogs, values)}
-    return render(request, "index.html", context, status or (422 if errors else 200))
+    context = {
+        "values": values,
+        "errors": errors,
+        "result": result,
+        "store_errors": store_errors or {},
+        "store_labels": forms.STORE_LABELS,
+        **_choices(catalogs, values),
+    }
+    failed = errors or store_errors
+    return render(request, "index.html", context, status or (422 if failed else 200))
 
 
 def _answer_page(request: Request, catalogs: CatalogsDep, values: dict[str, str]) -> HTMLResponse:
@@ -85,7 +102,14 @@ def _answer_page(request: Request, catalogs: CatalogsDep, values: dict[str, str]
         result = compute(catalogs, calculation, values, forms.latency_bounds(values))
     except _ERRORS as exc:
         return _form_page(request, catalogs, values, forms.errors_of(exc, values["kind"]))
-    # a scaling field the curve could not use is reported beside it; the answer stands: 200
+    # a scaling field the curve could not use is reported beside it; the answer stands: 200.
+    # Chip counts left as the form offers them are no mistake of the user's: why the curve is
+    # not drawn is a note where it would be, not an error at the field
+    untouched = all(values.get(n, "") == forms.DEFAULTS[n] for n in forms.SCALING_FIELDS)
+    if untouched and result.scaling_errors:
+        note = "; ".join(result.scaling_errors.values())
+        result = replace(result, scaling_errors={}, scaling_note=note)
+        return _form_page(request, catalogs, values, {}, result, status=200)
     return _form_page(request, catalogs, values, result.scaling_errors, result, status=200)
 
 
@@ -180,16 +204,28 @@ async def save(request: Request, catalogs: CatalogsDep, sessions: SessionsDep) -
     form = await request.form()
     values = forms.form_values({k: v for k, v in form.items() if isinstance(v, str)}, catalogs)
     try:
-        # the database work runs off the event loop (POST /measurements runs it on asyncio's
-        # executor): on the loop it would hold up every other request while it waits for a
-        # commit
-        stored = await run_in_threadpool(
-            recording.record, catalogs, sessions, forms.measurement(values)
-        )
+        if not values.get("measured_ms", "").strip():  # the API's words name its two fields
+            problems = {"measured_ms": forms.NO_TIME}
+        else:
+            # the database work runs off the event loop (POST /measurements runs it on
+            # asyncio's executor): on the loop it would hold up every other request while it
+            # waits for a commit
+            stored = await run_in_threadpool(
+                recording.record, catalogs, sessions, forms.measurement(values)
+            )
+            # the stored run, its comparison with the earlier runs first
+            return RedirectResponse(f"/measurements/{stored.id}#comparison", status_code=303)
     except _ERRORS as exc:
-        errors = forms.errors_of(exc, values["kind"])
-        return _form_page(request, catalogs, values, errors, _result_or_none(catalogs, values))
-    return RedirectResponse(f"/measurements/{stored.id}", status_code=303)
+        problems = forms.errors_of(exc, values["kind"])
+    # the errors once, in the store form (at each field and at its top), which the page
+    # opens at (/save#store); the check form above keeps what was typed
+    # the answer, else that of the workload alone (a bad time is the store form's error)
+    result = _result_or_none(catalogs, values) or _result_or_none(
+        catalogs, values | {"measured_ms": ""}
+    )
+    if result is None:  # no answer, hence no store form: the errors at the check form's fields
+        return _form_page(request, catalogs, values, problems)
+    return _form_page(request, catalogs, values, {}, result, store_errors=problems)
 
 
 @router.get("/history", response_class=HTMLResponse)
@@ -226,6 +262,6 @@ def workload_history(
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog(request: Request, catalogs: CatalogsDep, sessions: OptionalSessionsDep) -> HTMLResponse:
-    """The chips with their figures and sources, and the ceilings measured on them."""
-    return pages.catalog_page(request, catalogs, sessions)
+def catalog(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
+    """The chips side by side, each linking to its page (figures, sources, measured ceilings)."""
+    return catalog_pages.chip_index(request, catalogs)

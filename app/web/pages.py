@@ -1,5 +1,6 @@
 """History pages, shared by the web routes and the content-negotiated measurement endpoints:
-the measurement list, one measurement, one workload's history, and the catalog."""
+the measurement list, one measurement, one workload's history; and the pages of errors every
+route shares (an unknown address, the database unreachable)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from functools import partial
 from typing import Any
 
 from fastapi import Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.exceptions import HTTPException
 
 from app.catalog.names import UnknownName
 from app.engine import EngineError, Phase
@@ -20,7 +23,7 @@ from app.http.negotiation import wants_html
 from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
 from app.schemas.answers import ExpectedTime
 from app.schemas.measurement_bodies import MeasurementPage, MeasurementQuery
-from app.services import catalog_views, database_errors, history
+from app.services import database_errors, history
 from app.services.catalogs import Catalogs
 from app.web import words
 from app.web.charts import data_of, roofline_svg
@@ -175,25 +178,6 @@ def workload_page(
     return render(request, "workload.html", context)
 
 
-def catalog_page(
-    request: Request, catalogs: Catalogs, sessions: sessionmaker[Session] | None
-) -> HTMLResponse:
-    """The chips of the current catalog with their figures and sources, and probe results
-    (none while the database is unreachable)."""
-    version = catalogs.chips()
-    measured = catalog_views.measured_profiles(version, sessions)
-    summaries = catalog_views.chip_summaries(version)
-    context = {
-        "catalog": version.catalog,
-        "version": version,
-        "measured": measured,
-        "summaries": summaries,
-        # each chip's section in the table's order, newest first
-        "chips": [version.chips[row.id].entry for row in summaries],
-    }
-    return render(request, "catalog.html", context)
-
-
 async def database_unavailable(request: Request, exc: Exception) -> Response:
     """503 while the database cannot be reached: a page for a browser, JSON otherwise, each
     with Retry-After. A database found empty (dropped and created anew while the service ran)
@@ -208,3 +192,13 @@ async def database_unavailable(request: Request, exc: Exception) -> Response:
         return response
     body = {"detail": {"message": message, "type": "database_unavailable"}}
     return StrictJSONResponse(status_code=503, content=body, headers=retry)
+
+
+async def unknown_address(request: Request, exc: Exception) -> Response:
+    """404 of an address no route answers: a page with ways on for a browser, FastAPI's own
+    JSON answer otherwise."""
+    assert isinstance(exc, HTTPException)
+    if not wants_html(request.headers):
+        return await http_exception_handler(request, exc)
+    message = f"There is no page at {request.url.path}."
+    return render(request, "error.html", {"title": "Not found", "message": message}, 404)

@@ -42,6 +42,7 @@ class Result:
     scaling: ScalingAnswer | None = None
     scaling_chart: str | None = None
     scaling_errors: dict[str, str] = field(default_factory=dict)  # form field -> message
+    scaling_note: str = ""  # why the curve over the form's own chip counts is not drawn
     covers: str = ""  # what one measured time covers, in words
 
 

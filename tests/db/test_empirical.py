@@ -19,6 +19,7 @@ PROFILE = {
     "software": {"torch": "2.5.1"},
 }
 DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "h100": "NVIDIA H100 80GB HBM3"}
+HTML = {"accept": "text/html"}  # a browser: the chip's page
 
 
 def test_a_stored_profile_shows_beside_the_datasheet(db_client):
@@ -88,7 +89,7 @@ def test_probe_submits_through_the_cli(db_client, monkeypatch, capsys):
     assert stored["backend"] == "torch" and stored["copy_bytes_per_s"] > 0
     assert stored["forced"] is True
     assert "stored" in capsys.readouterr().out
-    assert "forced: not measured on this chip" in db_client.get("/catalog").text
+    assert "forced: not measured on this chip" in db_client.get("/chips/a100", headers=HTML).text
 
 
 @pytest.mark.parametrize(
@@ -147,10 +148,10 @@ def test_a_profile_is_deleted_by_its_writer_only(empty_database):
     app.state.database.engine.dispose()
 
 
-def test_the_catalog_page_shows_the_newest_profile_beside_the_datasheet(db_client):
-    assert "Measured copy" not in db_client.get("/catalog").text
+def test_the_chip_page_shows_the_newest_profile_beside_the_datasheet(db_client):
+    assert "Measured copy" not in db_client.get("/chips/a100", headers=HTML).text
     db_client.post("/chips/a100/empirical", json=PROFILE)
-    page = db_client.get("/catalog").text
+    page = db_client.get("/chips/a100", headers=HTML).text
     section = page[page.index('id="chip-a100-sxm4-80gb"') :]
     section = section[: section.index("</section>")]
     assert "Measured copy (torch, NVIDIA A100-SXM4-80GB, 2026-11-23)" in section

@@ -48,6 +48,7 @@ def test_starts_without_its_database_and_recovers(app, switchable):
     chip = client.get("/chips/a100")
     assert chip.status_code == 200 and chip.json()["empirical"] is None
     assert client.get("/catalog", headers={"accept": "text/html"}).status_code == 200
+    assert client.get("/chips/a100", headers={"accept": "text/html"}).status_code == 200
     switchable.up()
     assert client.post("/measurements", json=POST).status_code == 201
     assert client.get("/measurements").json()["total"] == 1
@@ -66,6 +67,7 @@ def test_lost_mid_flight_then_back(app, switchable):
     chip = client.get("/chips/a100")
     assert chip.status_code == 200 and chip.json()["empirical"] is None
     assert client.get("/catalog", headers={"accept": "text/html"}).status_code == 200
+    assert client.get("/chips/a100", headers={"accept": "text/html"}).status_code == 200
     switchable.up()
     assert client.post("/measurements", json=POST).status_code == 201
     # the write refused while the database was away was not half-stored

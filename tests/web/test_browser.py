@@ -39,8 +39,8 @@ def test_check_store_and_find_it_in_history(page, url, shot):
     label = f"browser-{uuid.uuid4().hex[:8]}"
     page.locator("#s-label").fill(label)
     page.locator("#s-branch").fill("main")
-    page.get_by_role("button", name="Store measurement").click()
-    expect(page).to_have_url(re.compile(r"/measurements/\d+$"))
+    page.get_by_role("button", name="Store this run").click()
+    expect(page).to_have_url(re.compile(r"/measurements/\d+#comparison$"))
     expect(page.locator("h1")).to_have_text(re.compile(r"Measurement \d+"))
     expect(page.locator("main")).to_contain_text(label)
     expect(page.locator("#roofline svg:visible")).to_have_count(1)
@@ -120,8 +120,11 @@ def test_works_without_javascript(no_js, url, shot):
 def test_catalog_and_chart_alone(page, url, shot):
     page.goto(f"{url}/catalog")
     expect(page.locator("h1")).to_have_text("Chip catalog")
-    expect(page.locator("section.chip").first).to_contain_text("TFLOP/s")
+    expect(page.locator("#chip-table")).to_contain_text("TFLOP/s")
     shot(page, "09-catalog")
+    page.goto(f"{url}/chips/a100")
+    expect(page.locator("section.chip").first).to_contain_text("TFLOP/s")
+    shot(page, "09-chip")
     page.goto(f"{url}/roofline.svg?chip=a100&model=llama-3.1-8b&batch=8&measured_ms=30")
     expect(page.locator("circle.measured")).to_have_count(1)
     shot(page, "10-roofline-svg", full_page=False)
@@ -411,7 +414,8 @@ def test_the_catalog_filter_hides_rows_as_you_type(page, url, shot):
     expect(page.locator("#chip-table tbody tr[data-search]:visible")).to_have_count(total)
     shot(page, "13-catalog-table", full_page=False)
     page.locator("#chip-table").get_by_role("link", name="AMD Instinct MI300X").click()
-    expect(page).to_have_url(re.compile(r"#chip-mi300x$"))
+    expect(page).to_have_url(re.compile(r"/chips/mi300x$"))
+    expect(page.locator("h1")).to_have_text("AMD Instinct MI300X")
     expect(page.locator("#chip-mi300x")).to_be_in_viewport()
 
 

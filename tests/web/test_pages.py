@@ -181,7 +181,7 @@ def test_store_button_saves_through_the_measurement_api(client):
     saved = store(client, label)
     assert saved.status_code == 303
     location = saved.headers["location"]
-    assert re.fullmatch(r"/measurements/\d+", location)
+    assert re.fullmatch(r"/measurements/\d+#comparison", location)
     as_json = client.get(location)  # JSON stays the default
     assert as_json.headers["content-type"] == "application/json"
     body = as_json.json()
@@ -193,10 +193,20 @@ def test_store_button_saves_through_the_measurement_api(client):
     assert f'href="/history/{body["workload_key"]}"' in page.text
 
 
-def test_store_needs_a_measured_time(client):
+def test_store_needs_a_measured_time_said_in_the_forms_words_once(client):
     page = client.post("/save", data={**DECODE, "measured_ms": ""}, headers=SAME_SITE)
     assert page.status_code == 422
-    assert re.search(r'id="s-measured_ms-error" role="alert">[^<]*measured', page.text)
+    said = "enter the time you measured to store this run"
+    # at the field, and at the top of the store form, linking to the field; never the API's
+    # words ("give exactly one of measured_time_s or measured_ms"), never at the check form
+    assert re.search(rf'id="s-measured_ms-error" role="alert">{said}', page.text)
+    top = re.search(r'id="store-errors".*?</div>', page.text, re.S)
+    assert top and f'<a href="#s-measured_ms">Measured time (ms)</a>: {said}' in top.group(0)
+    assert "measured_time_s" not in page.text and 'id="f-measured_ms-error"' not in page.text
+    # a bad value in a store field: its own message there
+    bad = client.post("/save", data={**DECODE, "measured_ms": "-3"}, headers=SAME_SITE)
+    assert bad.status_code == 422 and 'id="s-measured_ms-error"' in bad.text
+    assert 'id="store-errors"' in bad.text and 'id="f-measured_ms-error"' not in bad.text
 
 
 def test_history_lists_and_filters_stored_measurements(client):
@@ -706,11 +716,11 @@ def test_the_history_list_tells_batch_4_from_batch_16(client):
     ]
 
 
-def test_the_catalog_compares_every_chip_in_one_table_that_links_to_its_section(client, app):
+def test_the_catalog_compares_every_chip_in_one_table_that_links_to_its_page(client, app):
     page = client.get("/catalog").text
     table = page.split('id="chip-table"', 1)[1].split("</table>", 1)[0]
     catalog = app.state.catalogs.chips()
-    links = re.findall(r'<th scope="row"><a href="#chip-([^"]+)">', table)
+    links = re.findall(r'<th scope="row"><a href="/chips/([^"]+)">', table)
     # every chip, newest first: Ironwood (2025-04) before Trillium (2024-05) before the
     # TPU v4 (2021-05); the A10G, which no page dates, last
     assert sorted(links) == sorted(catalog.chips)
@@ -720,10 +730,11 @@ def test_the_catalog_compares_every_chip_in_one_table_that_links_to_its_section(
     months = [catalog.chips[c].entry.released for c in links[:-1]]
     values = [m.value for m in months if m is not None]
     assert values == sorted(values, reverse=True) and len(values) == len(links) - 1
-    for chip_id in links:
-        assert f'<section class="chip" id="chip-{chip_id}">' in page
+    for chip_id in links[:3]:
+        chip_page = client.get(f"/chips/{chip_id}", headers=HTML).text
+        assert f'<section class="chip" id="chip-{chip_id}">' in chip_page
     # the H100 SXM: 3.35 TB/s, 989 TFLOP/s bf16 dense, ridge 989e12 / 3.35e12 = 295 FLOP/B
-    h100 = re.search(r"chip-h100-sxm5-80gb.*?</tr>", table, re.S)
+    h100 = re.search(r"/chips/h100-sxm5-80gb.*?</tr>", table, re.S)
     assert h100
     row = " ".join(re.sub(r"<[^>]+>", " ", h100.group(0)).split())
     assert "3.35 TB/s" in row and "989 TFLOP/s bf16" in row and " 295 " in row
