@@ -347,6 +347,14 @@ QUOTES = [
             F("ratio", "({:.2f}x)"),
         ),
     ),
+    Quote(
+        "31.2 ms ideal and 87.1 ms realistic",
+        '"kind": "copy"',
+        (
+            F("expected_time_s", "{:.1f} ms ideal", MS),
+            F("realistic_time_s", "{:.1f} ms realistic", MS),
+        ),
+    ),
     Quote("mi300x first", "/compare?", (F("rows.0.chip.id", "{} first"),)),
     Quote(
         "Llama 2 13B (13.0B parameters) train on one node of 8 H100s",

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Phase
+from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.queries import ScalingQuery
 from app.schemas.requests import (
@@ -37,7 +38,7 @@ from app.web import words
 
 KINDS = (
     *("transformer", "matmul", "elementwise", "saxpy"),
-    *("softmax", "layernorm", "rmsnorm", "attention", "custom"),
+    *("softmax", "layernorm", "rmsnorm", "attention", "custom", "copy"),
 )
 # phase=training only; the form shows the ones engineers change most
 TRAINING_FIELDS = (
@@ -78,6 +79,10 @@ FIELDS: dict[str, dict[str, str]] = {
         **{name: name for name in ("causal", "implementation", "dtype")},
     },
     "custom": {"flops": "flops", "bytes": "bytes", "unit": "unit", "dtype": "dtype"},
+    "copy": {
+        "bytes": "copy_bytes",
+        **{name: name for name in ("direction", "pinned", "overlap_s")},
+    },
 }
 _SERVING = (Phase.DECODE, Phase.PREFILL, Phase.GENERATE)
 # form field -> the transformer phases it applies to (absent: every phase). Training keeps
@@ -96,6 +101,7 @@ COVERS = {
     Phase.TRAINING: "one optimizer step",
     "elementwise": "one run of the chain (one kernel call when fused)",
     "ops": "one run of the operators (a kernel each, or each fused group)",
+    "copy": "one copy",
     "kernel": "one kernel call",
 }
 # Real config.json files of language models are 1 to 5 kB. Percent-encoded in the form's
@@ -156,6 +162,8 @@ DEFAULTS: dict[str, str] = {
     "attn_batch": _text(AttentionWorkload.model_fields["batch"].default),
     **{"heads": "32", "kv_heads": "", "q_len": "4096", "kv_len": "", "head_dim": "128"},
     **_declared(AttentionWorkload, ("causal", "implementation")),
+    "copy_bytes": "1e9",
+    **_declared(CopyWorkload, ("direction", "pinned", "overlap_s")),
     **dict.fromkeys(LATENCY_FIELDS, ""),
     "measured_ms": "",
     **dict.fromkeys(STORE_FIELDS, ""),

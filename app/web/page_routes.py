@@ -50,6 +50,7 @@ KIND_NAMES = {
     "rmsnorm": "RMSNorm (rows)",
     "attention": "Attention layer",
     "custom": "Custom FLOPs + bytes",
+    "copy": "Copy (host <-> device)",
 }
 
 
