@@ -65,7 +65,7 @@ def _positive(field: str, value: float) -> None:
 
 # 2:4 structured sparsity keeps two values of every four along K, with each kept value's
 # position among the four as a 2-bit index (log2 4 = 2): 2 bits = 1/4 byte per kept value
-# (NVIDIA, "Accelerating Sparse Deep Neural Networks", arXiv 2104.08378, section 2; for 16-bit
+# (the format of NVIDIA's "Accelerating Sparse Deep Neural Networks", arXiv 2104.08378; for 16-bit
 # values 2 x 16 + 2 x 2 = 36 bits per four, 56.25% of the dense 64: docs/formulas.md)
 _SPARSE_INDEX_BYTES = 2 / 8
 
