@@ -28,6 +28,9 @@ _MATRIX_DTYPES = frozenset(
     }
 )
 _VECTOR_DTYPES = frozenset({Dtype.FP64, Dtype.FP32, Dtype.FP16, Dtype.BF16})
+# the dtypes whose sparse tensor rate runs the 2:4 pattern (two kept values of every four along
+# K); tf32 runs 1:2 and 4-bit types their own patterns, so their "with sparsity" rates stay out
+_SPARSE_DTYPES = frozenset({Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8})
 
 
 def _finite_positive(value: float) -> float:
@@ -97,10 +100,16 @@ class Memory(_Strict):
 
 
 class Peaks(_Strict):
-    """Dense peak FLOP/s (ops/s for integers) per dtype, on the matrix unit and the vector ALUs."""
+    """Dense peak FLOP/s (ops/s for integers) per dtype, on the matrix unit and the vector ALUs,
+    and the matrix unit's 2:4 structured-sparse rate where the vendor prints one.
+
+    `sparse` counts FLOPs as vendors do: the dense-equivalent 2 m n k of the product, so a
+    sparse rate is (at most) twice the dense one (docs/formulas.md#structured-sparsity).
+    """
 
     matrix: dict[Dtype, Figure]
     vector: dict[Dtype, Figure] = Field(default_factory=dict)
+    sparse: dict[Dtype, Figure] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _known_rows(self) -> Peaks:
@@ -119,6 +128,20 @@ class Peaks(_Strict):
                         f"{unit}.{dtype}: {figure.value:.4g} is the 'with sparsity' figure its "
                         "note quotes; a peak is dense: give half of it"
                     )
+        for dtype, figure in self.sparse.items():
+            if dtype not in _SPARSE_DTYPES:
+                raise ValueError(f"sparse: dtype {dtype} has no 2:4 sparse rate")
+            dense = self.matrix.get(dtype)
+            if dense is None:
+                raise ValueError(f"sparse.{dtype}: the chip has no dense {dtype} matrix peak")
+            # skipping half the products at most doubles the rate; a figure outside
+            # (dense, 2 dense] is a dense one or a misread (3% for the vendors' rounding: the L40S
+            # prints 362.05 dense, 733 sparse)
+            if not dense.value < figure.value <= 2 * dense.value * 1.03:
+                raise ValueError(
+                    f"sparse.{dtype}: {figure.value:.4g} must exceed the dense "
+                    f"{dense.value:.4g} and be at most twice it"
+                )
         return self
 
 

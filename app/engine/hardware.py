@@ -23,6 +23,17 @@ def pointwise_dtype(dtype: Dtype) -> Dtype:
     return Dtype.FP32 if dtype in _NARROW else dtype
 
 
+# What 2:4 sparse GEMMs make of the sparse rate (docs/formulas.md#structured-sparsity): the
+# sparse tensor cores double the peak, but published cuSPARSELt runs beat the dense GEMM of the
+# same shape by far less. The median of three: 1.11x on an A100 (fp16, 4096^3: 0.6080 ms dense
+# CUTLASS, 0.5458 ms sparse; https://github.com/NVIDIA/CUDALibrarySamples/issues/57), 1.21x on
+# an H100 (8192^3, "around 1.20-1.22x"; https://github.com/NVIDIA/CUDALibrarySamples/issues/203)
+# and 1.48x on an A100 (1024 x 9408 x 2048: 192.9 us dense, 130.1 us sparse;
+# https://github.com/pytorch/pytorch/pull/96147). A sparse kernel therefore reaches
+# SPARSE_SPEEDUP / 2 of the share of its (doubled) peak that the dense kernel reaches of its own.
+SPARSE_SPEEDUP = 1.21
+
+
 def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     """FLOPs per byte where a peak's compute roof meets the memory roof ("machine balance")."""
     return flops_per_s / bytes_per_s
@@ -66,6 +77,9 @@ class Chip:
     # (mma.sync: FlashAttention-2) can issue where the full rate needs asynchronous MMA
     # (Hopper's wgmma, datacenter Blackwell's tcgen05); 1 elsewhere
     warp_mma: float = 1.0
+    # the matrix unit's 2:4 structured-sparse rates, in dense-equivalent FLOP/s (2 m n k per
+    # product, as vendors count them): twice the dense rate where published
+    sparse_peaks: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline;
@@ -96,6 +110,17 @@ class Chip:
             f"{self.id} has no published {dtype} vector peak; "
             f"available: {_names(self.vector_peaks)}",
         )
+
+    def sparse_peak(self, dtype: Dtype) -> Peak:
+        """The 2:4 structured-sparse matrix rate for `dtype`; raises Unsupported on the
+        `sparsity` field where the chip publishes none."""
+        if dtype not in self.sparse_peaks:
+            raise Unsupported(
+                "sparsity",
+                f"{self.id} has no published 2:4 sparse {dtype} rate; "
+                f"sparse rates: {_names(self.sparse_peaks)}",
+            )
+        return Peak(self.sparse_peaks[dtype], dtype, Unit.MATRIX)
 
     def default_compute_dtype(self, preferred: Dtype) -> Dtype:
         """`preferred` where the chip has a matrix peak for it; a 16-bit model on a chip

@@ -63,24 +63,38 @@ def _positive(field: str, value: float) -> None:
         raise InvalidInput(field, f"must be > 0, got {value}")
 
 
-def matmul(m: int, n: int, k: int, dtype: Dtype, *, allow_tf32: bool = False) -> Work:
+# 2:4 structured sparsity keeps two values of every four along K, with each kept value's
+# position among the four as a 2-bit index (log2 4 = 2): 2 bits = 1/4 byte per kept value
+# (the format of NVIDIA's "Accelerating Sparse Deep Neural Networks", arXiv 2104.08378; for 16-bit
+# values 2 x 16 + 2 x 2 = 36 bits per four, 56.25% of the dense 64: docs/formulas.md)
+_SPARSE_INDEX_BYTES = 2 / 8
+
+
+def matmul(
+    m: int, n: int, k: int, dtype: Dtype, *, allow_tf32: bool = False, sparse: bool = False
+) -> Work:
     """(m x k) @ (k x n): 2mnk FLOPs; (mk + kn + mn) elements moved.
 
     fp32 runs on the matrix unit as TF32 only when `allow_tf32`; otherwise at the fp32 peak.
+    `sparse`: the (k x n) operand (the weights) is 2:4 structured-sparse: it moves compressed,
+    kn/2 kept values and their 2-bit indices, and the product runs at the chip's sparse rate.
+    FLOPs stay the dense-equivalent 2mnk that the vendors' sparse rates count.
     """
     for field, value in (("m", m), ("n", n), ("k", k)):
         _positive(field, value)
-    elements = m * k + k * n + m * n
+    s = dtype_bytes(dtype)
+    weights = k * n / 2 * (s + _SPARSE_INDEX_BYTES) if sparse else k * n * s
     peak_dtype = Dtype.TF32 if dtype is Dtype.FP32 and allow_tf32 else dtype
     tiles, tile_fill = output_tiles(m, n)
     return Work(
         2.0 * m * n * k,
-        elements * dtype_bytes(dtype),
+        (m * k + m * n) * s + weights,
         peak_dtype,
         Unit.MATRIX,
         Kind.MATMUL,
         tiles=tiles,
         tile_fill=tile_fill,
+        sparse=sparse,
     )
 
 

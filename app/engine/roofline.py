@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine.errors import InvalidInput
-from app.engine.hardware import Chip, Peak, ridge_intensity
+from app.engine.hardware import SPARSE_SPEEDUP, Chip, Peak, ridge_intensity
 from app.engine.stacks import Kind
 from app.engine.tiling import fill
 from app.engine.units import Dtype, Unit
@@ -44,9 +44,10 @@ class Work:
     tiles: int = 0  # a single GEMM's output tiles (app/engine/tiling.py); 0 otherwise
     tile_fill: float = 1.0  # the share of those tiles that is output, not padding
     warp_mma: bool = False  # issued as Ampere's warp-level MMA (mma.sync): Chip.warp_mma
+    sparse: bool = False  # one operand 2:4 structured-sparse: at Chip.sparse_peak
 
     def __add__(self, other: Work) -> Work:
-        if (self.dtype, self.unit) != (other.dtype, other.unit):
+        if (self.dtype, self.unit, self.sparse) != (other.dtype, other.unit, other.sparse):
             raise ValueError("cannot add work that runs at different peaks")
         return Work(
             self.flops + other.flops,
@@ -56,6 +57,7 @@ class Work:
             self.kind if self.kind == other.kind else Kind.CUSTOM,
             self.kernels + other.kernels,
             warp_mma=self.warp_mma and other.warp_mma,
+            sparse=self.sparse,
         )  # no longer one GEMM: no tiling
 
     def scaled(self, factor: float) -> Work:
@@ -68,6 +70,7 @@ class Work:
             self.kind,
             self.kernels,
             warp_mma=self.warp_mma,
+            sparse=self.sparse,
         )
 
 
@@ -195,7 +198,7 @@ def on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
         raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
     if work.flops < 0:
         raise InvalidInput("flops", "must be >= 0")
-    peak = chip.peak(work.dtype, work.unit)
+    peak = chip.sparse_peak(work.dtype) if work.sparse else chip.peak(work.dtype, work.unit)
     return peak, work.flops / peak.flops_per_s, work.bytes / chip.memory_bandwidth
 
 
@@ -223,6 +226,8 @@ def place(
     )
     if work.warp_mma and peak.unit is Unit.MATRIX:
         sustained_compute = min(sustained_compute, chip.warp_mma)
+    if work.sparse:
+        sustained_compute *= SPARSE_SPEEDUP / 2
     expected, realistic = critical_path(
         compute_time,
         memory_time,

@@ -96,10 +96,12 @@ class MemoryOut(BaseModel):
 
 
 class PeaksOut(BaseModel):
-    """Dense peak FLOP/s per dtype on the matrix unit and on the vector ALUs."""
+    """Dense peak FLOP/s per dtype on the matrix unit and on the vector ALUs, and the matrix
+    unit's 2:4 structured-sparse rates (dense-equivalent FLOP/s) where the vendor prints them."""
 
     matrix: dict[Dtype, FigureOut]
     vector: dict[Dtype, FigureOut]
+    sparse: dict[Dtype, FigureOut] = Field(default_factory=dict)
 
 
 class LinkOut(BaseModel):

@@ -20,6 +20,7 @@ from app.engine.training import (
 from app.engine.units import seconds_from_ms
 from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.matmul_body import MatmulWorkload as MatmulWorkload  # noqa: PLC0414 (re-export)
 from app.schemas.ops_bodies import OpsWorkload
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
@@ -164,17 +165,6 @@ class TransformerWorkload(TransformerFields):
         if (self.model is None) == (self.config is None):
             raise ValueError("give exactly one of model (a catalog name) or config (inline)")
         return self
-
-
-class MatmulWorkload(Request):
-    """(m x k) @ (k x n)."""
-
-    kind: Literal["matmul"]
-    m: int = Field(ge=1, le=10**9)
-    n: int = Field(ge=1, le=10**9)
-    k: int = Field(ge=1, le=10**9)
-    dtype: Dtype = Field(Dtype.FP32, description="Operand dtype; fp32 is PyTorch's default.")
-    allow_tf32: bool = Field(False, description="Let fp32 matmuls use the TF32 matrix peak.")
 
 
 _OpCount = Annotated[int, Field(ge=1, le=10**6)]

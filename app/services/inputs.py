@@ -196,7 +196,12 @@ def kernel_work(workload: KernelWorkload) -> tuple[Work, KernelWorkload]:
     match workload:
         case MatmulWorkload():
             work = matmul(
-                workload.m, workload.n, workload.k, workload.dtype, allow_tf32=workload.allow_tf32
+                workload.m,
+                workload.n,
+                workload.k,
+                workload.dtype,
+                allow_tf32=workload.allow_tf32,
+                sparse=workload.sparsity is not None,
             )
             return work, workload
         case ElementwiseWorkload():
