@@ -338,8 +338,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    """`roofcheck table`: the table judged by POST /check/table; FAIL when a row could not be
-    judged, is in --fail-on, or reaches less than --fail-below of the roofline."""
+    """POST /check/table; FAIL on a row not judged, in --fail-on or below --fail-below."""
     fail_on = _fail_on(args.fail_on, regression=False)
     if not 0 < (args.fail_below or 1) <= 1:
         raise CliError(f"--fail-below is a fraction of the roofline, 0 to 1: {args.fail_below}")
@@ -356,15 +355,14 @@ def _table(args: argparse.Namespace) -> int:
         print(_error(status, answer), file=sys.stderr)
         return ERROR
     failed = [(row, reason) for row in answer["rows"] if (reason := _row_fails(row, fail_on, args))]
-    summary, geomean = answer["summary"], answer["summary"]["geomean_efficiency"]
-    verdicts = ", ".join(f"{n} {v}" for v, n in summary["verdicts"].items() if n)
-    reached = "-" if geomean is None else f"{geomean:.1%}"
+    summary, geomean = answer["summary"], answer["summary"]["geomean_efficiency"] or 0.0
     print(
         json.dumps(answer, indent=2)
         if args.json
         else f"roofcheck: {'FAIL' if failed else 'PASS'} {summary['rows']} rows on "
         f"{answer['chip']['id']} ({len(failed)} failing, {summary['errors']} not judged): "
-        f"{verdicts}; geometric mean {reached} of the roofline, "
+        f"{', '.join(f'{n} {v}' for v, n in summary['verdicts'].items() if n)}; geometric mean "
+        f"{geomean:.1%} of the roofline, "
         f"{fmt.seconds(summary['time_lost_s'])} lost"
     )
     for row, reason in [] if args.json else failed[:20]:  # in the table's order
