@@ -139,10 +139,6 @@ def check_table(
     catalog = catalogs.chips(catalog_version)
     chip = catalog.resolve(chip_name).chip
     mapping = {column: _canonical(column) for column in table.columns}
-    named: dict[str, str] = {}
-    for column, name in mapping.items():
-        if name is not None and named.setdefault(name, column) != column:
-            raise TableError(f"columns {named[name]!r} and {column!r} both give {name}")
     placed: dict[str, Roofline] = {}
     rows = [
         _row(number, cells, mapping, lambda w: _place(w, chip, stack, placed), chip)
@@ -190,11 +186,18 @@ def _row(
     if cells is None:
         error = RowError(column="row", message="a row of a JSON table is an object of columns")
         return TableRow(row=number, label=None, kind=None, error=error)
-    fields = {
-        name: (column, value)
-        for column, value in cells.items()
-        if (name := mapping.get(column)) is not None and not _blank(value)
-    }
+    fields: dict[str, tuple[str, Any]] = {}
+    for column, value in cells.items():
+        if (name := mapping.get(column)) is not None and not _blank(value):
+            if name in fields:
+                message = f"columns {fields[name][0]!r} and {column!r} both give {name}"
+                return TableRow(
+                    row=number,
+                    label=None,
+                    kind=None,
+                    error=RowError(column=column, message=message),
+                )
+            fields[name] = (column, value)
     label = fields.pop(LABEL, (None, None))[1]
     label = None if label is None else str(label)[:200]
     kind: str | None = None
