@@ -44,5 +44,16 @@ def test_table_errors_exit_2(url, tmp_path, capsys):
     with pytest.raises(CliError, match="unknown slow"):
         run(["table", path, "--url", url, "--chip", "h100", "--fail-on", "slow"])
     json_rows = _file(tmp_path, '[{"m": 8, "n": 8, "k": 8, "ms": 1}]', "bench.json")
-    assert run(["table", json_rows, "--url", url, "--chip", "h100", "--json"]) == PASS
+    args = [
+        "table",
+        json_rows,
+        "--url",
+        url,
+        "--chip",
+        "h100",
+        "--json",
+        "--fail-on",
+        "does_not_fit",
+    ]
+    assert run(args) == PASS
     assert '"geomean_efficiency"' in capsys.readouterr().out
