@@ -2,6 +2,7 @@
 
     roofcheck check  --chip a100 --model llama-8b --batch 8 --measured-ms 5
     roofcheck submit --chip a100 --model llama-8b --batch 8 --measured-ms 5 --label nightly
+    roofcheck table  bench.csv --chip h100 --fail-below 0.5
 
 Prints one line and exits 0 when the run passes, 1 when its verdict (or, for submit, a
 regression) is in --fail-on, and 2 on a usage, network or server error. Standard library only.
@@ -18,6 +19,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from app import formatting as fmt
@@ -58,7 +60,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --submit: store it even if this device is not the chip (recorded as forced)",
     )
-    for client in (check, submit, probe):
+    table = commands.add_parser("table", help="judge a benchmark table, row by row (CSV or JSON)")
+    table.add_argument("file", help="a CSV file with a header, or a .json list of rows")
+    for flag in ("--chip", "--stack", "--catalog-version"):
+        table.add_argument(flag, required=flag == "--chip", help="as for check")
+    table.add_argument("--fail-below", type=float, help="a fraction of the roofline, e.g. 0.5")
+    table.add_argument("--fail-on", default=BAD_VERDICTS, help=f"verdicts; default {BAD_VERDICTS}")
+    table.add_argument("--json", action="store_true", help="print the answer as JSON")
+    for client in (check, submit, probe, table):
         client.add_argument(
             "--url",
             default=_first_env("ROOFCHECK_URL") or DEFAULT_URL,
@@ -191,11 +200,11 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _post(
-    url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    url: str, body: dict[str, Any] | bytes, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
         url,
-        data=json.dumps(body).encode(),
+        data=body if isinstance(body, bytes) else json.dumps(body).encode(),
         headers={"content-type": "application/json", **(headers or {})},
     )
     try:
@@ -303,6 +312,8 @@ def run(argv: Sequence[str]) -> int:
         return PASS
     if args.command == "measure":
         return measure_command.run(args)
+    if args.command == "table":
+        return _table(args)
     if args.command == "validate":
         from app.validation.report import main as validate  # noqa: PLC0415
 
@@ -324,6 +335,49 @@ def run(argv: Sequence[str]) -> int:
         failed = answer["gate"]["reasons"]
     print(_summary(answer, failed))
     return FAIL if failed else PASS
+
+
+def _table(args: argparse.Namespace) -> int:
+    """POST /check/table; FAIL on a row not judged, in --fail-on or below --fail-below."""
+    fail_on = _fail_on(args.fail_on, regression=False)
+    if not 0 < (args.fail_below or 1) <= 1:
+        raise CliError(f"--fail-below is a fraction of the roofline, 0 to 1: {args.fail_below}")
+    try:
+        body = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc}") from exc
+    media = "application/json" if args.file.lower().endswith(".json") else "text/csv"
+    given = {"chip": args.chip, "stack": args.stack, "catalog_version": args.catalog_version}
+    query = urllib.parse.urlencode({k: v for k, v in given.items() if v})
+    url = f"{args.url.rstrip('/')}/check/table?{query}"
+    status, answer = _post(url, body, {"content-type": media})
+    if status != 200:
+        print(_error(status, answer), file=sys.stderr)
+        return ERROR
+    failed = [(row, reason) for row in answer["rows"] if (reason := _row_fails(row, fail_on, args))]
+    summary, geomean = answer["summary"], answer["summary"]["geomean_efficiency"] or 0.0
+    print(
+        json.dumps(answer, indent=2)
+        if args.json
+        else f"roofcheck: {'FAIL' if failed else 'PASS'} {summary['rows']} rows on "
+        f"{answer['chip']['id']} ({len(failed)} failing, {summary['errors']} not judged): "
+        f"{', '.join(f'{n} {v}' for v, n in summary['verdicts'].items() if n)}; geometric mean "
+        f"{geomean:.1%} of the roofline, "
+        f"{fmt.seconds(summary['time_lost_s'])} lost"
+    )
+    for row, reason in [] if args.json else failed[:20]:  # in the table's order
+        print(f"  row {row['row']} {row['label'] or ''}: {reason}")
+    return FAIL if failed else PASS
+
+
+def _row_fails(row: dict[str, Any], fail_on: set[str], args: argparse.Namespace) -> str | None:
+    if row["error"]:
+        return f"not judged: {row['error']['column']}: {row['error']['message']}"
+    if row["verdict"] in fail_on:
+        return f"verdict {row['verdict']} ({row['efficiency']:.1%} of the roofline)"
+    if args.fail_below is not None and row["efficiency"] < args.fail_below:
+        return f"{row['efficiency']:.1%} of the roofline, below {args.fail_below:.0%}"
+    return None
 
 
 def _fail_on(text: str, *, regression: bool) -> set[str]:

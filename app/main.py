@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         Hardening,
         max_body_bytes=settings.max_body_bytes,
-        large_bodies=trace_caps,
+        large_bodies={**trace_caps, "/check/table": settings.max_table_bytes},
         inline_styles=[svg.STYLE],
     )
     error_handlers.install(app)

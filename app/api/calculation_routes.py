@@ -11,13 +11,16 @@ from enum import Enum
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel
 
 from app.api.query_models import query_of, query_parameters
 from app.api.stored_answers import answer
+from app.engine import Software
 from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
+from app.http.request_text import is_json
+from app.http.responses import StrictJSONResponse
 from app.schemas.answers import Check, ExpectedTime
 from app.schemas.planning_answers import (
     MaxContextAnswer,
@@ -35,13 +38,15 @@ from app.schemas.queries import (
     TransformerQuery,
 )
 from app.schemas.requests import (
+    STACK_DEFAULT,
     CalculationRequest,
     CheckRequest,
     OptimalBatchRequest,
     ScalingRequest,
     TransformerWorkload,
 )
-from app.services import expectations, planning
+from app.schemas.table_bodies import MAX_ROWS, TableCheck
+from app.services import expectations, planning, table
 from app.services.catalogs import Catalogs
 
 _TAGS: list[str | Enum] = ["calculations"]
@@ -185,6 +190,62 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
     return post
 
 
+_TABLE_BODY = {
+    "required": True,
+    "content": {
+        "text/csv": {"schema": {"type": "string", "description": "A header, then a row a line."}},
+        "application/json": {"schema": {"type": "array", "items": {"type": "object"}}},
+    },
+}
+_TABLE_ERRORS: dict[int | str, dict[str, str]] = {
+    404: _ERRORS[404],
+    413: {"description": f"Over ROOFCHECK_MAX_TABLE_BYTES, or more than {MAX_ROWS:,} rows."},
+    415: {"description": "The body is sent as neither text/csv nor application/json."},
+    422: {"description": "Not CSV with a header nor a JSON list (a bad row is answered in place)."},
+    503: _ERRORS[503],
+}
+
+
+def _media(content_type: str) -> str:
+    """ "json" or "csv", as the body is sent; else 415."""
+    if is_json(content_type.encode("latin-1")):
+        return "json"
+    if content_type.split(";", maxsplit=1)[0].strip().lower() in ("text/csv", "application/csv"):
+        return "csv"
+    raise HTTPException(
+        status_code=415,
+        detail={"message": "send the table as text/csv (with a header) or application/json"},
+    )
+
+
+async def check_table(
+    request: Request,
+    catalogs: CatalogsDep,
+    chip: Annotated[str, Query(min_length=1, max_length=200, description="e.g. h100, a100.")],
+    stack: Annotated[
+        Software, Query(description="Whose published runs the realistic times assume.")
+    ] = STACK_DEFAULT,
+    catalog_version: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+) -> Response:
+    """Each row's kernel against the roofline, judged as POST /check judges it, ranked by
+    the time lost, with a summary; a bad row is answered in place with its error. Never
+    stored: a table's measured times change at every run."""
+    media = _media(request.headers.get("content-type", ""))
+    body = await request.body()
+
+    def calculate() -> TableCheck:
+        return table.check_table(catalogs, table.read(body, media), chip, stack, catalog_version)
+
+    try:
+        calculated = await within_budget(request, calculate)
+    except table.TooManyRows as error:
+        return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})
+    except table.TableError as error:
+        detail = [{"loc": ["body"], "msg": str(error), "type": "not_a_table"}]
+        return StrictJSONResponse(status_code=422, content={"detail": detail})
+    return await answer(request, None, calculated)
+
+
 def register(router: APIRouter) -> None:
     """Add every endpoint's GET and POST routes to `router`: the app's own, where FastAPI
     matches them once (an included router's routes are matched through the router first)."""
@@ -213,3 +274,14 @@ def register(router: APIRouter) -> None:
             dependencies=[JsonBody],
             tags=_TAGS,
         )
+    router.add_api_route(
+        "/check/table",
+        check_table,
+        methods=["POST"],
+        name="check_table",
+        summary="Judge a benchmark table, row by row",
+        response_model=TableCheck,
+        responses=_TABLE_ERRORS,
+        openapi_extra={"requestBody": _TABLE_BODY},
+        tags=_TAGS,
+    )

@@ -10,12 +10,12 @@ from app.engine import Bound, Dtype, Software
 from app.schemas.answers import ChipRef, ModelRef, _Out
 from app.schemas.echo import EchoedWorkload
 from app.schemas.queries import reading_order
+from app.schemas.request_base import Request
 from app.schemas.requests import (
     NAME,
     STACK_DEFAULT,
     CatalogVersionName,
     ChipName,
-    Request,
     StackName,
     TransformerFields,
     TransformerWorkload,

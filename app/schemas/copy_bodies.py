@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from app.engine.copies import Direction
+from app.schemas.request_base import Request
 
 
-class CopyWorkload(BaseModel):
+class CopyWorkload(Request):
     """A copy between host and device memory, or within device memory
     (docs/formulas.md#copies)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Literal["copy"]
     bytes: float = Field(ge=1, le=1e15, description="Bytes copied.")

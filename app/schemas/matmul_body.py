@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from app.engine import Dtype
+from app.schemas.request_base import Request
 
 
-class MatmulWorkload(BaseModel):
+class MatmulWorkload(Request):
     """(m x k) @ (k x n)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())

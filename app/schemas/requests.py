@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from app.engine import AttentionKernel, Dtype, Phase, Software, TransformerSpec, Unit
 from app.engine.scaling import MAX_COUNTS, ScalingMode
@@ -22,6 +22,7 @@ from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.matmul_body import MatmulWorkload as MatmulWorkload  # noqa: PLC0414 (re-export)
 from app.schemas.ops_bodies import OpsWorkload
+from app.schemas.request_base import Request
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
 NAME = Field(min_length=1, max_length=200)
@@ -32,10 +33,6 @@ _SPEC = TransformerSpec()
 _TRAINING = _SPEC.training
 _PARALLEL = _TRAINING.parallel
 _LORA = Lora()
-
-
-class Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())
 
 
 class TrainingFields(Request):

@@ -10,8 +10,6 @@ never changes the answer.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,6 +33,7 @@ from app.schemas.requests import (
 )
 from app.services.catalogs import Catalogs
 from app.web import words
+from app.web.field_values import field_value
 
 KINDS = (
     *("transformer", "matmul", "elementwise", "saxpy"),
@@ -104,10 +103,6 @@ COVERS = {
     "copy": "one copy",
     "kernel": "one kernel call",
 }
-# Real config.json files of language models are 1 to 5 kB. Percent-encoded in the form's
-# body (up to 3 bytes a character) with the other fields, 16,000 characters stay under the
-# default 64 KiB body cap (ROOFCHECK_MAX_BODY_BYTES, docs/api.md#errors).
-MAX_CONFIG_CHARS = 16_000
 STORE_FIELDS = ("label", "branch", "git_commit", "notes")
 # the store form's fields as it names them (its errors name them so at the top)
 STORE_LABELS = {
@@ -232,57 +227,6 @@ def _default_model(catalogs: Catalogs) -> str:
     return DEFAULTS["model"] if DEFAULTS["model"] in models else next(iter(models), "")
 
 
-_SCIENTIFIC = re.compile(r"^\d+(\.\d*)?[eE]\+?\d+$")
-
-
-def _number(text: str) -> str:
-    """'1e8' -> '100000000', so that sizes can be typed in scientific notation."""
-    if _SCIENTIFIC.match(text):
-        value = float(text)
-        if value.is_integer() and value < 1e18:
-            return str(int(value))
-    return text
-
-
-def _ops(text: str) -> int | list[str] | str:
-    if text.isdigit():
-        return int(text)
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    return names or text
-
-
-_JSON_TYPES: dict[type, str] = {
-    **{list: "an array", str: "a string", bool: "a boolean"},
-    **{int: "a number", float: "a number", type(None): "null"},
-}
-
-
-def _config(text: str) -> dict[str, Any]:
-    """A pasted config.json, parsed; InvalidInput says where it does not parse."""
-    if len(text) > MAX_CONFIG_CHARS:
-        raise InvalidInput("config", f"at most {MAX_CONFIG_CHARS:,} characters, got {len(text):,}")
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            "config", f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except RecursionError:  # nested deeper than the parser goes
-        raise InvalidInput("config", "not valid JSON: nested too deeply") from None
-    if not isinstance(config, dict):
-        got = _JSON_TYPES.get(type(config), "another value")
-        raise InvalidInput("config", f"must be a JSON object {{...}}, got {got}")
-    return config
-
-
-def _value(schema_name: str, text: str) -> Any:
-    if schema_name == "ops":
-        return _ops(text)
-    if schema_name == "config":
-        return _config(text)
-    return _number(text)
-
-
 def _workload(values: Mapping[str, str]) -> dict[str, Any]:
     """The workload of the chosen kind from the fields that apply to it; a pasted config
     stands in for the catalog model."""
@@ -291,7 +235,7 @@ def _workload(values: Mapping[str, str]) -> dict[str, Any]:
     workload: dict[str, Any] = {"kind": kind}
     for schema_name, form_name in FIELDS.get(kind, {}).items():
         if form_name in given:
-            workload[schema_name] = _value(schema_name, given[form_name])
+            workload[schema_name] = field_value(schema_name, given[form_name])
     if "config" in workload:
         workload.pop("model", None)
     return workload

@@ -21,6 +21,7 @@ from app.http.deps import CatalogsDep, SessionsDep
 from app.security import same_origin
 from app.services import planning, recording
 from app.web import catalog_pages, compare_page, forms, pages, trace_page
+from app.web.field_values import MAX_CONFIG_CHARS
 from app.web.svg import Svg
 from app.web.templating import render
 from app.web.trends import scaling_svg, sweep_svg
@@ -70,7 +71,7 @@ def _choices(catalogs: CatalogsDep, values: dict[str, str]) -> dict[str, object]
         "phases_of": forms.PHASES_OF,
         "covers": forms.COVERS,
         "covers_now": forms.covers(values["kind"], values["phase"]),
-        "max_config_chars": forms.MAX_CONFIG_CHARS,
+        "max_config_chars": MAX_CONFIG_CHARS,
     }
 
 

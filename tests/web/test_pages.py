@@ -15,7 +15,8 @@ import pytest
 from app.formatting import seconds
 from app.http.negotiation import wants_html
 from app.schemas.requests import Workload
-from app.web.forms import DEFAULTS, MAX_CONFIG_CHARS
+from app.web.field_values import MAX_CONFIG_CHARS
+from app.web.forms import DEFAULTS
 
 HTML = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 DECODE = {"chip": "a100", "kind": "transformer", "model": "llama-3.1-8b", "batch": "8"}
