@@ -116,8 +116,7 @@ class Database:
 
     def _prepare(self) -> sessionmaker[Session]:
         try:
-            if self._file is not None:
-                self._prepared_file = self._open_file(self._file)
+            file = None if self._file is None else self._open_file(self._file)
             migrate(self.engine)
             sessions = session_factory(self.engine)
             self._on_ready(sessions)
@@ -129,6 +128,7 @@ class Database:
             if isinstance(exc, DatabaseUnavailable):
                 raise
             raise DatabaseUnavailable(f"cannot reach the database at {where}") from exc
+        self._prepared_file = file
         return sessions
 
     def _open_file(self, file: sqlite_file.DatabaseFile) -> sqlite_file.Identity | None:
