@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import OperationalError
 
-from app.db.session import transaction
+from app.db.session import transaction, write_together
 from app.main import create_app
 from app.settings import Settings
 
@@ -99,16 +99,29 @@ def test_a_file_replaced_under_the_service_is_the_one_written(tmp_path: Path):
 
 def test_a_write_committed_as_the_file_goes_is_not_acknowledged(tmp_path: Path):
     """The file removed between a write's start and its commit: the write reached a file no
-    path reaches, so it is answered 503, never 201."""
+    path reaches, so it fails (a 503 for a request), never acknowledged; alone or in a group
+    of measurement writes."""
     path = tmp_path / "roofcheck.db"
     app = create_app(Settings(database_url=f"sqlite:///{path}"))
     client = TestClient(app)
     assert client.post("/measurements", json=POST).status_code == 201
     sessions = app.state.database.sessions()
+    late = sa.text("UPDATE measurements SET label = 'late' WHERE id = 1")
     with (
         pytest.raises(OperationalError, match="removed"),
         transaction(sessions, writes=True) as session,
     ):
-        session.execute(sa.text("UPDATE measurements SET label = 'late' WHERE id = 1"))
+        session.execute(late)
         path.unlink()
+
+    with sqlite3.connect(path) as connection:  # a file again, migrated on the next use
+        connection.execute("VACUUM")
+    sessions = app.state.database.sessions()
+
+    def work(session: sa.orm.Session) -> None:
+        session.execute(sa.text("SELECT 1"))
+        path.unlink()
+
+    with pytest.raises(OperationalError, match="removed"):
+        write_together(sessions, work)
     app.state.database.engine.dispose()
