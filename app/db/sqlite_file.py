@@ -127,7 +127,10 @@ class DatabaseFile:
         """After a commit on a connection to the file `identity`: `file_gone` unless it is
         still the file at the path."""
         if identity is not None and identity != self.identity():
-            raise file_gone(self.removed())
+            raise file_gone(
+                f"the database file {self.path} was removed or replaced as a write committed: "
+                "the write is in no file at the path, and was not stored"
+            )
 
 
 def file_gone(message: str) -> OperationalError:
