@@ -100,9 +100,9 @@ def transaction(factory: sessionmaker[Session], *, writes: bool = False) -> Iter
     with _writer(factory) if writes else nullcontext(), factory() as session:
         with session.begin():
             yield session
-            written = sqlite_file.connection_file(session.connection().info)
-        file = sqlite_file.watched(_engine(factory))
-        if writes and file is not None:
+            written = sqlite_file.connection_file(session.connection().info) if writes else None
+        file = sqlite_file.watched(_engine(factory)) if writes else None
+        if file is not None:
             file.check_written(written)
 
 
