@@ -26,6 +26,8 @@ from typing import Generic, TypeVar
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
+from app.db import sqlite_file
+
 T = TypeVar("T")
 
 
@@ -107,6 +109,10 @@ class GroupCommit:
                         outcomes.append((None, error))
                     else:
                         outcomes.append((value, None))
+                written = sqlite_file.connection_file(session.connection().info)
+            file = sqlite_file.watched(engine)
+            if file is not None:  # committed into the file at the path, or not acknowledged
+                file.check_written(written)
         except Exception as failed:  # nothing of the group is stored
             outcomes = [(None, failed)] * len(group)
         for write, (value, raised) in zip(group, outcomes, strict=True):

@@ -10,9 +10,10 @@ from weakref import WeakKeyDictionary
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import sqlite_file
 from app.db.group_commit import GroupCommit
 from app.settings import ROOT
 
@@ -25,12 +26,18 @@ _SQLITE_WRITERS: WeakKeyDictionary[Engine, threading.Lock] = WeakKeyDictionary()
 # each engine's writes committed in groups, made on its first write
 _GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()
 _GROUPS_MADE = threading.Lock()
+# Alembic keeps the migration it runs in module globals (alembic.context, alembic.op): one
+# migration at a time in a process. Between processes, the database serialises them (_serialise).
+_MIGRATING = threading.Lock()
+# the key of the PostgreSQL advisory lock a migration holds: any 64-bit number that nothing
+# else takes on the database; this is "roofchek" in ASCII
+_MIGRATION_LOCK = int.from_bytes(b"roofchek", "big")
 T = TypeVar("T")
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite gets foreign keys, WAL, a busy timeout for concurrent writers
-    and a lock that queues this process's writers."""
+    """An engine for `url`; SQLite gets foreign keys, WAL, a busy timeout for concurrent writers,
+    a lock that queues this process's writers, and its file watched (app/db/sqlite_file.py)."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         _SQLITE_WRITERS[engine] = threading.Lock()
@@ -42,6 +49,7 @@ def make_engine(url: str) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.close()
 
+        sqlite_file.watch(engine)
         return engine
     return create_engine(url, pool_pre_ping=True)
 
@@ -55,11 +63,27 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to `revision` (the app does this at start-up)."""
-    with engine.begin() as connection:
+    """Bring the schema to `revision` (the app does this at start-up), one migration at a time:
+    workers that start, or find their database emptied, together each wait for the one
+    migrating, then find the schema at `revision` and have nothing to do."""
+    with _MIGRATING, engine.begin() as connection:
+        _serialise(connection)
         config = alembic_config(engine)
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
+
+
+def _serialise(connection: Connection) -> None:
+    """Make other processes' migrations of the database wait until this transaction ends;
+    alembic reads the schema's revision after it. PostgreSQL: an advisory lock held until the
+    transaction ends. SQLite: the transaction takes the database's write lock from its start
+    (BEGIN IMMEDIATE; the others wait in the busy handler), since the driver would begin one
+    only at the first row written, after the migration has read the revision and created its
+    first table."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+    elif connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -70,9 +94,16 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 @contextmanager
 def transaction(factory: sessionmaker[Session], *, writes: bool = False) -> Iterator[Session]:
     """A session whose work is committed on success and rolled back on error. One that
-    `writes` waits for this process's other SQLite writers first (see _SQLITE_WRITERS)."""
-    with _writer(factory) if writes else nullcontext(), factory() as session, session.begin():
-        yield session
+    `writes` waits for this process's other SQLite writers first (see _SQLITE_WRITERS), and
+    fails after its commit if its SQLite file was removed meanwhile (app/db/sqlite_file.py):
+    what it wrote is in no file the service will open again."""
+    with _writer(factory) if writes else nullcontext(), factory() as session:
+        with session.begin():
+            yield session
+            written = sqlite_file.connection_file(session.connection().info) if writes else None
+        file = sqlite_file.watched(_engine(factory)) if writes else None
+        if file is not None:
+            file.check_written(written)
 
 
 def write_together(factory: sessionmaker[Session], work: Callable[[Session], T]) -> T:

@@ -56,7 +56,8 @@ class EmpiricalProfile(BaseModel):
 class Health(BaseModel):
     """Liveness, and the chip-catalog version answers come from."""
 
-    status: Literal["ok"]
+    # degraded: the database is unreachable (the calculations still answer)
+    status: Literal["ok", "degraded"]
     catalog_version: str
 
 
