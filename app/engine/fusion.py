@@ -157,7 +157,8 @@ def _uses(ops: Iterable[Op]) -> Counter[str]:
 
 def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
     where = f"ops.{index}"
-    copy = host_copy(op, where)
+    # without a host link (unified memory) a copy to the host is one within memory
+    copy = None if chip.host_bandwidth is None else host_copy(op, where)
     work = op_work(op, where) if copy is None else copy_work(op)
     if is_view(op):
         return OpCost(op, work, None)

@@ -120,7 +120,12 @@ class Counts:
 
 
 def _tensor_json(tensor: Tensor) -> dict[str, Any]:
-    return {"shape": list(tensor.shape), "dtype": str(tensor.dtype), "id": tensor.id}
+    return {
+        "shape": list(tensor.shape),
+        "dtype": str(tensor.dtype),
+        "id": tensor.id,
+        "device": tensor.device,
+    }
 
 
 def op_json(op: Op) -> dict[str, Any]:
@@ -141,7 +146,7 @@ def _engine_tensors(tensors: Sequence[TensorInfo]) -> tuple[Tensor, ...]:
     for info in tensors:
         if info.nbytes:  # an empty tensor moves nothing
             dtype, shape = counted_as(info.dtype, info.shape)
-            out.append(Tensor(shape, dtype, info.id))
+            out.append(Tensor(shape, dtype, info.id, info.device))
     return tuple(out)
 
 

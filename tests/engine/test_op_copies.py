@@ -81,3 +81,10 @@ def test_the_advice_gives_the_copies_share_of_the_measured_time():
     ops = [Op("aten::_to_copy", (HOST,), (GPU,)), Op("aten::cos", (GPU,), (replace(GPU, id="y"),))]
     advice = estimate_ops(ops, A100_PCIE4).fusion_advice(50e-3)
     assert "copies (ops 0) take at least 62% of the measured time: 31.25 ms" in advice
+
+
+def test_without_a_host_link_a_copy_to_the_host_is_one_within_memory():
+    # unified memory (no host link in the catalog): read and write 1 GB, 2e9 / 2.039e12
+    result = estimate_ops([Op("aten::_to_copy", (HOST,), (GPU,))], A100)
+    assert result.copy_time == 0
+    assert result.roofline.expected_time == pytest.approx(2e9 / A100.memory_bandwidth)
