@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.engine import EngineError, Unit
-from app.engine.fusion import external_bytes
 from app.engine.kernels import POINTWISE_FLOPS
 from app.engine.ops import (
     ATTENTION,
@@ -30,6 +29,7 @@ from app.engine.ops import (
     is_view,
     op_work,
 )
+from app.engine.traffic import external_bytes
 from app.measure.torch_dtypes import counted_as
 
 MAX_TENSORS = 64  # per side of an operator, as the service takes them (app/schemas/ops_bodies.py)
