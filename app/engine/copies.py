@@ -9,16 +9,18 @@ copy reads and writes each byte in device memory (`memcopy`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from enum import StrEnum
 
+from app.engine import prose
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
 from app.engine.kernels import memcopy
 from app.engine.realism import place_kernel
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Kind, Software
-from app.engine.units import Dtype, Unit
+from app.engine.units import Dtype, Unit, ms_from_seconds
 
 # The share of one direction of a PCIe link a copy reaches from pinned (page-locked) host
 # memory: "on PCIe x16 Gen3 cards, pinned memory can attain roughly 12 GB/s transfer rates"
@@ -105,3 +107,37 @@ def exposed_time(copy_time: float, overlap_s: float) -> float:
     """What a step still waits for of a copy of `copy_time` seconds run on its own stream
     beside `overlap_s` seconds of compute: max(0, copy - compute)."""
     return max(0.0, copy_time - overlap_s)
+
+
+def then_copies(kernels: Roofline | None, copies: Sequence[Roofline]) -> Roofline:
+    """Realized kernels, then host copies (`place_copy`), one after another: every term and
+    time adds; the copies' link times are the whole's communication term. A copy launches no
+    kernel of its own and fuses with none (the copy engine moves it)."""
+    parts = [*([] if kernels is None else [kernels]), *copies]
+    realistic = sum(r.realistic_time for r in parts)
+    return replace(
+        parts[0],
+        flops=sum(r.flops for r in parts),
+        bytes=sum(r.bytes for r in parts),
+        compute_time=sum(r.compute_time for r in parts),
+        memory_time=sum(r.memory_time for r in parts),
+        communication_time=sum(r.communication_time for r in parts),
+        expected_time=sum(r.expected_time for r in parts),
+        realistic_time=realistic,
+        sustained_time=sum(r.sustained_time for r in parts),
+        realistic_low=sum(r.realistic_low for r in parts),
+        realistic_high=sum(r.realistic_high for r in parts),
+        overhead_time=sum(r.overhead_time for r in parts),
+        kernels=sum(r.kernels for r in parts),
+    )
+
+
+def share_line(copy_time: float, measured: float, where: str) -> str:
+    """What share of `measured` seconds host copies of `copy_time` ideal seconds take at
+    best, and where they are."""
+    ideal = prose.number(ms_from_seconds(copy_time), 4)
+    return (
+        f"The host <-> device copies ({where}) take at least {copy_time / measured:.0%} of the "
+        f"measured time: {ideal} ms at the host link's full rate; keep the data on the device, "
+        "or copy from pinned memory beside compute."
+    )

@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.engine import prose
+from app.engine.copies import Direction, place_copy, share_line, then_copies
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.hardware import Chip
+from app.engine.op_copies import copy_work, host_copy
 from app.engine.ops import (
     HostCosts,
     Op,
-    Tensor,
-    is_in_place,
     is_view,
     op_work,
     special_evaluations,
@@ -32,7 +32,8 @@ from app.engine.ops import (
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
-from app.engine.units import Dtype, ms_from_seconds
+from app.engine.traffic import external_bytes, fresh_bytes
+from app.engine.units import ms_from_seconds
 
 MAX_OPS = 4096
 
@@ -47,11 +48,13 @@ class AgainstFusion(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class OpCost:
-    """One operator as its own kernel (`roofline` None for a view, which launches none)."""
+    """One operator as its own kernel (`roofline` None for a view, which launches none), or
+    a copy between host and device memory (`copy` its direction)."""
 
     op: Op
     work: Work
     roofline: Roofline | None
+    copy: Direction | None = None
 
     @property
     def expected_time(self) -> float:
@@ -80,6 +83,7 @@ class OpsEstimate:
     fused_time: float
     fused_bytes: float
     launch_overhead: float
+    copy_time: float = 0.0  # the host copies' ideal time, in every one of the times above
 
     def against_fusion(self, measured: float) -> AgainstFusion:
         """Where `measured` seconds sit between the fused floor and the unfused time."""
@@ -90,7 +94,14 @@ class OpsEstimate:
         return AgainstFusion.BETWEEN
 
     def fusion_advice(self, measured: float) -> str:
-        """One sentence placing `measured` seconds against fusion."""
+        """One sentence placing `measured` seconds against fusion; then, with host copies,
+        the share of it they take at best."""
+        copies = [str(i) for i, cost in enumerate(self.ops) if cost.copy]
+        return self._against(measured) + (
+            " " + share_line(self.copy_time, measured, "ops " + ", ".join(copies)) if copies else ""
+        )
+
+    def _against(self, measured: float) -> str:
         fused, unfused = _ms(self.fused_time), _ms(self.unfused_time)
         place_ = self.against_fusion(measured)
         if place_ is AgainstFusion.FASTER:
@@ -137,121 +148,6 @@ def kernel_groups(count: int, groups: Sequence[Sequence[int]]) -> list[list[int]
     return sorted(kernels)
 
 
-_Key = tuple[tuple[int, ...], Dtype]  # an anonymous tensor's shape and dtype
-
-
-def _shape(tensor: Tensor) -> _Key:
-    return tensor.shape, tensor.dtype
-
-
-class _Traffic:
-    """The bytes one kernel moves, op by op. Each tensor has a name: its id, or for one
-    without, a name of its own (the earlier output it is taken for, else a new one)."""
-
-    def __init__(self) -> None:
-        self.read = 0.0  # bytes read from memory, and opaque operators' bytes
-        self.size: dict[str, float] = {}  # written tensors: bytes of the last write
-        self.anonymous: dict[_Key, list[str]] = {}  # outputs without an id, not yet read
-        self.on_chip: set[str] = set()  # read or written already
-        self.loaded: set[str] = set()  # read from memory: they live outside the kernel
-        self.unread: set[str] = set()  # written, not read since
-        self.fresh: set[str] = set()  # written into new storage (not read here before)
-        self._names = 0
-
-    def _new(self) -> str:
-        self._names += 1
-        return f"#{self._names}"
-
-    def available(self, inputs: Sequence[Tensor]) -> bool:
-        """Whether all of `inputs` are on chip."""
-        wanted = Counter(_shape(x) for x in inputs if x.id is None)
-        return all(x.id in self.on_chip for x in inputs if x.id is not None) and all(
-            len(self.anonymous.get(key, ())) >= n for key, n in wanted.items()
-        )
-
-    def take(self, tensor: Tensor) -> str:
-        """Read `tensor`: on chip if it is there, else from memory. Its name."""
-        name = tensor.id
-        if name is None and (waiting := self.anonymous.get(_shape(tensor))):
-            name = waiting.pop()  # the latest such output
-        elif name is None:
-            name = self._new()
-        if name in self.on_chip:
-            self.unread.discard(name)
-        else:
-            self.read += tensor.bytes
-            self.on_chip.add(name)
-            self.loaded.add(name)
-        return name
-
-    def give(self, tensor: Tensor, storage: str | None = None) -> None:
-        """Write `tensor` (into `storage`, the tensor an in-place operator mutates)."""
-        name = tensor.id or storage or self._new()
-        if name not in self.on_chip:
-            self.fresh.add(name)
-        if tensor.id is None:
-            self.anonymous.setdefault(_shape(tensor), []).append(name)
-        self.size[name] = tensor.bytes
-        self.on_chip.add(name)
-        self.unread.add(name)
-
-    def written(self, outside: Collection[str]) -> float:
-        """Bytes written out: each tensor written here that no later op here reads, or that
-        lives outside the kernel (read from memory here, or used by ops outside it)."""
-        return sum(self.size[name] for name in self._kept(outside))
-
-    def written_fresh(self, outside: Collection[str], at_least: float) -> float:
-        """Bytes written out into new storage, by tensors of at least `at_least` bytes."""
-        return sum(
-            size
-            for name in self._kept(outside) & self.fresh
-            if (size := self.size[name]) >= at_least
-        )
-
-    def _kept(self, outside: Collection[str]) -> set[str]:
-        return (self.unread | self.loaded | set(outside)) & self.size.keys()
-
-
-def external_bytes(ops: Sequence[Op], outside: Collection[str] = frozenset()) -> float:
-    """Bytes of `ops` run in order as one kernel (docs/formulas.md#fusion): each input none of
-    them wrote, read once; each tensor written that no later one of them reads, that was read
-    from memory (mutated in place: its storage holds the new value), or whose id is in
-    `outside` (used by ops outside the kernel). A tensor without an id is taken for the latest
-    unconsumed earlier output (without an id) of the same shape and dtype; an in-place
-    operator's first output, without an id, is its first input. An operator given its bytes
-    is opaque: they count in full, and its tensors take no part. A view of tensors on chip is
-    on chip too; of tensors in memory, it is read by its users."""
-    traffic = _traffic(ops)
-    return traffic.read + traffic.written(outside)
-
-
-def fresh_bytes(
-    ops: Sequence[Op], host: HostCosts, outside: Collection[str] = frozenset()
-) -> float:
-    """Bytes `ops` as one kernel write out (external_bytes) into new storage (not mutated in
-    place), by tensors of at least `host.fresh_from_bytes`: what pays its first touch."""
-    return _traffic(ops).written_fresh(outside, host.fresh_from_bytes)
-
-
-def _traffic(ops: Sequence[Op]) -> _Traffic:
-    """The tensors `ops` read and write, run in order as one kernel (external_bytes)."""
-    traffic = _Traffic()
-    for op in ops:
-        if op.bytes is not None:
-            traffic.read += op.bytes
-        elif not is_view(op):
-            names = [traffic.take(x) for x in op.inputs]
-            storage = names[0] if names and is_in_place(op.name) else None
-            for i, tensor in enumerate(op.outputs):
-                traffic.give(tensor, storage if i == 0 else None)
-        elif traffic.available(op.inputs):
-            for tensor in op.inputs:
-                traffic.take(tensor)
-            for tensor in op.outputs:
-                traffic.give(tensor)
-    return traffic
-
-
 def _uses(ops: Iterable[Op]) -> Counter[str]:
     """How many of `ops` use each id."""
     return Counter(
@@ -261,15 +157,21 @@ def _uses(ops: Iterable[Op]) -> Counter[str]:
 
 def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
     where = f"ops.{index}"
-    work = op_work(op, where)
+    # without a host link (unified memory) a copy to the host is one within memory
+    copy = None if chip.host_bandwidth is None else host_copy(op, where)
+    work = op_work(op, where) if copy is None else copy_work(op)
     if is_view(op):
         return OpCost(op, work, None)
-    try:
-        placed = place(work, chip)
+    try:  # a host copy's memory is pageable unless it is non_blocking (docs/formulas.md#copies)
+        placed = (
+            place(work, chip)
+            if copy is None
+            else place_copy(work.bytes, copy, chip, pinned=op.non_blocking)
+        )
     except Unsupported as error:
         raise Unsupported(where, f"{op.name}: {error.message}") from error
-    if host is None:
-        return OpCost(op, work, placed)
+    if host is None or copy is not None:
+        return OpCost(op, work, placed, copy)
     # each transcendental evaluation: one of the FLOPs at the peak, now at its measured rate
     special = sum(
         count / rate - count / placed.peak.flops_per_s
@@ -364,9 +266,17 @@ def estimate_ops(
     if not 1 <= len(ops) <= MAX_OPS:
         raise InvalidInput("ops", f"give 1 to {MAX_OPS} ops, got {len(ops)}")
     costs = tuple(_cost(i, op, chip, host) for i, op in enumerate(ops))
+    copies = [r for c in costs if c.copy and (r := c.roofline)]
     kernels = []
     uses = _uses(ops)
     for indices in kernel_groups(len(ops), groups):
+        if moving := [i for i in indices if costs[i].copy]:
+            if len(indices) > 1:
+                raise InvalidInput(
+                    "groups",
+                    f"op {moving[0]} copies between host and device: a copy fuses with nothing",
+                )
+            continue
         parts = [r for i in indices if (r := costs[i].roofline) is not None]
         if len(parts) == 1:  # an op alone: its own tensors
             kernels.append(parts[0])
@@ -375,26 +285,30 @@ def estimate_ops(
             outside = {id_ for id_, n in _uses(group).items() if uses[id_] > n}
             traffic = external_bytes(group, outside)
             kernels.append(_kernel(parts, traffic, chip, _first_touch(group, host, outside)))
-    if not kernels:
+    if not kernels and not copies:
         raise InvalidInput("ops", "the ops are all views: they launch no kernel to time")
-    alone = [c for c in costs if c.roofline is not None]
-    fused_bytes = external_bytes(ops)
-    whole = _kernel(
-        [r for c in alone if (r := c.roofline) is not None],
-        fused_bytes,
-        chip,
-        _first_touch(ops, host),
-    )
-    kind = max(alone, key=lambda c: c.roofline.realistic_time if c.roofline else 0.0).work.kind
-    roof = realize(in_sequence(kernels), Realism(kind, software, kernels=len(kernels)))
+    alone = [c for c in costs if c.roofline is not None and not c.copy]
+    compute = [op for op, c in zip(ops, costs, strict=True) if not c.copy]
+    fused_bytes = external_bytes(compute)
+    link = sum(r.expected_time for r in copies)
+    if not alone:  # copies only
+        roof, kind, fused = then_copies(None, copies), Kind.COPY, link
+    else:
+        parts = [r for c in alone if (r := c.roofline) is not None]
+        whole = _kernel(parts, fused_bytes, chip, _first_touch(compute, host))
+        kind = max(alone, key=lambda c: c.roofline.realistic_time if c.roofline else 0.0).work.kind
+        realism = Realism(kind, software, kernels=len(kernels))
+        roof = then_copies(realize(in_sequence(kernels), realism), copies)
+        fused = launched(whole.expected_time, 1, software) + link
     return OpsEstimate(
         ops=costs,
         roofline=roof,
         kind=kind,
-        kernels=len(kernels),
-        unfused_kernels=len(alone),
-        unfused_time=launched(sum(c.expected_time for c in alone), len(alone), software),
-        fused_time=launched(whole.expected_time, 1, software),
+        kernels=len(kernels) + len(copies),
+        unfused_kernels=len(alone) + len(copies),
+        unfused_time=launched(sum(c.expected_time for c in alone), len(alone), software) + link,
+        fused_time=fused,
         fused_bytes=fused_bytes,
         launch_overhead=launched(0.0, len(kernels), software),
+        copy_time=link,
     )

@@ -127,6 +127,7 @@ class Tensor:
     shape: tuple[int, ...]
     dtype: Dtype = Dtype.FP32
     id: str | None = None
+    device: str | None = None  # "cpu", "cuda", "cuda:0", ...; None: not said
 
     @property
     def numel(self) -> int:
@@ -151,6 +152,7 @@ class Op:
     bytes: float | None = None
     unit: Unit | None = None  # the peak given FLOPs run at (default: the operator's, or vector)
     causal: bool = False  # attention only
+    non_blocking: bool = False  # host copies only: taken for a copy from or to pinned memory
 
 
 @dataclass(frozen=True, slots=True)

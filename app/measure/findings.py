@@ -137,12 +137,24 @@ def _fixed_cost(counts: Counts, answer: dict[str, Any]) -> str:
     )
 
 
+def _copy_share(copies: Sequence[Event], timing: Timing, answer: dict[str, Any]) -> str:
+    """What share of the median the copies take at best: their ideal times over it."""
+    rows = answer.get("ops", [])
+    ideal = sum(rows[e.index]["expected_time_s"] for e in copies if e.index < len(rows))
+    return (
+        f": at best {fmt.seconds(ideal)}, {ideal / timing.median_s:.0%} of the measured time"
+        if ideal > 0
+        else ""
+    )
+
+
 def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> list[str]:
     """The concrete advice, most telling first, then the service's own."""
     lines = [] if answer is None else fusion_advice(counts, answer)
     for group in _by_line(counts.copies):
         total = sum(e.bytes for e in group)
-        lines.append(f"A copy {group[0].what} of {fmt.bytes_(total)} {_at(group)}.")
+        share = "" if answer is None else _copy_share(group, timing, answer)
+        lines.append(f"A copy {group[0].what} of {fmt.bytes_(total)} {_at(group)}{share}.")
     for group in _by_line(counts.syncs):
         op = counts.recorded[group[0].index].short
         call = ".item() or a Python bool/float of a tensor" if op == "_local_scalar_dense" else op

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.engine import EngineError, Unit
-from app.engine.fusion import external_bytes
 from app.engine.kernels import POINTWISE_FLOPS
 from app.engine.ops import (
     ATTENTION,
@@ -30,6 +29,7 @@ from app.engine.ops import (
     is_view,
     op_work,
 )
+from app.engine.traffic import external_bytes
 from app.measure.torch_dtypes import counted_as
 
 MAX_TENSORS = 64  # per side of an operator, as the service takes them (app/schemas/ops_bodies.py)
@@ -120,7 +120,12 @@ class Counts:
 
 
 def _tensor_json(tensor: Tensor) -> dict[str, Any]:
-    return {"shape": list(tensor.shape), "dtype": str(tensor.dtype), "id": tensor.id}
+    return {
+        "shape": list(tensor.shape),
+        "dtype": str(tensor.dtype),
+        "id": tensor.id,
+        "device": tensor.device,
+    }
 
 
 def op_json(op: Op) -> dict[str, Any]:
@@ -141,7 +146,7 @@ def _engine_tensors(tensors: Sequence[TensorInfo]) -> tuple[Tensor, ...]:
     for info in tensors:
         if info.nbytes:  # an empty tensor moves nothing
             dtype, shape = counted_as(info.dtype, info.shape)
-            out.append(Tensor(shape, dtype, info.id))
+            out.append(Tensor(shape, dtype, info.id, info.device))
     return tuple(out)
 
 

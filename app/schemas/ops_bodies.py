@@ -33,6 +33,11 @@ class TensorIn(_Body):
         "stay on chip; without one, an input is taken for an unconsumed earlier output of the "
         "same shape and dtype.",
     )
+    device: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        None,
+        description="Where it lives: cpu, cuda, cuda:0, ... A copy_/_to_copy between cpu and "
+        "another device is priced on the chip's host link.",
+    )
 
 
 class OpIn(_Body):
@@ -54,6 +59,9 @@ class OpIn(_Body):
         None, description="The peak given FLOPs run at (default: the op's own, else vector)."
     )
     causal: bool = Field(False, description="Attention ops: causal masking.")
+    non_blocking: bool = Field(
+        False, description="Host copies: non_blocking=True, taken for pinned host memory."
+    )
 
 
 class OpsWorkload(_Body):

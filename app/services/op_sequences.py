@@ -12,13 +12,22 @@ from app.schemas.ops_bodies import OpsWorkload, TensorIn
 
 
 def _tensors(given: list[TensorIn]) -> tuple[Tensor, ...]:
-    return tuple(Tensor(tuple(t.shape), t.dtype, t.id) for t in given)
+    return tuple(Tensor(tuple(t.shape), t.dtype, t.id, t.device) for t in given)
 
 
 def estimate_of(workload: OpsWorkload, chip: Chip, stack: Software) -> OpsEstimate:
     """The workload's operators on `chip`, run on `stack`, as grouped."""
     ops = [
-        Op(o.name, _tensors(o.inputs), _tensors(o.outputs), o.flops, o.bytes, o.unit, o.causal)
+        Op(
+            o.name,
+            _tensors(o.inputs),
+            _tensors(o.outputs),
+            o.flops,
+            o.bytes,
+            o.unit,
+            o.causal,
+            o.non_blocking,
+        )
         for o in workload.ops
     ]
     return estimate_ops(ops, chip, stack, workload.groups)

@@ -7,8 +7,9 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engine.fusion import estimate_ops, external_bytes
+from app.engine.fusion import estimate_ops
 from app.engine.ops import Op, Tensor
+from app.engine.traffic import external_bytes
 from tests.engine.chips import A100
 
 N = 1000  # elements

@@ -22,8 +22,9 @@ from app.engine import (
     place,
     row_op,
 )
-from app.engine.fusion import AgainstFusion, estimate_ops, external_bytes, kernel_groups
+from app.engine.fusion import AgainstFusion, estimate_ops, kernel_groups
 from app.engine.ops import Op, Tensor, base_name, op_work
+from app.engine.traffic import external_bytes
 from tests.engine.chips import A100
 
 BF16, FP32 = Dtype.BF16, Dtype.FP32
