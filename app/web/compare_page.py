@@ -16,7 +16,9 @@ from pydantic import ValidationError
 from app.catalog.names import UnknownName
 from app.engine import Dtype, EngineError, Phase, Software
 from app.http.deps import CatalogsDep
-from app.schemas.comparison import CompareQuery
+from app.schemas.comparison import CompareQuery, CompareRequest, Comparison
+from app.schemas.requests import CalculationRequest
+from app.services import planning
 from app.services.chip_comparison import compare
 from app.web.bars import WIDE, comparison_svg
 from app.web.svg import for_page
@@ -26,7 +28,18 @@ from app.web.words import in_words
 router = APIRouter(include_in_schema=False)
 
 PATH = "/comparison"
-FIELDS = ("chips", "model", "phase", "batch", "seq_len", "dtype", "stack", "price_per_hour")
+FIELDS = (
+    "chips",
+    "model",
+    "phase",
+    "batch",
+    "seq_len",
+    "dtype",
+    "tp",
+    "stack",
+    "prices",
+    "price_per_hour",
+)
 DEFAULTS = {"phase": str(Phase.DECODE), "stack": str(Software.TYPICAL)}  # the selects' own
 EXAMPLE = {"chips": "a100,h100,mi300x", "model": "llama-8b", "batch": "8"}
 GENERAL = "form"  # errors no field of the form shows
@@ -52,6 +65,27 @@ def _field_errors(exc: ValidationError | UnknownName | EngineError) -> dict[str,
     return errors
 
 
+def _fewest_chips(
+    catalogs: CatalogsDep, body: CompareRequest, answer: Comparison
+) -> dict[str, str]:
+    """Chip id -> the fewest chips the workload needs to fit on it, with their layout, as
+    GET /memory-fit answers `min_chips` for it alone ("no layout fits" where none does)."""
+    fewest: dict[str, str] = {}
+    for row in answer.rows:
+        if row.error is not None:
+            continue
+        request = CalculationRequest(
+            chip=row.chip.id,
+            catalog_version=body.catalog_version,
+            stack=body.stack,
+            workload=body.workload,
+        )
+        fit = planning.memory_fit(catalogs, request)
+        layout = ", ".join(f"{k} {v}" for k, v in (fit.min_chips_layout or {}).items())
+        fewest[row.chip.id] = f"{fit.min_chips} ({layout})" if fit.min_chips else "no layout fits"
+    return fewest
+
+
 def _page(
     request: Request,
     catalogs: CatalogsDep,
@@ -61,8 +95,10 @@ def _page(
     status: int = 200,
     result: object = None,
     chart: str | None = None,
+    fewest: dict[str, str] | None = None,
 ) -> HTMLResponse:
     context = {
+        "fewest": fewest or {},
         "values": values,
         "errors": errors,
         "result": result,
@@ -85,10 +121,12 @@ def comparison(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
         return _page(request, catalogs, DEFAULTS | EXAMPLE, {})
     values = {name: given.get(name, "") for name in FIELDS} | DEFAULTS | given
     try:
-        answer = compare(catalogs, CompareQuery.model_validate(given).to_body())
+        body = CompareQuery.model_validate(given).to_body()
+        answer = compare(catalogs, body)
+        fewest = _fewest_chips(catalogs, body, answer)
     except UnknownName as exc:
         return _page(request, catalogs, values, _field_errors(exc), status=404)
     except (ValidationError, EngineError) as exc:
         return _page(request, catalogs, values, _field_errors(exc), status=422)
     chart = for_page(partial(comparison_svg, answer), WIDE)
-    return _page(request, catalogs, values, {}, result=answer, chart=chart)
+    return _page(request, catalogs, values, {}, result=answer, chart=chart, fewest=fewest)

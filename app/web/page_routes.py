@@ -22,6 +22,7 @@ from app.security import same_origin
 from app.services import planning, recording
 from app.web import catalog_pages, compare_page, forms, pages, trace_page
 from app.web.field_values import MAX_CONFIG_CHARS
+from app.web.history_chart import Axis
 from app.web.svg import Svg
 from app.web.templating import render
 from app.web.trends import scaling_svg, sweep_svg
@@ -244,6 +245,7 @@ class _Compare(BaseModel):
     threshold: float = Field(DEFAULT_THRESHOLD, gt=0, le=100)
     baseline_window: int = Field(DEFAULT_WINDOW, ge=1, le=MAX_WINDOW)
     confidence: float = Field(DEFAULT_CONFIDENCE, gt=0.5, lt=1)
+    axis: Axis = "run"  # the chart's x axis: runs evenly spaced, or their times
 
 
 @router.get("/history/{workload_key}", response_class=HTMLResponse)

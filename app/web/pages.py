@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.exception_handlers import http_exception_handler
@@ -28,9 +29,9 @@ from app.services.catalogs import Catalogs
 from app.web import words
 from app.web.charts import data_of, roofline_svg
 from app.web.forms import covers
+from app.web.history_chart import AXES, Axis, history_svg
 from app.web.svg import for_page
 from app.web.templating import render
-from app.web.trends import history_svg
 from app.web.views import chip_of, workload_params
 
 PHASES = [(str(p), str(p)) for p in Phase]
@@ -151,8 +152,10 @@ def workload_page(
     threshold: float = DEFAULT_THRESHOLD,
     baseline_window: int = DEFAULT_WINDOW,
     confidence: float = DEFAULT_CONFIDENCE,
+    axis: Axis = "run",
 ) -> HTMLResponse:
-    """One workload's runs: history chart and table, best, latest, baseline, regression."""
+    """One workload's runs: history chart (run by run, or over time) and table, best,
+    latest, baseline, regression."""
     try:
         comparison = history.compare(
             sessions,
@@ -167,9 +170,14 @@ def workload_page(
         return not_found(request, "No measurement of this workload is stored.")
     except EngineError as exc:
         return render(request, "error.html", {"title": "Bad request", "message": str(exc)}, 422)
+    query = dict(request.query_params)  # the toggle keeps the comparison's settings
     context = {
         "c": comparison,
-        "chart": for_page(partial(history_svg, comparison)),
+        "chart": for_page(partial(history_svg, comparison, by=axis)),
+        "axis": axis,
+        "axis_urls": {
+            other: f"/history/{workload_key}?{urlencode(query | {'axis': other})}" for other in AXES
+        },
         "baseline_branch": baseline_branch or "",
         "threshold": threshold,
         "baseline_window": baseline_window,

@@ -22,6 +22,7 @@ from app.web.svg import (
     axis_titles,
     linear_ticks,
     nice_max,
+    num,
 )
 
 _PANEL_HEIGHT = 170
@@ -37,6 +38,20 @@ class Series:
     points: Sequence[tuple[float, float]]
     cls: str = "a"
     off: Sequence[bool] = ()
+    line: bool = True  # False: marks alone (rings around other series' points), no line
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A baseline window drawn as Bencher draws its thresholds: from x0 to x1, the window's
+    median as a line and the band between it and the threshold (`lo` to `hi`) shaded."""
+
+    label: str
+    x0: float
+    x1: float
+    median: float
+    lo: float
+    hi: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,7 @@ class Panel:
     series: Sequence[Series]
     markers: Sequence[Marker] = field(default_factory=tuple)
     log: bool = False  # a log y axis over whole powers of two (values > 0)
+    bands: Sequence[Band] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +128,7 @@ def _y_scale(box: Box, panel: Panel) -> tuple[Scale, list[float]]:
     """The panel's y scale and ticks: from 0 to a round maximum, or over powers of two."""
     values = [p[1] for s in panel.series for p in s.points]
     values += [m.y for m in panel.markers if m.y is not None]
+    values += [v for b in panel.bands for v in (b.lo, b.hi)]
     if panel.log:
         positive = [v for v in values if v > 0] or [1.0]
         lo = 2.0 ** math.floor(math.log2(min(positive)))
@@ -141,6 +158,8 @@ def _panel(svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel) -> list[Labe
         svg.line(x(value), box.top, x(value), box.bottom, "grid")
         svg.text(x(value), box.bottom + 16, label, "tick", "middle")
     axis_titles(svg, box, axis.title, panel.y_title)
+    for band in panel.bands:
+        _band(svg, x, y, band)
     labels = [_marker(svg, box, x, y, marker) for marker in panel.markers]
     for series in panel.series:
         _series(svg, x, y, series)
@@ -159,8 +178,22 @@ def _marker(svg: Svg, box: Box, x: Scale, y: Scale, marker: Marker) -> Label | N
     return None
 
 
+def _band(svg: Svg, x: Scale, y: Scale, band: Band) -> None:
+    left, right = x(band.x0), x(band.x1)
+    top, bottom = y(band.hi), y(band.lo)
+    svg.add(
+        f'<rect x="{num(left)}" y="{num(top)}" width="{num(max(right - left, 1))}" '
+        f'height="{num(max(bottom - top, 1))}" class="band"/>'
+    )
+    svg.line(left, y(band.median), right, y(band.median), "band-median")
+
+
 def _series(svg: Svg, x: Scale, y: Scale, series: Series) -> None:
     pixels = [(x(px), y(py)) for px, py in series.points]
+    if not series.line:  # rings, drawn over the points they mark
+        for (px, py), (vx, _) in zip(pixels, series.points, strict=True):
+            svg.point(px, py, f"ring-{series.cls}", f"{series.name}: {fmt.number(vx, 4)}", r=7)
+        return
     if len(pixels) > 1:
         svg.polyline(pixels, f"series-{series.cls}")
     off = list(series.off) + [False] * (len(pixels) - len(series.off))
@@ -173,8 +206,15 @@ def _keys(panels: Sequence[Panel]) -> list[Key]:
     """A legend entry for every series and marker (once each), and for grey points."""
     keys: dict[str, Key] = {}
     for panel in panels:
+        for band in panel.bands:
+            keys.setdefault(band.label, Key(band.label, "band", "bar"))
         for series in panel.series:
-            keys.setdefault(series.name, Key(series.name, f"series-{series.cls}"))
+            key = (
+                Key(series.name, f"series-{series.cls}")
+                if series.line
+                else Key(series.name, f"ring-{series.cls}", "dot")
+            )
+            keys.setdefault(series.name, key)
         for marker in panel.markers:
             keys.setdefault(marker.label, Key(marker.label, marker.cls))
     if any(any(s.off) for p in panels for s in p.series):

@@ -216,6 +216,12 @@ STYLE = (
     ".latency-label{font-size:11px;fill:#0b7a75}.floor-label{font-size:11px;fill:#9a6200}"
     ".you{stroke:#111;stroke-width:2}.you-label{font-size:11px;fill:#111;font-weight:600}"
     ".note{font-size:12px;fill:#555}"
+    ".band{fill:#6a4c93;fill-opacity:.13;stroke:#6a4c93;stroke-opacity:.5;stroke-dasharray:3 3}"
+    ".band-median{stroke:#6a4c93;stroke-width:1.5}"
+    ".ring-regressed{fill:none;stroke:#b00020;stroke-width:2.5}"
+    ".ring-error{fill:none;stroke:#e07b00;stroke-width:2.5;stroke-dasharray:3 2}"
+    ".regressed{stroke:#b00020;stroke-width:1.5;stroke-dasharray:4 3}"
+    ".regressed-label{font-size:11px;fill:#b00020;font-weight:600}"
     ".bar-fits{fill:#1f5fbf}.bar-unfit{fill:#bbb}"
     ".bar-value{font-size:11px;fill:#fff;font-weight:600}"
 )

@@ -1,13 +1,12 @@
-"""The batch-sweep chart (throughput and latency vs batch) and the history chart (time and
-fraction of roofline over time), both as stacked SVG panels."""
+"""The batch-sweep chart (throughput and latency vs batch) and the scaling chart, both as
+stacked SVG panels (a workload's history: app/web/history_chart.py)."""
 
 from __future__ import annotations
 
 from app import formatting as fmt
 from app.engine.units import ms_from_seconds
-from app.schemas.measurement_bodies import WorkloadComparison
 from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer
-from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg, time_ticks
+from app.web.panels import Marker, Panel, Series, XAxis, power_of_two_ticks, stacked_svg
 from app.web.svg import WIDTH
 
 
@@ -87,39 +86,6 @@ def scaling_svg(answer: ScalingAnswer, width: int = WIDTH) -> str:
         [
             Panel(f"speedup over {first} chips", [speedup, linear, limit], log=True),
             Panel("efficiency", [efficiency], [Marker("linear", y=1.0, cls="limit")]),
-        ],
-        width,
-    )
-
-
-def history_svg(comparison: WorkloadComparison, width: int = WIDTH) -> str:
-    """Measured and expected time (ms), and the fraction of the roofline, over time."""
-    points = comparison.history
-    times = [p.created_at.timestamp() for p in points]
-    lo, hi = min(times), max(times)
-    if hi <= lo:
-        lo, hi = lo - 60, hi + 60
-    measured = Series(
-        "measured ms",
-        [(t, ms_from_seconds(p.measured_time_s)) for t, p in zip(times, points, strict=True)],
-        "b",
-    )
-    expected = Series(
-        "roofline ms",
-        [(t, ms_from_seconds(p.expected_time_s)) for t, p in zip(times, points, strict=True)],
-        "c",
-    )
-    fraction = Series(
-        "fraction of roofline", [(t, p.efficiency) for t, p in zip(times, points, strict=True)], "a"
-    )
-    pad = (hi - lo) * 0.06  # keeps the first and last points and tick labels inside
-    axis = XAxis(lo - pad, hi + pad, "time (UTC)", time_ticks(lo, hi))
-    return stacked_svg(
-        "History: time and fraction of roofline",
-        axis,
-        [
-            Panel("ms", [measured, expected]),
-            Panel("fraction of roofline", [fraction], [Marker("roofline", y=1.0, cls="limit")]),
         ],
         width,
     )

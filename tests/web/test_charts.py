@@ -19,9 +19,10 @@ from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer, Swee
 from app.web import charts, svg
 from app.web.bars import comparison_svg
 from app.web.charts import BOX, Roof, RooflineData, roofline_svg
+from app.web.history_chart import history_svg
 from app.web.labels import LABEL_GAP, Label, overlap, place_labels
 from app.web.panels import time_ticks
-from app.web.trends import history_svg, scaling_svg, sweep_svg
+from app.web.trends import scaling_svg, sweep_svg
 from tests.engine.chips import A100
 
 NS = {"s": "http://www.w3.org/2000/svg"}
@@ -251,12 +252,16 @@ def test_history_chart_plots_time_and_fraction_of_roofline():
         ),
         overhead=None,
     )
-    document = history_svg(comparison)
+    document = history_svg(comparison, by="time")
     parse(document)
     assert document.count('class="dot-b"><title>') == 3
     assert document.count('class="dot-a"><title>') == 3
     assert "fraction of roofline" in document and "01:00:00" in document
     assert re.search(r"measured ms: 11 at", document)
+    # run by run, the default: the runs at 1, 2, 3, their ticks naming the stored runs
+    by_run = history_svg(comparison)
+    assert "run (evenly spaced, oldest first)" in by_run and ">#3</text>" in by_run
+    assert re.search(r"measured ms: 11 at 1<", by_run)
 
 
 @pytest.mark.parametrize(
