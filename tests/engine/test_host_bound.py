@@ -1,8 +1,8 @@
-"""A host busy throughout an accelerator run (docs/api.md#verdicts, docs/formulas.md#host-bound-
-runs): process CPU time >= 0.9 of the measured time, in a run slower than its floor, puts the
-host-bound advice first and sets `host_bound`; the verdict's name is unchanged (it says how far
-the time is from the work's floor, the CPU time says why). Each case at and on both sides of
-the 0.9 threshold, on rooflines with round times."""
+"""A host busy throughout an accelerator run (docs/api.md#verdicts,
+docs/formulas.md#host-bound-runs): process CPU time >= 0.9 of the measured time, in a run
+slower than its floor, puts the host-bound advice first and sets `host_bound`; the verdict's
+name is unchanged (it says how far the time is from the work's floor, the CPU time says why).
+Each case at and on both sides of the 0.9 threshold, on rooflines with round times."""
 
 import math
 
