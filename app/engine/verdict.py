@@ -157,7 +157,7 @@ def judge(
     cpu_share = None if cpu_time is None else cpu_time / measured_time
     busy = None if cpu_share is None else host_bound(cpu_share, verdict)
     if busy:
-        advice = (_host_advice(cpu_share or 0.0), *advice)
+        advice = (host_advice(cpu_share or 0.0), *advice)
     realistic_ratio = measured_time / roofline.realistic_time
     flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
     return Judgement(
@@ -191,7 +191,8 @@ _HOST_CAN_LIMIT = frozenset(
 )
 
 
-def _host_advice(cpu_share: float) -> str:
+def host_advice(cpu_share: float) -> str:
+    """The first line of advice on a host-bound run."""
     return (
         f"Host-bound: the host was busy for {cpu_share:.0%} of the run (its process CPU time "
         "over the wall time), so the device waited on launches, dispatch and Python. Capture "
