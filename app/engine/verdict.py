@@ -27,6 +27,9 @@ from app.engine.units import Dtype, Unit
 NEAR_ROOFLINE = 1.5
 # An order of magnitude: no tuning of a right implementation loses that much.
 ORDER_OF_MAGNITUDE = 10.0
+# A host busy for 90% of an accelerator run's wall time had at most a tenth of it to wait for
+# the device: the device was never ahead of it for long (docs/formulas.md#host-bound-runs).
+HOST_BOUND = 0.9
 
 
 class Verdict(StrEnum):
@@ -72,6 +75,8 @@ class Judgement:
     bytes_share_of_bandwidth: float  # of the memory bandwidth
     judged_against: Floor
     floor_time: float  # the time judged against: the ideal, or the fixed costs' floor
+    cpu_share: float | None = None  # the host's process CPU time / the measured time
+    host_bound: bool | None = None  # None without a CPU time
 
     @property
     def efficiency(self) -> float:
@@ -106,6 +111,7 @@ def judge(
     *,
     fits: bool | None = None,
     chip: Chip | None = None,
+    cpu_time: float | None = None,
 ) -> Judgement:
     """Compare `measured_time` (seconds) with the roofline and say what to do next.
 
@@ -113,11 +119,16 @@ def judge(
     applies, e.g. a single kernel). For a run slower than its floor, the `specific` advice (on
     the kind of work, with its numbers: app/services/work_advice.py) follows the verdict's
     own, in place of its common gaps. `chip`, where given, names the narrower dtypes with a
-    faster matrix peak that saturated compute-bound work could move to."""
+    faster matrix peak that saturated compute-bound work could move to. `cpu_time`, where
+    given, is the host process's CPU time (seconds) over the same run on an accelerator: a
+    host busy throughout a run slower than its floor puts the host-bound advice first
+    (`host_bound`)."""
     if not (math.isfinite(measured_time) and measured_time > 0):
         raise InvalidInput(
             "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
         )
+    if cpu_time is not None and not (math.isfinite(cpu_time) and cpu_time > 0):
+        raise InvalidInput("cpu_time_s", f"must be a positive number of seconds, got {cpu_time}")
     ratio = measured_time / roofline.expected_time
     place = _against_published(roofline, measured_time)
     against, floor = _floor(roofline)
@@ -143,6 +154,10 @@ def judge(
             elif specific and roofline.bound is Bound.COMMUNICATION:
                 advice = advice[:1]  # what to do about this work's transfers, named instead
             advice = (*advice, *specific, *_published_advice(place, roofline, measured_time))
+    cpu_share = None if cpu_time is None else cpu_time / measured_time
+    busy = None if cpu_share is None else host_bound(cpu_share, verdict)
+    if busy:
+        advice = (host_advice(cpu_share or 0.0), *advice)
     realistic_ratio = measured_time / roofline.realistic_time
     flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
     return Judgement(
@@ -158,6 +173,31 @@ def judge(
         bytes_share_of_bandwidth=bytes_rate / roofline.memory_bandwidth,
         judged_against=against,
         floor_time=floor,
+        cpu_share=cpu_share,
+        host_bound=busy,
+    )
+
+
+def host_bound(cpu_share: float, verdict: Verdict) -> bool:
+    """Whether the host limited an accelerator run whose process CPU time was `cpu_share` of
+    its wall time: busy for at least HOST_BOUND of it, in a run slower than its floor (a busy
+    host is what a run at its roofline waits with, or one that cannot have run: not the
+    limit)."""
+    return cpu_share >= HOST_BOUND and verdict in _HOST_CAN_LIMIT
+
+
+_HOST_CAN_LIMIT = frozenset(
+    {Verdict.OVERHEAD_BOUND, Verdict.ROOM_TO_IMPROVE, Verdict.ORDER_OF_MAGNITUDE_SLOWER}
+)
+
+
+def host_advice(cpu_share: float) -> str:
+    """The first line of advice on a host-bound run."""
+    return (
+        f"Host-bound: the host was busy for {cpu_share:.0%} of the run (its process CPU time "
+        "over the wall time), so the device waited on launches, dispatch and Python. Capture "
+        "the step in a CUDA graph or compile it, batch the work into fewer and larger ops, "
+        "and move Python (loops, .item(), data preparation) out of the timed loop."
     )
 
 

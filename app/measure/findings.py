@@ -10,6 +10,7 @@ from typing import Any
 from app import formatting as fmt
 from app.engine import Kind
 from app.engine.ops import is_view, op_work
+from app.engine.verdict import HOST_BOUND, Verdict, host_advice, host_bound
 from app.measure.op_counts import Counts, Event
 from app.measure.timing import Timing
 
@@ -148,9 +149,32 @@ def _copy_share(copies: Sequence[Event], timing: Timing, answer: dict[str, Any])
     )
 
 
+def host_line(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> list[str]:
+    """The host-bound line of a run on a device whose host was busy throughout it (process
+    CPU time >= HOST_BOUND of the wall time, in a run slower than its floor where judged:
+    docs/formulas.md#host-bound-runs); on the CPU the CPU time counts threads, not waiting."""
+    share = timing.cpu_share
+    if counts.on_cpu or share < HOST_BOUND:
+        return []
+    if answer is not None and not host_bound(share, Verdict(answer["verdict"])):
+        return []
+    return [host_advice(share)]
+
+
+def cpu_words(counts: Counts, timing: Timing) -> str:
+    """The CPU time beside the wall time, as the report's time line says it: on a device the
+    host's share of the run, on the CPU the threads busy on average."""
+    cpu = f"CPU time {fmt.seconds(timing.cpu_median_s)}"
+    if counts.on_cpu:
+        return f"{cpu}, {timing.cpu_share:.1f} threads busy on average"
+    return f"{cpu} on the host, {timing.cpu_share:.0%} of the wall time"
+
+
 def advice(counts: Counts, timing: Timing, answer: dict[str, Any] | None) -> list[str]:
-    """The concrete advice, most telling first, then the service's own."""
-    lines = [] if answer is None else fusion_advice(counts, answer)
+    """The concrete advice, most telling first (a busy host), then the service's own."""
+    lines = host_line(counts, timing, answer)
+    if answer is not None:
+        lines += fusion_advice(counts, answer)
     for group in _by_line(counts.copies):
         total = sum(e.bytes for e in group)
         share = "" if answer is None else _copy_share(group, timing, answer)
@@ -225,7 +249,7 @@ def report(
         f"  time     median {fmt.seconds(t.median_s)} +-{t.relative_ci:.1%} (95% CI "
         f"{fmt.seconds(t.ci_low_s)}-{fmt.seconds(t.ci_high_s)}), min {fmt.seconds(t.min_s)}, "
         f"max {fmt.seconds(t.max_s)}; {t.repeats} runs after {t.warmup} warm-up ({t.clock}); "
-        f"first call {fmt.seconds(t.first_call_s)}",
+        f"first call {fmt.seconds(t.first_call_s)}; {cpu_words(counts, t)}",
         f"  work     {fmt.flops(counts.engine_flops)} (PyTorch counts "
         f"{fmt.flops(counts.flops)}); {fmt.bytes_(counts.unfused_bytes)} with each op its own "
         f"kernel, {fmt.bytes_(counts.fused_bytes)} as one; "

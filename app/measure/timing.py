@@ -3,7 +3,9 @@
 Standard library only: the clock is given. On the CPU it is `time.perf_counter` around the
 call; on a GPU the caller gives one that records CUDA events around it and synchronises.
 The median's 95% confidence interval is distribution-free: the order statistics of ranks
-n/2 -+ 1.96 sqrt(n)/2 of the sorted times (the binomial interval of the median).
+n/2 -+ 1.96 sqrt(n)/2 of the sorted times (the binomial interval of the median). Beside each
+time, the process's CPU time over the call itself, read inside the clock (so on a GPU not over
+the wait for the device, which may spin: docs/formulas.md#host-bound-runs).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ class Timing:
     """Times of one call in seconds: the first (compilation, allocation) apart, then the
     repeats after `warmup` untimed calls: median, its 95% interval, and their spread.
     `relative_ci` is the interval's half-width over the median; `converged` says whether it
-    reached the target within the count and time budget."""
+    reached the target within the count and time budget. `cpu_median_s` is the median of the
+    process CPU times of the same calls, `cpu_share` it over `median_s`: on a GPU, >= 0.9 is a
+    host busy throughout; on the CPU, the threads busy on average."""
 
     clock: str  # "perf_counter" or "cuda_events"
     first_call_s: float
@@ -48,6 +52,8 @@ class Timing:
     p75_s: float
     converged: bool
     target_ci: float
+    cpu_median_s: float
+    cpu_share: float
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -101,12 +107,20 @@ def time_calls(
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     for _ in range(warmup):
         call()
+    cpu_times: list[float] = []
+
+    def timed() -> object:
+        start = time.process_time()
+        result = call()
+        cpu_times.append(time.process_time() - start)
+        return result
+
     times: list[float] = []
     deadline = time.perf_counter() + max_time_s
     next_check = repeats
     converged = False
     while len(times) < max_repeats:
-        times.append(clock(call))
+        times.append(clock(timed))
         if len(times) < next_check:
             continue
         if relative_ci(times) <= target_ci:
@@ -117,6 +131,7 @@ def time_calls(
         next_check = len(times) + max(1, len(times) // 10)  # sorting stays a small share
     return summarise(
         times,
+        cpu_times,
         clock_name=clock_name,
         first_call_s=first_call_s,
         warmup=warmup,
@@ -127,6 +142,7 @@ def time_calls(
 
 def summarise(
     times: Sequence[float],
+    cpu_times: Sequence[float],
     *,
     clock_name: str,
     first_call_s: float,
@@ -134,15 +150,16 @@ def summarise(
     converged: bool,
     target_ci: float,
 ) -> Timing:
-    """The statistics of `times` (seconds)."""
+    """The statistics of `times` (seconds), and of the CPU times of the same calls."""
     low, high = median_ci(times)
+    median, cpu_median = statistics.median(times), statistics.median(cpu_times)
     quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
     return Timing(
         clock=clock_name,
         first_call_s=first_call_s,
         warmup=warmup,
         repeats=len(times),
-        median_s=statistics.median(times),
+        median_s=median,
         ci_low_s=low,
         ci_high_s=high,
         relative_ci=relative_ci(times),
@@ -154,4 +171,6 @@ def summarise(
         p75_s=quartiles[2],
         converged=converged,
         target_ci=target_ci,
+        cpu_median_s=cpu_median,
+        cpu_share=cpu_median / median if median > 0 else math.inf,
     )

@@ -304,3 +304,12 @@ class Check(ExpectedTime):
         None,
         description="ops: faster_than_fused, between_fused_and_unfused or slower_than_unfused.",
     )
+    cpu_time_s: float | None = Field(
+        None, description="The host's process CPU time of the run given, in seconds."
+    )
+    cpu_share: float | None = Field(None, description="cpu_time_s / measured_time_s")
+    host_bound: bool | None = Field(
+        None,
+        description="cpu_share >= 0.9 in a run slower than its floor: the host was busy "
+        "throughout (null without a CPU time).",
+    )

@@ -325,12 +325,23 @@ class Measured(Request):
     measured_ms: (
         Millis | Annotated[list[Millis], Field(min_length=1, max_length=_REPEATS)] | None
     ) = Field(None, description="Measured milliseconds, or a list of repeats.")
+    cpu_time_s: Seconds | None = Field(
+        None, description="The host's process CPU time of one run (docs/api.md#verdicts)."
+    )
+    cpu_ms: Millis | None = Field(None, description="The same in milliseconds.")
 
     @model_validator(mode="after")
     def _one_time(self) -> Self:
         if (self.measured_time_s is None) == (self.measured_ms is None):
             raise ValueError("give exactly one of measured_time_s or measured_ms")
+        if self.cpu_time_s is not None and self.cpu_ms is not None:
+            raise ValueError("give at most one of cpu_time_s or cpu_ms")
         return self
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        """The CPU time in seconds, None where not given."""
+        return self.cpu_time_s if self.cpu_ms is None else seconds_from_ms(self.cpu_ms)
 
     @property
     def measured_unit(self) -> Literal["s", "ms"]:

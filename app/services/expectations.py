@@ -351,8 +351,12 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     roof, ops = placed.roof, placed.ops
     repeats = summarise_times(request.measured_seconds)
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
-    judgement = judge(roof, repeats.mean, specific, fits=placed.fits, chip=placed.chip)
+    cpu_time = request.cpu_seconds
+    judgement = judge(
+        roof, repeats.mean, specific, fits=placed.fits, chip=placed.chip, cpu_time=cpu_time
+    )
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
+    lead = 1 if judgement.host_bound else 0
     return Check.model_validate(
         {
             **placed.fields,
@@ -370,7 +374,11 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
             "achieved_bytes_per_s": judgement.achieved_bytes_per_s,
             "flops_share_of_peak": judgement.flops_share_of_peak,
             "bytes_share_of_bandwidth": judgement.bytes_share_of_bandwidth,
-            "advice": [*fusion, *judgement.advice],
+            # a busy host is the first thing to fix, before the fusion of its ops
+            "advice": [*judgement.advice[:lead], *fusion, *judgement.advice[lead:]],
             "against_fusion": None if ops is None else ops.against_fusion(judgement.measured_time),
+            "cpu_time_s": cpu_time,
+            "cpu_share": judgement.cpu_share,
+            "host_bound": judgement.host_bound,
         }
     )

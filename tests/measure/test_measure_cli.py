@@ -2,6 +2,7 @@
 service on a loopback port (uvicorn in a thread) or, with chip local, by the engine here."""
 
 import json
+import re
 import sys
 import textwrap
 
@@ -86,13 +87,18 @@ def test_the_cli_against_the_service(url, script, capsys):
     out = capsys.readouterr().out
     assert code == PASS
     assert out.startswith("roofcheck measure: case.<locals>.<lambda> on a100-sxm4-80gb (eager)")
-    assert "verdict  order_of_magnitude_slower" in out
+    # 2 cos over 1e5 fp32 on a CPU judged as eager work on an A100: 785 ns of work under a
+    # fixed-cost floor of 10 us (2 ops x 5 us of dispatch at the low end); a CPU takes tens of
+    # microseconds, more than those costs explain: how many times more, the machine decides
+    assert re.search(r"verdict  (room_to_improve|order_of_magnitude_slower): ", out)
+    assert "set a floor of 10 µs, while the work itself ideally takes 785 ns" in out
     assert "2 elementwise ops (2 cos) run as 2 kernels" in out
 
 
 def test_the_cli_fails_on_a_verdict_when_asked(url, script, capsys):
     argv = ["measure", f"{script}:case", "--chip", "a100", "--url", url, *FAST, MISMATCH]
-    assert run([*argv, "--fail-on", "order_of_magnitude_slower"]) == FAIL
+    # slower than its fixed costs explain, by whatever factor this machine gives
+    assert run([*argv, "--fail-on", "room_to_improve,order_of_magnitude_slower"]) == FAIL
     assert run([*argv, "--fail-on", "typo"]) == ERROR
     assert "unknown typo" in capsys.readouterr().err
 
