@@ -96,6 +96,7 @@ def test_a_kernel_echoes_its_own_fields(client: TestClient) -> None:
         "k": 9,
         "dtype": "fp32",
         "allow_tf32": False,
+        "sparsity": None,  # dense
     }
 
 

@@ -271,6 +271,7 @@ def test_an_edited_catalog_must_bump_its_version(db_settings, db_client, tmp_pat
     a100 = next(c for c in edited["chips"] if c["id"] == "a100-sxm4-80gb")
     # someone "fixes" a figure (its note no longer quoting 624 as the sparse figure)
     a100["peak_flops_per_s"]["matrix"]["bf16"].update(value=624e12, note="re-read")
+    a100["peak_flops_per_s"]["sparse"]["bf16"].update(value=1248e12)  # kept at twice the dense
     path = tmp_path / "chip_catalog.json"
     path.write_text(json.dumps(edited))
     same_version = Settings(database_url=db_settings.database_url, chip_catalog=path)

@@ -371,9 +371,9 @@ def phone375(browser: Browser) -> Iterator[Page]:
 def compare(page: Page, url: str) -> None:
     page.goto(f"{url}/comparison")
     page.get_by_label("Chips (comma-separated ids or aliases)").fill("a100, H100, mi300x")
-    page.get_by_label("Model").fill("llama-8b")
+    page.get_by_label("Model", exact=True).fill("llama-8b")
     page.get_by_label("Batch (sequences)").fill("8")
-    page.get_by_label("Price per chip-hour (USD)").fill("2")
+    page.get_by_label("Price per chip-hour of the others (USD)").fill("2")
     page.get_by_role("button", name="Compare").click()
 
 
