@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 import pytest
@@ -35,7 +35,9 @@ def test_best_time_discards_warmup_and_takes_the_fastest() -> None:
         best_time(lambda: 1.0, warmup=0, repeats=0)
 
 
-def _rates(by_n: dict[int, float]) -> tuple[list[int], object, object]:
+def _rates(
+    by_n: dict[int, float],
+) -> tuple[list[int], Callable[[int], float], Callable[[int], float]]:
     """A fake product timer whose rate at n is by_n[n] FLOP/s (n^3 FLOPs: seconds = n^3 / rate),
     with the sizes it was asked for."""
     asked: list[int] = []
@@ -47,25 +49,30 @@ def _rates(by_n: dict[int, float]) -> tuple[list[int], object, object]:
     return asked, seconds, lambda n: float(n**3)
 
 
+def _approx_pair(got: tuple[float, int | None], rate: float, size: int) -> bool:
+    """`got` is (about `rate`, exactly `size`)."""
+    return got[0] == pytest.approx(rate) and got[1] == size
+
+
 def test_products_grow_until_the_rate_stops_rising() -> None:
     # 256: 1e9, 512: 2e9 (+100%), 1024: 2.05e9 (+2.5% < 5%): the plateau, at 1024
     asked, seconds, flops = _rates({256: 1e9, 512: 2e9, 1024: 2.05e9, 2048: 9e9})
-    assert plateau(seconds, flops, 4096) == (pytest.approx(2.05e9), 1024)
+    assert _approx_pair(plateau(seconds, flops, 4096), 2.05e9, 1024)
     assert asked == [256, 512, 1024]
     # a dip keeps the best reached; the largest size asked bounds the growth
     asked, seconds, flops = _rates({256: 3e9, 512: 2e9})
-    assert plateau(seconds, flops, 4096) == (pytest.approx(3e9), 512)
+    assert _approx_pair(plateau(seconds, flops, 4096), 3e9, 512)
     asked, seconds, flops = _rates({256: 1e9, 512: 2e9, 1024: 4e9})
-    assert plateau(seconds, flops, 1024) == (pytest.approx(4e9), 1024)
+    assert _approx_pair(plateau(seconds, flops, 1024), 4e9, 1024)
     asked, seconds, flops = _rates({128: 1e9})
-    assert plateau(seconds, flops, 128) == (pytest.approx(1e9), 128)
+    assert _approx_pair(plateau(seconds, flops, 128), 1e9, 128)
 
 
 def test_a_slow_product_stops_the_growth() -> None:
     # 256^3 = 1.68e7 FLOPs at 1e8 FLOP/s: 0.17 s; 512^3 = 1.34e8 at 2e8 FLOP/s: 0.67 s,
     # over SLOW_RUN_S (0.25 s), though the rate doubled: 1024 is not timed
     asked, seconds, flops = _rates({256: 1e8, 512: 2e8})
-    assert plateau(seconds, flops, 4096) == (pytest.approx(2e8), 512)
+    assert _approx_pair(plateau(seconds, flops, 4096), 2e8, 512)
     assert asked == [256, 512]
 
 
@@ -74,9 +81,9 @@ def test_first_touch_from_the_extra_time_of_fresh_outputs() -> None:
     # at 0.5 ns per byte: 64 MiB x 0.5e-9 = 33.6 ms extra
     extra = {2**k * MIB: 0.0 for k in range(5)} | {32 * MIB: 32 * MIB * 5e-10}
     extra[64 * MIB] = 64 * MIB * 5e-10
-    assert first_touch(extra) == (pytest.approx(5e-10), 32 * MIB)
+    assert _approx_pair(first_touch(extra), 5e-10, 32 * MIB)
     # a noisy small size past half its share does not count below a size that did not fault
-    assert first_touch(extra | {MIB: MIB * 5e-10}) == (pytest.approx(5e-10), 32 * MIB)
+    assert _approx_pair(first_touch(extra | {MIB: MIB * 5e-10}), 5e-10, 32 * MIB)
     # 16 MiB at 60% of its share counts (at least half), at 40% it does not
     assert first_touch(extra | {16 * MIB: 16 * MIB * 3e-10})[1] == 16 * MIB
     assert first_touch(extra | {16 * MIB: 16 * MIB * 2e-10})[1] == 32 * MIB

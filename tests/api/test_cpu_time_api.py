@@ -3,6 +3,8 @@
 than its floor, `host_bound` is true and the host-bound advice comes first; the verdict keeps
 its name."""
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -13,10 +15,11 @@ GEMM = {"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "bf16"}
 T = 2.0**-17
 
 
-def _check(client: TestClient, **body: object) -> dict:
+def _check(client: TestClient, **body: object) -> dict[str, Any]:
     answer = client.post("/check", json={"chip": "h100", "workload": GEMM, **body})
     assert answer.status_code == 200, answer.text
-    return answer.json()
+    judged: dict[str, Any] = answer.json()
+    return judged
 
 
 @pytest.mark.parametrize(("share", "busy"), [(0.89, False), (0.9, True), (0.91, True)])

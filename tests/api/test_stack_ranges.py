@@ -3,6 +3,8 @@ range is widened to the stack spread instead of borrowing another stack's silent
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.engine.published_runs import FITTED, STACK_SPREAD
@@ -11,8 +13,9 @@ DECODE = {"chip": "h100", "model": "llama-8b"}  # batch 1 after 2048 tokens: mem
 LAUNCH_LOW, LAUNCH_HIGH = 0.9 / 2.31, 6.7 / 2.31  # the fixed costs' spread (realism.py)
 
 
-def _decode(client, stack: str) -> dict:
-    return client.get("/expected-time", params={**DECODE, "stack": stack}).json()
+def _decode(client, stack: str) -> dict[str, Any]:
+    answer: dict[str, Any] = client.get("/expected-time", params={**DECODE, "stack": stack}).json()
+    return answer
 
 
 def test_a_stack_without_decode_runs_borrows_typicals_median_and_widens_its_range(client):

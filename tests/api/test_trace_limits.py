@@ -7,6 +7,7 @@ analysis; only JSON is taken (415 otherwise), and the page's form only from the 
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -35,11 +36,14 @@ def _with_nul(recorded: bytes) -> bytes:
 
 
 def test_a_nul_in_a_trace_is_never_parsed_for_it_and_the_trace_is_judged(client, monkeypatch):
-    parsed = []
+    parsed: list[bytes] = []
     real = request_text._in_body
-    monkeypatch.setattr(
-        request_text, "_in_body", lambda *args: parsed.append(args[0][:10]) or real(*args)
-    )
+
+    def recording_body(*args: Any) -> Any:
+        parsed.append(args[0][:10])
+        return real(*args)
+
+    monkeypatch.setattr(request_text, "_in_body", recording_body)
     body = _with_nul((TRACES / "gpu_cos.json").read_bytes())
     response = client.post("/check/trace?chip=h100", content=body, headers=JSON)
     assert response.status_code == 200, response.text
@@ -49,12 +53,13 @@ def test_a_nul_in_a_trace_is_never_parsed_for_it_and_the_trace_is_judged(client,
     }
     assert "aten::cos\x00" in names  # judged as sent (an operator the engine does not know)
     # a body that is stored is still checked, in a worker thread, off the event loop
-    threads = []
-    monkeypatch.setattr(
-        request_text,
-        "_in_body",
-        lambda *args: threads.append(threading.get_ident()) or real(*args),
-    )
+    threads: list[int] = []
+
+    def recording_thread(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real(*args)
+
+    monkeypatch.setattr(request_text, "_in_body", recording_thread)
     stored = client.post("/measurements", content=b'{"label": "\\u0000"}', headers=JSON)
     assert stored.status_code == 422 and stored.json()["detail"][0]["type"] == "string_nul"
     assert threads and threads[0] != threading.get_ident()

@@ -2,6 +2,7 @@
 that contradicted themselves, each pinned; the gate accepts every verdict."""
 
 import json
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -10,10 +11,11 @@ SAXPY = {"kind": "saxpy", "n": 1000}
 US = 1e-6
 
 
-def _check(client: TestClient, **body: object) -> dict:
+def _check(client: TestClient, **body: object) -> dict[str, Any]:
     answer = client.post("/check", json=body)
     assert answer.status_code == 200, answer.text
-    return answer.json()
+    judged: dict[str, Any] = answer.json()
+    return judged
 
 
 def test_a_tiny_kernel_is_judged_against_its_fixed_costs_not_a_nanosecond_ideal(client):

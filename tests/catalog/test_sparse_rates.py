@@ -3,6 +3,7 @@
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,8 +48,8 @@ def test_chips_without_sparse_tensor_cores_have_no_sparse_rates():
         assert CATALOG.chips[chip_id].chip.sparse_peaks == {}
 
 
-def _with_sparse(dtype: str, value: float, chip_id: str = "a100-sxm4-80gb") -> dict:
-    data = copy.deepcopy(DATA)
+def _with_sparse(dtype: str, value: float, chip_id: str = "a100-sxm4-80gb") -> dict[str, Any]:
+    data: dict[str, Any] = copy.deepcopy(DATA)
     chip = next(c for c in data["chips"] if c["id"] == chip_id)
     chip["peak_flops_per_s"]["sparse"][dtype] = {
         "value": value,

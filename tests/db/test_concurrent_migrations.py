@@ -40,7 +40,7 @@ database.sessions()
 """
 
 
-def _together(work: Callable[[int], None]) -> list[BaseException]:
+def _together(work: Callable[[int], object]) -> list[BaseException]:
     """Run `work(i)` in WORKERS threads released at the same moment; the errors raised."""
     start = threading.Barrier(WORKERS)
     errors: list[BaseException] = []
@@ -100,7 +100,7 @@ def test_databases_of_one_process_migrating_at_once_all_succeed(empty_database):
     engines = [make_engine(empty_database) for _ in range(WORKERS)]
     databases = [Database(engine, lambda _sessions: None) for engine in engines]
     try:
-        errors = _together(lambda i: databases[i].sessions() and None)
+        errors = _together(lambda i: databases[i].sessions())
     finally:
         for engine in engines:
             engine.dispose()

@@ -4,6 +4,7 @@ says which ceilings it used, and the second run reads them from the cache."""
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -138,7 +139,7 @@ def test_the_report_says_which_ceilings_it_used_and_that_the_second_run_reads_th
     monkeypatch.setattr(probes, "probe_host", counted)
     x = torch.randn(1000)
 
-    def run(**options: object) -> str:
+    def run(**options: Any) -> str:
         result = measure(lambda x: x.cos().cos(), x, chip=LOCAL, repeats=1, max_time_s=0, **options)
         return result.report()
 

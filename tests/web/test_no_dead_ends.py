@@ -15,7 +15,8 @@ COMPARE = "chips=a100,h100&model=llama-3.1-8b&batch=8"
 
 def _page(response) -> str:
     assert response.headers["content-type"].startswith("text/html"), response.headers
-    return response.text
+    text: str = response.text
+    return text
 
 
 @pytest.mark.parametrize(
