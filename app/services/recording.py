@@ -241,8 +241,13 @@ def rejudge(
             "catalog_version": version or catalogs.current,
             "workload": row.workload,
             unit_field: row.measured_values,
-            # the stack and ceilings it was judged on (answers stored before them: defaults)
-            **{k: row.expectation[k] for k in ("stack", "ceilings") if k in row.expectation},
+            # the stack, ceilings and CPU time it was judged with (answers stored before them:
+            # defaults)
+            **{
+                k: row.expectation[k]
+                for k in ("stack", "ceilings", "cpu_time_s")
+                if row.expectation.get(k) is not None
+            },
         }
     )
     judged: Check = check(catalogs, request)

@@ -74,3 +74,7 @@ def test_a_stored_measurement_keeps_its_cpu_time_and_host_bound(client):
     expectation = stored.get("expectation", stored)
     assert expectation["host_bound"] is True
     assert expectation["cpu_time_s"] == T
+    # judged again, it is judged with the CPU time it was stored with
+    again = client.post(f"/measurements/{response.json()['id']}/rejudge").json()
+    assert again["rejudged"]["cpu_time_s"] == T
+    assert again["rejudged"]["host_bound"] is True
