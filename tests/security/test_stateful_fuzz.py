@@ -6,35 +6,23 @@ checks of tests/security/test_schema_fuzz.py. The suite runs a few scenarios; th
 behind SECURITY.md's figures sets `ROOFCHECK_FUZZ_STATEFUL_EXAMPLES` (scripts/fuzz-long)."""
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-import schemathesis
 from hypothesis import HealthCheck, settings
 
-from app.main import create_app
-from app.settings import Settings
-from tests.security.test_schema_fuzz import CHECKS, TOKEN, WITH_TOKENS
+# api_schema: the app on each backend as the schema fuzzing builds it (a fixture, used by name)
+from tests.security.test_schema_fuzz import (
+    CHECKS,
+    TOKEN,
+    WITH_TOKENS,
+    api_schema,  # noqa: F401
+)
 
 SCENARIOS = int(os.environ.get("ROOFCHECK_FUZZ_STATEFUL_EXAMPLES") or 5)
 STEPS = 10  # calls per scenario at most
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def api_schema(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'roofcheck.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    tokens = f"fuzz:{TOKEN}" if WITH_TOKENS else ""
-    app = create_app(Settings(database_url=url, write_tokens=tokens))
-    yield schemathesis.openapi.from_asgi("/openapi.json", app)
-    app.state.database.engine.dispose()
-
-
-def test_sequences_of_calls_against_the_schema(api_schema: Any) -> None:
+def test_sequences_of_calls_against_the_schema(api_schema: Any) -> None:  # noqa: F811
     calls = 0
     linked = 0  # calls that took a value from an earlier answer
 

@@ -54,6 +54,9 @@ def test_the_catalog_is_an_index_of_chip_pages(client, app):
     links = set(re.findall(r'<a href="/chips/([^"?]+)">', text))
     assert links == set(app.state.catalogs.chips().chips)
     assert '<section class="chip"' not in text  # the figures live on each chip's page
+    # its title is a title: the sources list is in the page, once
+    assert "<title>Chip catalog · roofcheck</title>" in text
+    assert text.count('<details id="sources">') == 1
 
 
 def test_a_model_has_a_page_of_its_shape_counts_memory_and_links_to_ask(client, app):
