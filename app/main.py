@@ -105,8 +105,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.hosts)
     # pages, answers and /docs' script travel gzipped to a client that accepts it (bodies of
-    # 500 bytes or more); zlib's default level: Starlette's 9 makes them barely smaller
-    app.add_middleware(GZipMiddleware, compresslevel=6)
+    # 500 bytes or more): what a phone on a slow link waits for
+    app.add_middleware(GZipMiddleware)
     app.add_middleware(
         Hardening,
         max_body_bytes=settings.max_body_bytes,

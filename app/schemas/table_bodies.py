@@ -134,7 +134,6 @@ class TableSummary(_Answer):
     )
     measured_time_s: float = Field(description="The judged rows' measured times, summed.")
     time_lost_s: float = Field(description="Their time lost, summed.")
-    shapes: int = Field(description="Distinct workloads placed on the roofline.")
     worst: list[WorstRow] = Field(description="Up to 5 rows that lost the most time.")
 
 

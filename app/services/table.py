@@ -3,9 +3,7 @@ measured time judged as POST /check judges it (the same engine calls: `kernel_wo
 `place_kernel`, `summarise_times`, `judge`), ranked by the time lost (docs/api.md, "Check a
 benchmark table").
 
-A row is judged on its own: averaging times over shapes would hide the slow ones. Rows of the
-same workload share its roofline, placed once: a table repeats shapes (dtypes, repeats,
-implementations side by side), and the placement is most of a row's cost.
+A row is judged on its own: averaging times over shapes would hide the slow ones.
 """
 
 from __future__ import annotations
@@ -139,9 +137,8 @@ def check_table(
     catalog = catalogs.chips(catalog_version)
     chip = catalog.resolve(chip_name).chip
     mapping = {column: _canonical(column) for column in table.columns}
-    placed: dict[str, Roofline] = {}
     rows = [
-        _row(number, cells, mapping, lambda w: _place(w, chip, stack, placed), chip)
+        _row(number, cells, mapping, lambda w: place_kernel(kernel_work(w)[0], chip, stack), chip)
         for number, cells in enumerate(table.rows, start=1)
     ]
     judged = sorted(
@@ -156,20 +153,9 @@ def check_table(
         stack=stack,
         columns={column: name for column, name in mapping.items() if name is not None},
         ignored_columns=[column for column, name in mapping.items() if name is None],
-        summary=_summary(rows, judged, len(placed)),
+        summary=_summary(rows, judged),
         rows=rows,
     )
-
-
-def _place(
-    workload: KernelWorkload, chip: Chip, stack: Software, placed: dict[str, Roofline]
-) -> Roofline:
-    """The workload's roofline, placed once for all the rows of the same workload."""
-    key = workload.model_dump_json()
-    roof = placed.get(key)
-    if roof is None:
-        roof = placed[key] = place_kernel(kernel_work(workload)[0], chip, stack)
-    return roof
 
 
 def _blank(value: Any) -> bool:
@@ -314,7 +300,7 @@ def _valid(adapter: Any, column: str, value: float) -> float:
     return checked
 
 
-def _summary(rows: list[TableRow], judged: list[TableRow], shapes: int) -> TableSummary:
+def _summary(rows: list[TableRow], judged: list[TableRow]) -> TableSummary:
     efficiencies = [r.efficiency for r in judged if r.efficiency is not None]
     counts = dict.fromkeys((v.value for v in Verdict), 0)
     for row in judged:
@@ -333,7 +319,6 @@ def _summary(rows: list[TableRow], judged: list[TableRow], shapes: int) -> Table
         geomean_efficiency=geomean,
         measured_time_s=math.fsum(r.measured_time_s or 0.0 for r in judged),
         time_lost_s=math.fsum(r.time_lost_s or 0.0 for r in judged),
-        shapes=shapes,
         worst=[
             WorstRow(
                 row=r.row,
