@@ -11,7 +11,9 @@ it does not model counts whole as not modelled, unless an operator inside it is 
 then those count as units and only its time outside them is not modelled.
 
 The measured time of a unit is its kernels' device time when the trace has kernel events,
-else the operator's duration on the CPU (where PyTorch's CPU kernels run inside the op).
+else the operator's duration on the CPU (where PyTorch's CPU kernels run inside the op). Its
+copies between host and device memory are priced apart, as copies (trace_copies.py), and
+with kernel events the step is split in time (trace_timeline.py, trace_breakdown.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ from app.engine.ops import Op, op_work
 from app.engine.realism import Realism, realize
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Software
-from app.engine.trace_events import US, Event, Key, Raw, TraceEvents
+from app.engine.trace_breakdown import Breakdown, breakdown
+from app.engine.trace_copies import HostCopies, host_copies, host_copy_of
+from app.engine.trace_events import US, Device, Event, Key, Raw, TraceEvents
 from app.engine.trace_ops import op_of
+from app.engine.trace_timeline import timeline
 from app.engine.verdict import Judgement, judge
 
 MAX_DISTINCT = 2_000  # distinct (operator, shapes, arguments) analysed; the rest not modelled
@@ -100,14 +105,17 @@ class TraceAnalysis:
     whole: Roofline | None  # the modelled calls one after another, realized
     judgement: Judgement | None  # their measured time against `whole`
     skipped: int  # cpu_op events without usable times
+    copies: HostCopies | None = None  # copies between host and device memory, apart
+    breakdown: Breakdown | None = None  # the step in time, with kernel events
     measured: float = field(init=False)
     modelled_time: float = field(init=False)
 
     def __post_init__(self) -> None:
         modelled = sum(m.measured for m in self.modelled)
         not_modelled = sum(n.measured for n in self.not_modelled)
+        copies = 0.0 if self.copies is None else self.copies.measured
         object.__setattr__(self, "modelled_time", modelled)
-        object.__setattr__(self, "measured", modelled + not_modelled)
+        object.__setattr__(self, "measured", modelled + not_modelled + copies)
 
     @property
     def not_modelled_time(self) -> float:
@@ -188,12 +196,41 @@ def analyse(trace: TraceEvents, chip: Chip, software: Software = Software.EAGER)
     groups = {id(owner): owner for owner, _ in owners.values()}
     for group in groups.values():
         group.measured = cpu[id(group)] if kernels is None else kernels[1].get(id(group), 0.0)
-    view = None
+    view = copies = None
     if kernels is not None:
         units = sum(cpu[id(g)] for g in groups.values() if isinstance(g, Modelled))
         view = replace(kernels[0], op_cpu_time=units)
-    return _summary(
+        copies = host_copies(kernels[2], chip)
+    result = _summary(
         groups.values(), view, events=trace.count, skipped=trace.skipped, software=software
+    )
+    if view is None:
+        return result
+    return replace(result, copies=copies, breakdown=_breakdown(trace, result, view, copies))
+
+
+def _breakdown(
+    trace: TraceEvents, result: TraceAnalysis, kernels: Kernels, copies: HostCopies | None
+) -> Breakdown | None:
+    """The step split in time, its parts against their limits; None without timed events."""
+    window = (
+        (min(s for s, _ in trace.steps), max(e for _, e in trace.steps))
+        if trace.steps
+        else trace.span
+    )
+    if window is None:
+        return None
+    is_copy = [host_copy_of(e) is not None for e in trace.device]
+    line = timeline(trace.device, is_copy, trace.calls, window, len(trace.steps))
+    mapped = result.modelled_time
+    copied = 0.0 if copies is None else copies.measured
+    priced = None if copies is None or copies.unpriced else copies.expected_time
+    return breakdown(
+        line,
+        lost=sum(max(0.0, m.time_lost) for m in result.modelled),
+        mapped=mapped,
+        unmapped=max(0.0, kernels.time - copied - mapped),
+        copies=0.0 if copies is None else priced,
     )
 
 
@@ -230,26 +267,34 @@ def _owners(
 
 
 def _kernels(
-    device: Iterable[tuple[float, object]],
+    device: Iterable[Device],
     ops: Sequence[Event],
     owners: Mapping[int, tuple[Modelled | NotModelled, float]],
-) -> tuple[Kernels, dict[int, float]] | None:
-    """The device events' count and time, and their time by the owner (by id) of the
-    operator that launched each (its External id); None when the trace has none."""
+) -> tuple[Kernels, dict[int, float], list[tuple[Device, str | None]]] | None:
+    """The device events' count and time, their time by the owner (by id) of the operator
+    that launched each (its External id), and the copies between host and device memory
+    apart, each with its owner's name; None when the trace has no device events."""
     by_id = {e.external_id: owners[i][0] for i, e in enumerate(ops) if e.external_id is not None}
     count, total, unattributed = 0, 0.0, 0.0
     times: dict[int, float] = defaultdict(float)
-    for dur, external_id in device:
+    copies: list[tuple[Device, str | None]] = []
+    for event in device:
         count += 1
-        total += dur * US
-        launcher = by_id.get(external_id)
-        if launcher is None:
-            unattributed += dur * US
+        total += event.dur * US
+        launcher = by_id.get(event.external_id)
+        if host_copy_of(event) is not None:
+            copies.append((event, None if launcher is None else _name(launcher)))
+        elif launcher is None:
+            unattributed += event.dur * US
         else:
-            times[id(launcher)] += dur * US
+            times[id(launcher)] += event.dur * US
     if not count:
         return None
-    return Kernels(count, total, unattributed, 0.0), times
+    return Kernels(count, total, unattributed, 0.0), times, copies
+
+
+def _name(group: Modelled | NotModelled) -> str:
+    return group.op.name if isinstance(group, Modelled) else group.name
 
 
 def _times(roof: Roofline, count: int) -> Roofline:

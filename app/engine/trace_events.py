@@ -2,9 +2,14 @@
 
 The reader hands each element of `traceEvents` to `TraceEvents.add` as it parses it, so that
 a trace is never held whole: what the analysis needs of an event is kept (a `cpu_op` with
-shapes as an `Event`, a device event's time and launcher, a count), the rest dropped. The
-count of elements is bounded (MAX_EVENTS), and each event kept is bounded by what it holds
-(a name of at most 200 characters, its shapes as the trace wrote them).
+shapes as an `Event`, a device event's times, launcher and copy (`Device`), the host's
+launches and synchronisations (`Call`), a count), the rest dropped. The count of elements is
+bounded (MAX_EVENTS), and each event kept is bounded by what it holds (a name of at most 200
+characters, its shapes as the trace wrote them).
+
+Kineto ties each device event to the host call that queued it by `args["correlation"]`, the
+same number on both (its `ac2g` flow events draw that link in a viewer; they add nothing
+here), and to the operator that made the call by `args["External id"]`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,20 @@ from app.engine.trace_ops import uses_arguments
 MAX_EVENTS = 500_000
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 CUDA_API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})  # the host's calls to CUDA
+# the host calls that block it until the device has done its work (CUDA Runtime API,
+# "Synchronization" and "Memory Management": cudaMemcpy is synchronous with the host)
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+    }
+)
+STEP = "ProfilerStep#"  # torch.profiler's schedule marks each step with one such event
 US = 1e-6  # the trace's times are microseconds
 MAX_DURATION_US = 1e7 / US  # 10^7 s, the longest measured time roofcheck judges
 HOW = (
@@ -45,6 +64,36 @@ Key = tuple[str, str, str, str]  # name, and the repr of its shapes, types and a
 Raw = tuple[list[object], list[object], list[object]]  # the key's shapes, types, arguments
 
 
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device event (kernel, memcpy or memset): its times in microseconds (`start` None
+    without a usable ts), the operator that launched it (External id), the host call that
+    queued it (correlation), its category and, for a copy, its name and bytes."""
+
+    start: float | None
+    dur: float
+    external_id: object
+    correlation: object
+    category: str
+    name: str = ""
+    bytes: float | None = None
+
+    @property
+    def end(self) -> float:
+        return (self.start or 0.0) + self.dur
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A host call to CUDA that queued device work (its correlation) or blocked the host
+    until the device was done (`sync`): its times in microseconds."""
+
+    start: float
+    dur: float
+    correlation: object
+    sync: bool
+
+
 @dataclass(slots=True)
 class Event:
     """One cpu_op event: its times in microseconds and its key."""
@@ -69,6 +118,11 @@ def duration(event: Mapping[str, object]) -> float | None:
     return dur if dur is not None and 0 <= dur <= MAX_DURATION_US else None
 
 
+def _id(value: object) -> object:
+    """An id as the trace gives it (a number or a string), or None for anything else."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
 def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
@@ -82,9 +136,12 @@ class TraceEvents:
     skipped: int = 0  # cpu_op events with shapes but no usable ts or dur
     ops: list[Event] = field(default_factory=list)  # the cpu_op events with shapes
     raw: dict[Key, Raw] = field(default_factory=dict)  # each key's values, as recorded
-    device: list[tuple[float, object]] = field(default_factory=list)  # (dur, External id)
+    device: list[Device] = field(default_factory=list)
     devices: set[object] = field(default_factory=set)  # the device events' args["device"]
     cuda_api_calls: int = 0
+    calls: list[Call] = field(default_factory=list)  # launches and synchronisations
+    steps: list[tuple[float, float]] = field(default_factory=list)  # ProfilerStep# spans
+    span: tuple[float, float] | None = None  # first start, last end of the timed events
     _uses_arguments: dict[str, bool] = field(default_factory=dict)  # by operator name
     # one object for each distinct key and thread, however many events share it
     _keys: dict[Key, Key] = field(default_factory=dict)
@@ -102,28 +159,74 @@ class TraceEvents:
         if not isinstance(event, dict):
             return
         category = event.get("cat")
+        name = event.get("name")
+        if isinstance(name, str) and name.startswith(STEP):
+            self._step(event)
         if category == "cpu_op":
             self._cpu_op(event)
         elif category in DEVICE_CATEGORIES:
-            args = event.get("args")
-            if isinstance(args, dict) and not isinstance(args.get("device"), (list, dict)):
-                self.devices.add(args.get("device"))  # an id, as deviceProperties gives them
-            dur = duration(event)
-            if dur is not None:
-                launcher = args.get("External id") if isinstance(args, dict) else None
-                self.device.append((dur, launcher))
+            self._device(event, str(category))
         elif category in CUDA_API_CATEGORIES:
             self.cuda_api_calls += 1
+            self._call(event)
+
+    def _timed(self, event: Mapping[str, object]) -> tuple[float, float] | None:
+        """The event's (ts, dur), now part of the trace's span; None without both."""
+        start, dur = _number(event.get("ts")), duration(event)
+        if start is None or dur is None:
+            return None
+        first, last = self.span or (start, start + dur)
+        self.span = (min(first, start), max(last, start + dur))
+        return start, dur
+
+    def _step(self, event: Mapping[str, object]) -> None:
+        timed = self._timed(event)
+        if timed is not None:
+            self.steps.append((timed[0], timed[0] + timed[1]))
+
+    def _device(self, event: Mapping[str, object], category: str) -> None:
+        args = event.get("args")
+        args = args if isinstance(args, dict) else {}
+        if not isinstance(args.get("device"), (list, dict)):
+            self.devices.add(args.get("device"))  # an id, as deviceProperties gives them
+        dur = duration(event)
+        if dur is None:
+            return
+        timed = self._timed(event)
+        name = event.get("name")
+        copied = _number(args.get("bytes"))
+        self.device.append(
+            Device(
+                start=None if timed is None else timed[0],
+                dur=dur,
+                external_id=_id(args.get("External id")),
+                correlation=_id(args.get("correlation")),
+                category=category,
+                name=name[:200] if isinstance(name, str) and category == "gpu_memcpy" else "",
+                bytes=copied if copied is not None and copied > 0 else None,
+            )
+        )
+
+    def _call(self, event: Mapping[str, object]) -> None:
+        args = event.get("args")
+        correlation = _id(args.get("correlation")) if isinstance(args, dict) else None
+        sync = event.get("name") in SYNC_CALLS
+        if correlation is None and not sync:
+            return
+        timed = self._timed(event)
+        if timed is not None:
+            self.calls.append(Call(timed[0], timed[1], correlation, sync))
 
     def _cpu_op(self, event: Mapping[str, object]) -> None:
         self.cpu_ops += 1
         args = event.get("args")
         if not isinstance(args, dict) or "Input Dims" not in args:
             return
-        start, dur = _number(event.get("ts")), duration(event)
-        if start is None or dur is None:
+        timed = self._timed(event)
+        if timed is None:
             self.skipped += 1
             return
+        start, dur = timed
         name = event.get("name")
         name = name[:200] if isinstance(name, str) else ""
         uses = self._uses_arguments.get(name)
@@ -139,7 +242,7 @@ class TraceEvents:
         key = self._keys.setdefault(key, key)
         thread = (str(event.get("pid")), str(event.get("tid")))
         thread = self._threads.setdefault(thread, thread)
-        self.ops.append(Event(key, thread, start, dur, args.get("External id")))
+        self.ops.append(Event(key, thread, start, dur, _id(args.get("External id"))))
 
     def require_ops(self) -> None:
         """NotATrace unless some cpu_op event has shapes and usable times."""
