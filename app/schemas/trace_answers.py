@@ -57,6 +57,63 @@ class TraceKernels(_Out):
     op_cpu_time_s: float = Field(description="The modelled operators' own time on the CPU.")
 
 
+class TraceCopy(_Out):
+    """Copies between host and device memory of one direction, memory and size."""
+
+    direction: Literal["h2d", "d2h"]
+    memory: Literal["pinned", "pageable"] = Field(description="The host end's memory.")
+    bytes: float | None = Field(description="One copy's, from the memcpy event (null: none).")
+    count: int
+    measured_time_s: float = Field(description="All of them, as measured.")
+    expected_time_s: float | None = Field(
+        description="All of them at the host link's full rate (null: not priced)."
+    )
+    realistic_time_s: float | None = Field(
+        description="All of them at the rate copies from that memory reach."
+    )
+    launched_by: list[str] = Field(description="The operators that launched them.")
+
+
+class TraceCopies(_Out):
+    """The trace's copies between host and device memory, priced as copies, apart from the
+    operators that launched them."""
+
+    copies: list[TraceCopy] = Field(description="By measured time, most first.")
+    measured_time_s: float
+    expected_time_s: float = Field(description="The priced ones at the host link's full rate.")
+    share: float = Field(
+        description="expected_time_s / the trace's measured_time_s: the least share of the "
+        "measured time the copies take, 0 to 1."
+    )
+    unpriced: str | None = Field(description="Why some copies are not priced; null: none.")
+
+
+class TracePart(_Out):
+    """One part of the step's wall time."""
+
+    part: Literal["kernels", "copies", "launch_gaps", "host_waits", "synchronisation", "other"]
+    time_s: float
+    share: float = Field(description="Of window_s, 0 to 1.")
+    limit_s: float = Field(description="The least time the part could take.")
+    limit: str = Field(description="What the limit is.")
+    over_s: float = Field(description="max(0, time_s - limit_s).")
+    advice: str
+
+
+class TraceBreakdown(_Out):
+    """The step's wall time split into parts that add up to it, each against its limit."""
+
+    window_s: float = Field(description="The recorded steps, or the whole trace without them.")
+    steps: int = Field(description="ProfilerStep# events in the window (0: none recorded).")
+    parts: list[TracePart] = Field(description="Adding up to window_s.")
+    mapped_kernel_time_s: float = Field(description="Kernels launched by modelled operators.")
+    unmapped_kernel_time_s: float = Field(description="Kernels of operators not modelled.")
+    attack_first: (
+        Literal["kernels", "copies", "launch_gaps", "host_waits", "synchronisation", "other"] | None
+    ) = Field(description="The part furthest over its limit; null: all within them.")
+    attack_first_advice: str
+
+
 class TraceCheck(_Out):
     """A trace's operators, each beside its roofline time, sorted by time lost, and the whole."""
 
@@ -86,4 +143,10 @@ class TraceCheck(_Out):
     ops: list[TraceOp] = Field(description="Sorted by time lost, most first.")
     not_modelled: list[TraceNotModelled] = Field(description="Sorted by time, most first.")
     kernels: TraceKernels | None = Field(description="Null when the trace has no kernel events.")
+    copies: TraceCopies | None = Field(
+        description="Copies between host and device memory (HtoD, DtoH memcpy events); null: none."
+    )
+    breakdown: TraceBreakdown | None = Field(
+        description="The step's time in parts; null when the trace has no kernel events."
+    )
     notes: list[str]

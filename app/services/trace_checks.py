@@ -19,11 +19,15 @@ from app.engine import Software
 from app.engine.trace import MAX_DISTINCT, TraceAnalysis, analyse
 from app.engine.trace_events import collect
 from app.schemas.trace_answers import (
+    TraceBreakdown,
     TraceCheck,
     TraceChip,
+    TraceCopies,
+    TraceCopy,
     TraceKernels,
     TraceNotModelled,
     TraceOp,
+    TracePart,
 )
 from app.services import trace_devices
 from app.services.catalogs import Catalogs
@@ -113,7 +117,7 @@ def _answer(
         time_lost_s=result.modelled_time - whole.expected_time if whole else None,
         bound=whole.bound if whole else None,
         verdict=judgement.verdict if judgement else None,
-        advice=list(judgement.advice) if judgement else [],
+        advice=[*(judgement.advice if judgement else []), *_copy_line(result)],
         not_modelled_time_s=result.not_modelled_time,
         not_modelled_share=result.not_modelled_share,
         ops=[
@@ -148,5 +152,66 @@ def _answer(
             unattributed_time_s=kernels.unattributed_time,
             op_cpu_time_s=kernels.op_cpu_time,
         ),
+        copies=_copies(result),
+        breakdown=_breakdown(result),
         notes=_notes(result),
+    )
+
+
+def _copy_line(result: TraceAnalysis) -> list[str]:
+    """The share of the measured time the host copies take at best, where they are priced."""
+    line = "" if result.copies is None else result.copies.share_line(result.measured)
+    return [line] if line else []
+
+
+def _copies(result: TraceAnalysis) -> TraceCopies | None:
+    copies = result.copies
+    if copies is None:
+        return None
+    return TraceCopies(
+        copies=[
+            TraceCopy(
+                direction=g.direction.value,
+                memory="pinned" if g.pinned else "pageable",
+                bytes=g.bytes,
+                count=g.count,
+                measured_time_s=g.measured,
+                expected_time_s=None if g.roofline is None else g.expected_time,
+                realistic_time_s=None if g.roofline is None else g.realistic_time,
+                launched_by=sorted(g.launchers),
+            )
+            for g in copies.groups
+        ],
+        measured_time_s=copies.measured,
+        expected_time_s=copies.expected_time,
+        share=copies.expected_time / result.measured if result.measured > 0 else 0.0,
+        unpriced=copies.unpriced or None,
+    )
+
+
+def _breakdown(result: TraceAnalysis) -> TraceBreakdown | None:
+    found = result.breakdown
+    if found is None:
+        return None
+    window = found.timeline.window
+    first = found.first
+    return TraceBreakdown(
+        window_s=window,
+        steps=found.timeline.steps,
+        parts=[
+            TracePart(
+                part=p.name,
+                time_s=p.time,
+                share=p.time / window if window > 0 else 0.0,
+                limit_s=p.limit,
+                limit=p.limit_words,
+                over_s=p.over,
+                advice=p.advice,
+            )
+            for p in found.parts
+        ],
+        mapped_kernel_time_s=found.mapped,
+        unmapped_kernel_time_s=found.unmapped,
+        attack_first=None if first is None else first.name,
+        attack_first_advice=found.attack_first(),
     )

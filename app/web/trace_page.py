@@ -1,6 +1,7 @@
 """The trace page: upload a torch.profiler trace (multipart) and see each operator beside its
-roofline time, sorted by time lost, with the verdict per operator and for the whole (the
-answer of POST /check/trace, app/services/trace_checks.py)."""
+roofline time, sorted by time lost, with the verdict per operator and for the whole, and for
+a GPU trace the step's time in parts with the one to attack first (the answer of POST
+/check/trace, app/services/trace_checks.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from starlette.datastructures import UploadFile
 
 from app.catalog.names import UnknownName
 from app.engine import Software
+from app.engine.trace_breakdown import NAMES
 from app.engine.trace_events import NotATrace, TooManyEvents
 from app.http.deps import CatalogsDep
 from app.http.isolated import Isolated, OverMemory, OverTime
@@ -45,6 +47,7 @@ def _page(
         "record": RECORD,
         "chips": [r.entry for r in catalogs.chips().chips.values()],
         "stack_options": [str(s) for s in Software],
+        "part_names": {part: name.capitalize() for part, name in NAMES.items()},
     }
     return render(request, "trace.html", context, status)
 
