@@ -120,7 +120,7 @@ class TraceAnalysis:
     @property
     def not_modelled_time(self) -> float:
         """Measured time in operators the engine does not model."""
-        return self.measured - self.modelled_time
+        return sum(n.measured for n in self.not_modelled)
 
     @property
     def not_modelled_share(self) -> float:

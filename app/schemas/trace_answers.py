@@ -129,7 +129,9 @@ class TraceCheck(_Out):
         "on the CPU (a trace without kernel events)."
     )
     events: int = Field(description="Events in the trace.")
-    measured_time_s: float = Field(description="All counted time: modelled and not.")
+    measured_time_s: float = Field(
+        description="All counted time: modelled operators, those not modelled, host copies."
+    )
     modelled_time_s: float = Field(description="Measured time in modelled operators.")
     expected_time_s: float | None = Field(description="Their ideal roofline time (null: none).")
     realistic_time_s: float | None

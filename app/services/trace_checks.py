@@ -85,6 +85,11 @@ def _notes(result: TraceAnalysis) -> list[str]:
         "on the CPU."
     )
     notes = [source, NESTING]
+    if result.copies:
+        notes.append(
+            "Copies between host and device memory (the HtoD and DtoH memcpy events) are priced "
+            "on the host link in `copies`, apart from the operators that launched them."
+        )
     if result.skipped:
         notes.append(
             f"{result.skipped} cpu_op events without a usable ts or dur (missing, negative, "

@@ -12,6 +12,16 @@ tensors, three warm-up calls, then ten profiled and a synchronisation), untouche
 gpu_linear.json, the README's torch.nn.Linear(4096, 4096) on a (64, 4096) input, and
 gpu_cos.json, x.cos().cos() on 10^7 fp32, both with activities=[CPU, CUDA]; gpu_no_kernels.json,
 the Linear with activities=[CPU] only (CUDA calls, no kernel events).
+
+gpu_step.json was not recorded: no GPU was at hand. It is built by hand from the events
+Kineto documents and writes (pytorch/kineto, libkineto/src/CuptiActivity.cpp and the traces
+above): one `ProfilerStep#1` of 100 us; `cpu_op` events with shapes; the host's
+`cuda_runtime` calls (cudaMemcpyAsync, cudaLaunchKernel, cudaStreamSynchronize), each with
+its `correlation`; the device's `gpu_memcpy` ("Memcpy HtoD (Pinned -> Device)", with its
+`bytes`) and `kernel` events on stream 7, each with the correlation of the call that queued
+it and the External id of its operator; and the `ac2g` flow events that link the two. Its
+times are chosen so that each part of the step is worked by hand in
+tests/engine/test_trace_breakdown.py.
 """
 
 from __future__ import annotations

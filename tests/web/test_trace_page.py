@@ -32,6 +32,30 @@ def test_upload_a_trace_and_see_the_table(page, url, shot):
     shot(page, "trace-result")
 
 
+def test_a_gpu_step_in_parts_with_what_to_attack_first(page, url, shot):
+    # tests/traces/gpu_step.json on its H100 (worked by hand in
+    # tests/engine/test_trace_breakdown.py): 100 us in six parts, the synchronisation's
+    # 18 us furthest over its limit; the 640,000-byte pinned copy 10 us at the link's rate.
+    page.goto(f"{url}/trace")
+    page.locator("#t-trace").set_input_files(str(TRACES / "gpu_step.json"))
+    page.locator("#t-chip").fill("h100")
+    page.get_by_role("button", name="Check trace").click()
+    expect(page.locator("#trace-breakdown")).to_contain_text("took 100 µs (1 step)")
+    rows = page.locator("#trace-parts tbody tr")
+    expect(rows).to_have_count(6)
+    expect(rows.nth(0)).to_contain_text("Kernel time")
+    expect(rows.nth(0)).to_contain_text("45 µs")
+    expect(rows.nth(4)).to_contain_text("Synchronisation")
+    expect(rows.nth(4)).to_contain_text("18 µs")
+    expect(page.locator("#trace-attack-first")).to_contain_text("Attack the synchronisation first")
+    copies = page.locator("#trace-copies tbody tr")
+    expect(copies).to_have_count(1)
+    expect(copies.first).to_contain_text("pinned")
+    expect(copies.first).to_contain_text("aten::copy_")
+    expect(page.locator("#trace-copy-share")).to_contain_text("15")
+    shot(page, "trace-breakdown")
+
+
 def test_a_file_that_is_not_a_trace_says_how_to_record_one(page, url, tmp_path):
     bad = tmp_path / "notes.json"
     bad.write_text('{"hello": "world"}')
@@ -62,6 +86,7 @@ def test_the_page_errors_through_the_app(client):
         "/trace", data={"chip": "h100", "stack": "eager"}, files=gpu, headers=ORIGIN
     )
     assert on_its_chip.status_code == 200 and "trace-warnings" not in on_its_chip.text
+    assert 'id="trace-parts"' in on_its_chip.text and "Attack the" in on_its_chip.text
     unknown = client.post(
         "/trace", data={"chip": "a1000", "stack": "eager"}, files=files, headers=ORIGIN
     )
