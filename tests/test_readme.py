@@ -45,6 +45,8 @@ EVENTS = {
 # The files the README's commands send, by the name they give, where the README shows how one
 # is made: trace.json, the README's torch.nn.Linear profiled on an H100 (tests/traces/record.py)
 FILES = {"trace.json": ROOT / "tests" / "traces" / "gpu_linear.json"}
+# ... and files of the repository it sends by their path (tests/traces/gpu_step.json)
+FILES |= {"tests/traces/gpu_step.json": ROOT / "tests" / "traces" / "gpu_step.json"}
 # curl's options that change how it reports an answer, not what it sends
 REPORTING = {"--fail-with-body", "--fail", "-f", "--silent", "-s", "--show-error", "-S"}
 
@@ -299,6 +301,18 @@ QUOTES = [
             F("fits", fits),
             F("min_chips", "fewest chips {}"),
             F("min_chips_layout.tp", "(tp={})"),
+        ),
+    ),
+    Quote(
+        "attack the synchronisation first: 18 µs of the 100 µs step, over a limit of 0; the "
+        "host copy takes at least 15% of the measured time",
+        "gpu_step.json",
+        (
+            F("breakdown.attack_first", "attack the {} first"),
+            F("breakdown.parts.4.time_s", "{:.0f} µs of the", US),
+            F("breakdown.parts.4.limit_s", "over a limit of {:.0f}"),
+            F("breakdown.window_s", "the {:.0f} µs step", US),
+            F("copies.share", "at least {:.0%}"),
         ),
     ),
     Quote(
