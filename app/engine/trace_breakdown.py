@@ -9,7 +9,8 @@ were it at its floor:
   measured, since nothing says what they should take;
 - copies: the host copies at the host link's full rate (trace_copies.py), at most their
   exposed time;
-- launch gaps: one asynchronous launch's latency per stretch (STREAM_GAP_S, realism.py);
+- launch gaps: one asynchronous launch's latency per stretch (STREAM_GAP_S, realism.py), or
+  one graph node's (GRAPH_NODE_GAP_S) before a kernel of a replayed CUDA graph;
 - host waits, synchronisation and other: none, since a host that queues work ahead of the
   device, and does not wait for it inside a step, leaves the device no idle time.
 
@@ -102,6 +103,21 @@ class Breakdown:
         )
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _launches(line: Timeline) -> str:
+    """The launch gaps' limit in words: a launch's latency each, a graph node's in a graph."""
+    words = []
+    if line.gaps or not line.graph_gaps:
+        words.append(f"{_count(line.gaps, 'launch', 'launches')}, {_seconds(STREAM_GAP_S)} each")
+    if line.graph_gaps:
+        nodes = _count(line.graph_gaps, "graph node", "graph nodes")
+        words.append(f"{nodes}, {_seconds(GRAPH_NODE_GAP_S)} each")
+    return "; ".join(words)
+
+
 def breakdown(
     line: Timeline, *, lost: float, mapped: float, unmapped: float, copies: float | None
 ) -> Breakdown:
@@ -131,8 +147,8 @@ def breakdown(
         Part(
             "launch_gaps",
             line.launch_gaps,
-            line.gaps * STREAM_GAP_S,
-            f"{line.gaps} launches, {s(STREAM_GAP_S)} each",
+            line.gaps * STREAM_GAP_S + line.graph_gaps * GRAPH_NODE_GAP_S,
+            _launches(line),
         ),
         Part("host_waits", line.host_waits, 0.0, "none: a host ahead of the device"),
         Part("synchronisation", line.synchronisation, 0.0, "none inside a step"),

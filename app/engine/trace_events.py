@@ -37,6 +37,8 @@ SYNC_CALLS = frozenset(
         "cuEventSynchronize",
     }
 )
+# the host calls that replay a captured CUDA graph: its kernels share the call's correlation
+GRAPH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})
 STEP = "ProfilerStep#"  # torch.profiler's schedule marks each step with one such event
 US = 1e-6  # the trace's times are microseconds
 MAX_DURATION_US = 1e7 / US  # 10^7 s, the longest measured time roofcheck judges
@@ -85,13 +87,15 @@ class Device:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A host call to CUDA that queued device work (its correlation) or blocked the host
-    until the device was done (`sync`): its times in microseconds."""
+    """A host call to CUDA that queued device work (its correlation; `graph`, a captured
+    graph's kernels) or blocked the host until the device was done (`sync`): its times in
+    microseconds."""
 
     start: float
     dur: float
     correlation: object
     sync: bool
+    graph: bool = False
 
 
 @dataclass(slots=True)
@@ -215,7 +219,8 @@ class TraceEvents:
             return
         timed = self._timed(event)
         if timed is not None:
-            self.calls.append(Call(timed[0], timed[1], correlation, sync))
+            graph = event.get("name") in GRAPH_CALLS
+            self.calls.append(Call(timed[0], timed[1], correlation, sync, graph))
 
     def _cpu_op(self, event: Mapping[str, object]) -> None:
         self.cpu_ops += 1

@@ -16,7 +16,8 @@ of:
     the queue);
   - host waits: before L, the host was busy elsewhere and had not queued the work yet;
   - launch gaps: from L, the work was queued and the device had not started it (the launch's
-    own latency: HTA's "kernel wait");
+    own latency: HTA's "kernel wait"; a kernel of a replayed CUDA graph waits on the one
+    before it, within the graph);
   - other: no device event follows, or the call that queued it is not in the trace.
 The parts add up to the window, each at least 0.
 """
@@ -36,7 +37,8 @@ Interval = tuple[float, float]
 @dataclass(frozen=True, slots=True)
 class Timeline:
     """The window's seconds, by what filled them; `gaps` counts the idle stretches with a
-    launch gap, `steps` the recorded steps (0: the window is the whole trace)."""
+    launch gap before a kernel launched on its own, `graph_gaps` before a kernel of a CUDA
+    graph, `steps` the recorded steps (0: the window is the whole trace)."""
 
     window: float
     kernels: float
@@ -46,6 +48,7 @@ class Timeline:
     synchronisation: float
     other: float
     gaps: int
+    graph_gaps: int
     steps: int
 
 
@@ -69,8 +72,8 @@ def _length(intervals: Iterable[Interval]) -> float:
     return sum(e - s for s, e in intervals)
 
 
-def _first(pair: tuple[float, float | None]) -> float:
-    return pair[0]
+def _first(queued: tuple[float, float | None, bool]) -> float:
+    return queued[0]
 
 
 def _complement(union: Sequence[Interval], window: Interval) -> list[Interval]:
@@ -111,6 +114,11 @@ class _Covered:
         return self.ends[i - 1] if i and self.ends[i - 1] > lo else None
 
 
+def _queued(event: Device, call: Call | None) -> tuple[float, float | None, bool]:
+    start = event.end - event.dur
+    return (start, None, False) if call is None else (start, call.start, call.graph)
+
+
 def timeline(
     device: Sequence[Device],
     host_copy: Sequence[bool],
@@ -123,17 +131,18 @@ def timeline(
     timed = [(e, copy) for e, copy in zip(device, host_copy, strict=True) if e.start is not None]
     kernels = merged(_clipped(((e.end - e.dur, e.end) for e, c in timed if not c), window))
     busy = merged(_clipped(((e.end - e.dur, e.end) for e, _ in timed), window))
-    launched = {c.correlation: c.start for c in calls if c.correlation is not None}
+    launched = {c.correlation: c for c in calls if c.correlation is not None}
     syncs = _Covered(merged((c.start, c.start + c.dur) for c in calls if c.sync))
-    # each device event's start, and when the host began to queue it (None: not in the trace)
-    starts = sorted(((e.end - e.dur, launched.get(e.correlation)) for e, _ in timed), key=_first)
-    firsts = [s for s, _ in starts]
+    # each device event's start, when the host began to queue it (None: not in the trace),
+    # and whether it is a graph's
+    starts = sorted((_queued(e, launched.get(e.correlation)) for e, _ in timed), key=_first)
+    firsts = [s for s, _, _ in starts]
     launch = host = sync = other = 0.0
-    gaps = 0
+    stream_gaps = graph_gaps = 0  # before kernels launched on their own, and in graphs
     for lo, hi in _complement(busy, window):
         blocked = syncs.within(lo, hi)
         i = bisect_left(firsts, hi)  # the first device event to start once the stretch ends
-        queued = starts[i][1] if i < len(starts) else None
+        _, queued, graph = starts[i] if i < len(starts) else (hi, None, False)
         if queued is None:
             sync, other = sync + blocked, other + (hi - lo - blocked)
             continue
@@ -141,7 +150,8 @@ def timeline(
         gap = (hi - at) - syncs.within(at, hi)
         waiting = (at - lo) - syncs.within(lo, at)
         if gap > 0:
-            launch, gaps = launch + gap, gaps + 1
+            launch += gap
+            graph_gaps, stream_gaps = graph_gaps + graph, stream_gaps + (not graph)
         returned = syncs.last_end_in(lo, at)
         if returned is not None:  # the sync emptied the queue: the refill is the sync's
             sync, waiting = sync + (at - returned) - syncs.within(returned, at), 0.0
@@ -158,6 +168,7 @@ def timeline(
         host_waits=host * US,
         synchronisation=sync * US,
         other=other * US,
-        gaps=gaps,
+        gaps=stream_gaps,
+        graph_gaps=graph_gaps,
         steps=steps,
     )

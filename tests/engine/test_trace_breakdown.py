@@ -152,6 +152,30 @@ def test_a_real_h100_trace_is_host_bound():
     assert result.copies is None and found.timeline.copies == 0
 
 
+def test_a_replayed_cuda_graphs_kernels_wait_a_graph_nodes_gap():
+    # cudaGraphLaunch at 0 queues two kernels (the same correlation), run [10, 20) and
+    # [21, 30): idle [0, 10) and [20, 21) are launch gaps (10 + 1 = 11 us), both before a
+    # graph's kernels: their limit 2 x 0.58 = 1.16 us, not 2 x 2.31.
+    def kernel(ts, dur):
+        return {"cat": "kernel", "name": "k", "ts": ts, "dur": dur, "args": {"correlation": 5}}
+
+    launch = {"cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 0, "dur": 4}
+    op = {"cat": "cpu_op", "name": "aten::cos", "ts": 0, "dur": 30}
+    op["args"] = {"Input Dims": [[64]], "Input type": ["float"]}
+    launch["args"] = {"correlation": 5}
+    result = analyse(collect([op, launch, kernel(10, 10), kernel(21, 9)]), H100)
+    found = result.breakdown
+    assert found is not None
+    line = found.timeline
+    assert (line.gaps, line.graph_gaps) == (0, 2)
+    assert line.launch_gaps == pytest.approx(11 * US)
+    [gaps] = [p for p in found.parts if p.name == "launch_gaps"]
+    assert gaps.limit == pytest.approx(1.16 * US)
+    assert gaps.limit_words == "2 graph nodes, 580 ns each"
+    # the kernels (19 us) were launched by no operator: unmapped, their limit as measured
+    assert found.unmapped == pytest.approx(19 * US) and found.mapped == 0
+
+
 def test_a_trace_without_kernel_events_has_no_breakdown():
     trace = collect(
         [
