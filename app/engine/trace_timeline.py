@@ -151,7 +151,10 @@ def timeline(
         waiting = (at - lo) - syncs.within(lo, at)
         if gap > 0:
             launch += gap
-            graph_gaps, stream_gaps = graph_gaps + graph, stream_gaps + (not graph)
+            if graph:
+                graph_gaps += 1
+            else:
+                stream_gaps += 1
         returned = syncs.last_end_in(lo, at)
         if returned is not None:  # the sync emptied the queue: the refill is the sync's
             sync, waiting = sync + (at - returned) - syncs.within(returned, at), 0.0
