@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
+    app.state.table_row_budget_s = settings.table_row_budget_s
     app.state.traces = traces.analyses(
         settings.trace_budget_s, settings.trace_memory_bytes, settings.trace_slots
     )

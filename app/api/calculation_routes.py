@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from app.api.query_models import query_of, query_parameters
 from app.api.stored_answers import answer
 from app.engine import Software
-from app.http.budget import within_budget
+from app.http.budget import table_budget, within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.http.request_text import is_json
 from app.http.responses import StrictJSONResponse
@@ -229,21 +229,26 @@ async def check_table(
 ) -> Response:
     """Each row's kernel against the roofline, judged as POST /check judges it, ranked by
     the time lost, with a summary; a bad row is answered in place with its error. Never
-    stored: a table's measured times change at every run."""
+    stored: a table's measured times change at every run.
+
+    The table is read within the calculation budget, then judged and its answer rendered
+    within the budget and each row's allowance (`table_budget`), all in worker threads."""
     media = _media(request.headers.get("content-type", ""))
     body = await request.body()
-
-    def calculate() -> TableCheck:
-        return table.check_table(catalogs, table.read(body, media), chip, stack, catalog_version)
-
     try:
-        calculated = await within_budget(request, calculate)
+        parsed = await within_budget(request, partial(table.read, body, media))
+        check = partial(table.check_table, catalogs, parsed, chip, stack, catalog_version)
+        rendered = await within_budget(
+            request,
+            lambda: check().model_dump_json().encode(),
+            table_budget(request, len(parsed.rows)),
+        )
     except table.TooManyRows as error:
         return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})
     except table.TableError as error:
         detail = [{"loc": ["body"], "msg": str(error), "type": "not_a_table"}]
         return StrictJSONResponse(status_code=422, content={"detail": detail})
-    return await answer(request, None, calculated)
+    return Response(rendered, media_type="application/json")
 
 
 def register(router: APIRouter) -> None:
