@@ -17,10 +17,11 @@ from pydantic import BaseModel
 from app.api.query_models import query_of, query_parameters
 from app.api.stored_answers import answer
 from app.engine import Software
-from app.http.budget import table_budget, within_budget
+from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.http.request_text import is_json
 from app.http.responses import StrictJSONResponse
+from app.http.tables import judged_table
 from app.schemas.answers import Check, ExpectedTime
 from app.schemas.planning_answers import (
     MaxContextAnswer,
@@ -231,17 +232,19 @@ async def check_table(
     the time lost, with a summary; a bad row is answered in place with its error. Never
     stored: a table's measured times change at every run.
 
-    The table is read within the calculation budget, then judged and its answer rendered
-    within the budget and each row's allowance (`table_budget`), all in worker threads."""
+    The table is read, judged and its answer rendered in worker threads, within the budget
+    and each row's allowance (app/http/tables.py)."""
     media = _media(request.headers.get("content-type", ""))
     body = await request.body()
+    question = (chip, stack, catalog_version)
     try:
-        parsed = await within_budget(request, partial(table.read, body, media))
-        check = partial(table.check_table, catalogs, parsed, chip, stack, catalog_version)
-        rendered = await within_budget(
+        rendered = await judged_table(
             request,
-            lambda: check().model_dump_json().encode(),
-            table_budget(request, len(parsed.rows)),
+            catalogs,
+            body,
+            media,
+            question,
+            render=lambda answer: answer.model_dump_json().encode(),
         )
     except table.TooManyRows as error:
         return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})

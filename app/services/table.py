@@ -27,6 +27,7 @@ from app.engine.compare import mean_time
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.units import TERA
 from app.engine.verdict import stand
+from app.schemas.answers import PeakUsed
 from app.schemas.requests import KernelWorkload
 from app.schemas.table_bodies import (
     ALIASES,
@@ -222,6 +223,9 @@ def _row(
         efficiency=judgement.efficiency,
         achieved_flops_per_s=judgement.achieved_flops_per_s,
         achieved_bytes_per_s=judgement.achieved_bytes_per_s,
+        peak=PeakUsed(
+            flops_per_s=roof.peak.flops_per_s, dtype=roof.peak.dtype, unit=roof.peak.unit
+        ),
         bound=roof.bound,
         verdict=judgement.verdict,
         against_published=judgement.against_published,
