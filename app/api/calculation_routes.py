@@ -236,16 +236,13 @@ async def check_table(
     and each row's allowance (app/http/tables.py)."""
     media = _media(request.headers.get("content-type", ""))
     body = await request.body()
-    question = (chip, stack, catalog_version)
+
+    def judge(parsed: table.Table) -> bytes:
+        answer = table.check_table(catalogs, parsed, chip, stack, catalog_version)
+        return answer.model_dump_json().encode()
+
     try:
-        rendered = await judged_table(
-            request,
-            catalogs,
-            body,
-            media,
-            question,
-            render=lambda answer: answer.model_dump_json().encode(),
-        )
+        rendered = await judged_table(request, body, media, judge)
     except table.TooManyRows as error:
         return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})
     except table.TableError as error:

@@ -123,16 +123,12 @@ async def table_result(request: Request, catalogs: CatalogsDep) -> HTMLResponse:
     if not body.strip():
         error = "Paste a table (CSV with a header, or a JSON list) or choose its file."
         return _page(request, catalogs, values, error=error, status=422)
+
+    def judge(parsed: table.Table) -> Judged:
+        return _judged(table.check_table(catalogs, parsed, values["chip"], stack), catalogs)
+
     try:
-        question = (values["chip"], stack, None)
-        result = await judged_table(
-            request,
-            catalogs,
-            body,
-            _media(body, name),
-            question,
-            render=lambda answer: _judged(answer, catalogs),
-        )
+        result = await judged_table(request, body, _media(body, name), judge)
     except UnknownName as error:
         hint = f" (did you mean {', '.join(error.suggestions)}?)" if error.suggestions else ""
         return _page(
