@@ -5,9 +5,12 @@ ASGI app."""
 
 import re
 
+from fastapi.testclient import TestClient
 from playwright.sync_api import Page, expect
 
+from app.main import create_app
 from tests.api.test_table_api import _table
+from tests.api.test_table_scale import roomy
 from tests.web.test_readable import CHART_TEXT, LABELS, PHONE, SHOWN, STRUCK, screen
 
 __all__ = ["screen"]  # the fixture: a page at 375 and at 1280 px
@@ -133,10 +136,11 @@ def test_the_page_errors_through_the_app(client):
     assert too_many.status_code == 413 and "10,000 rows" in too_many.text
 
 
-def test_a_large_table_lists_the_rows_that_lost_most(client):
+def test_a_large_table_lists_the_rows_that_lost_most(tmp_path):
     """10,000 rows: every one on the chart (grouped points), the 500 that lost most listed."""
     rows = "\n".join(f"r{i},{64 + i % 2000},4096,4096,bf16,1" for i in range(10_000))
     asked = {"chip": "h100", "stack": "typical", "text": "label,M,N,K,dtype,ms\n" + rows}
+    client = TestClient(create_app(roomy(tmp_path)))  # what it says, not how soon
     page = client.post("/table", data=asked, headers=ORIGIN)
     assert page.status_code == 200
     assert page.text.count('<tr><th class="head" scope="row">') == 500
@@ -152,3 +156,17 @@ def test_a_browser_asking_for_the_json_address_gets_the_page(client):
 
 def test_the_navigation_names_the_page(client):
     assert '<a href="/table">Table</a>' in client.get("/", headers={"accept": "text/html"}).text
+
+
+def test_a_label_is_shown_as_text(client):
+    """A row's label is the table's own text: shown as written, never as markup (the page and
+    the chart's tooltip of a worst row escape it)."""
+    hostile = "<script>alert(1)</script>"
+    text = f'label,M,N,K,dtype,ms\n"{hostile}",4096,4096,4096,bf16,0.5\n'
+    page = client.post(
+        "/table", data={"chip": "h100", "stack": "typical", "text": text}, headers=ORIGIN
+    )
+    assert page.status_code == 200
+    assert hostile not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert "#1 row 1 &lt;script&gt;" in page.text  # the tooltip
