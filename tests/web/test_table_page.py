@@ -170,3 +170,18 @@ def test_a_label_is_shown_as_text(client):
     assert hostile not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     assert "#1 row 1 &lt;script&gt;" in page.text  # the tooltip
+
+
+def test_a_paste_as_large_as_a_table_may_be(tmp_path):
+    """A pasted table past a form field's usual megabyte (Starlette's part size) is read, up to
+    ROOFCHECK_MAX_TABLE_BYTES (2 MiB): 2,000 rows of 600 B, with a column of notes ignored."""
+    notes = "n" * 580
+    rows = "\n".join(f"{64 + i},4096,4096,bf16,1,{notes}" for i in range(2_000))
+    text = "M,N,K,dtype,ms,notes\n" + rows
+    assert 2**20 < len(text) < 2 * 2**20
+    asked = {"chip": "h100", "stack": "typical", "text": text}
+    client = TestClient(create_app(roomy(tmp_path)))  # what it says, not how soon
+    page = client.post("/table", data=asked, headers=ORIGIN)
+    assert page.status_code == 200 and "2,000 rows on" in page.text
+    over = client.post("/table", data=asked | {"text": text * 2}, headers=ORIGIN)
+    assert over.status_code == 413
