@@ -89,6 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raise
     app.state.write_tokens = write_tokens
     app.state.calculation_budget_s = settings.calculation_budget_s
+    app.state.table_row_budget_s = settings.table_row_budget_s
+    app.state.max_table_bytes = settings.max_table_bytes  # the /table page's pasted text
     app.state.traces = traces.analyses(
         settings.trace_budget_s, settings.trace_memory_bytes, settings.trace_slots
     )
@@ -110,7 +112,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         Hardening,
         max_body_bytes=settings.max_body_bytes,
-        large_bodies={**trace_caps, "/check/table": settings.max_table_bytes},
+        large_bodies={
+            **trace_caps,
+            "/check/table": settings.max_table_bytes,
+            # the page's form: the table, and its other fields within an ordinary body's cap
+            "/table": settings.max_table_bytes + settings.max_body_bytes,
+        },
         inline_styles=[svg.STYLE],
     )
     error_handlers.install(app)

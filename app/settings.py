@@ -18,9 +18,10 @@ class Settings(BaseSettings):
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
     ROOFCHECK_WRITE_TOKENS, ROOFCHECK_ALLOWED_HOSTS, ROOFCHECK_MAX_BODY_BYTES and
     ROOFCHECK_MAX_TRACE_BYTES, ROOFCHECK_MAX_TABLE_BYTES: see app/security.py;
-    ROOFCHECK_CALCULATION_BUDGET_S: see app/http/budget.py; ROOFCHECK_BODY_TIMEOUT_S and
-    ROOFCHECK_BODY_MIN_RATE: app/http/request_text.py; ROOFCHECK_TRACE_BUDGET_S,
-    ROOFCHECK_TRACE_MEMORY_BYTES and ROOFCHECK_TRACE_SLOTS: app/http/isolated.py.
+    ROOFCHECK_CALCULATION_BUDGET_S and ROOFCHECK_TABLE_ROW_BUDGET_S: see app/http/budget.py;
+    ROOFCHECK_BODY_TIMEOUT_S and ROOFCHECK_BODY_MIN_RATE: app/http/request_text.py;
+    ROOFCHECK_TRACE_BUDGET_S, ROOFCHECK_TRACE_MEMORY_BYTES and ROOFCHECK_TRACE_SLOTS:
+    app/http/isolated.py.
     """
 
     model_config = SettingsConfigDict(env_prefix="ROOFCHECK_", populate_by_name=True)
@@ -63,6 +64,11 @@ class Settings(BaseSettings):
     calculation_budget_s: float = Field(1.0, gt=0, le=60)
     """How long a request waits for a calculation before answering 503 (app/http/budget.py):
     a second, a hundred times what the slowest calculation takes."""
+    table_row_budget_s: float = Field(0.0005, gt=0, le=0.1)
+    """What a benchmark table's wait adds to calculation_budget_s per row (POST /check/table,
+    the /table page): a table is one calculation a row, each a kernel placed and judged in
+    about 50 us of one core of the development machine; half a millisecond, ten times that,
+    lets a table of 10,000 rows (6 s in all) finish on a machine busy with other work."""
 
     @property
     def hosts(self) -> list[str]:

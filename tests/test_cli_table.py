@@ -1,5 +1,7 @@
 """`roofcheck table` against the real service on a loopback port: its exit codes."""
 
+import json
+
 import pytest
 
 from app.cli import ERROR, FAIL, PASS, CliError, run
@@ -57,3 +59,46 @@ def test_table_errors_exit_2(url, tmp_path, capsys):
     ]
     assert run(args) == PASS
     assert '"geomean_efficiency"' in capsys.readouterr().out
+
+
+def test_table_fails_by_default_on_a_row_faster_than_the_roofline(url, tmp_path, capsys):
+    # 0.1 ms is under the 138.9 us ideal: a timing error, which the default --fail-on names
+    path = _file(tmp_path, TABLE + "impossible,4096,4096,4096,bf16,0.1\n")
+    assert run(["table", path, "--url", url, "--chip", "h100"]) == FAIL
+    out = capsys.readouterr().out
+    assert "row 3 impossible: verdict faster_than_roofline (138.9% of the roofline)" in out
+
+
+def test_table_json_keeps_the_gate(url, tmp_path, capsys):
+    """--json prints the answer alone (no summary line), and still exits 1 on a failing row."""
+    path = _file(tmp_path, TABLE)
+    args = ["table", path, "--url", url, "--chip", "h100", "--json", "--fail-below", "0.5"]
+    assert run(args) == FAIL
+    answer = json.loads(capsys.readouterr().out)
+    assert [row["label"] for row in answer["rows"]] == ["fast", "slow"]
+    assert answer["summary"]["rows"] == 2
+
+
+def test_table_stack_is_sent(url, tmp_path, capsys):
+    """--stack picks whose published runs the realistic times assume: eager PyTorch adds its
+    ~8 us of host dispatch to a kernel too small to hide it (64^3: an ideal of nanoseconds),
+    which the default, typical tuned software, does not pay."""
+    path = _file(tmp_path, "M,N,K,dtype,us\n64,64,64,bf16,20\n")
+    realistic = {}
+    for stack in ("typical", "eager"):
+        args = ["table", path, "--url", url, "--chip", "h100", "--json", "--stack", stack]
+        assert run([*args, "--fail-on", "does_not_fit"]) == PASS
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["stack"] == stack
+        realistic[stack] = answer["rows"][0]["realistic_time_s"]
+    assert realistic["eager"] > realistic["typical"] + 5e-6
+    args = ["table", path, "--url", url, "--chip", "h100", "--stack", "numpy"]
+    assert run(args) == ERROR
+    assert "error 422" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fraction", ["1.5", "-0.1"])
+def test_table_fail_below_is_a_fraction(url, tmp_path, fraction):
+    path = _file(tmp_path, TABLE)
+    with pytest.raises(CliError, match="--fail-below is a fraction"):
+        run(["table", path, "--url", url, "--chip", "h100", "--fail-below", fraction])

@@ -21,6 +21,7 @@ from app.http.budget import within_budget
 from app.http.deps import JSON_BODY_ERRORS, CatalogsDep, JsonBody
 from app.http.request_text import is_json
 from app.http.responses import StrictJSONResponse
+from app.http.tables import judged_table
 from app.schemas.answers import Check, ExpectedTime
 from app.schemas.planning_answers import (
     MaxContextAnswer,
@@ -229,21 +230,25 @@ async def check_table(
 ) -> Response:
     """Each row's kernel against the roofline, judged as POST /check judges it, ranked by
     the time lost, with a summary; a bad row is answered in place with its error. Never
-    stored: a table's measured times change at every run."""
+    stored: a table's measured times change at every run.
+
+    The table is read, judged and its answer rendered in worker threads, within the budget
+    and each row's allowance (app/http/tables.py)."""
     media = _media(request.headers.get("content-type", ""))
     body = await request.body()
 
-    def calculate() -> TableCheck:
-        return table.check_table(catalogs, table.read(body, media), chip, stack, catalog_version)
+    def judge(parsed: table.Table) -> bytes:
+        answer = table.check_table(catalogs, parsed, chip, stack, catalog_version)
+        return answer.model_dump_json().encode()
 
     try:
-        calculated = await within_budget(request, calculate)
+        rendered = await judged_table(request, body, media, judge)
     except table.TooManyRows as error:
         return StrictJSONResponse(status_code=413, content={"detail": {"message": str(error)}})
     except table.TableError as error:
         detail = [{"loc": ["body"], "msg": str(error), "type": "not_a_table"}]
         return StrictJSONResponse(status_code=422, content={"detail": detail})
-    return await answer(request, None, calculated)
+    return Response(rendered, media_type="application/json")
 
 
 def register(router: APIRouter) -> None:

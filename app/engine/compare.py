@@ -29,15 +29,21 @@ class Repeats:
     stdev: float  # sample standard deviation; 0 for a single value
 
 
-def summarise_times(times: Sequence[float]) -> Repeats:
-    """Summarise repeated times (seconds)."""
+def mean_time(times: Sequence[float]) -> float:
+    """The arithmetic mean of repeated times (seconds), each positive and finite."""
     if not times:
         raise InvalidInput("measured", "needs at least one value")
     for value in times:
         if not (math.isfinite(value) and value > 0):
             raise InvalidInput("measured", f"times must be positive and finite, got {value}")
+    return statistics.fmean(times)
+
+
+def summarise_times(times: Sequence[float]) -> Repeats:
+    """Summarise repeated times (seconds): their `mean_time` and spread."""
+    mean = mean_time(times)
     stdev = statistics.stdev(times) if len(times) > 1 else 0.0
-    return Repeats(len(times), statistics.fmean(times), min(times), max(times), stdev)
+    return Repeats(len(times), mean, min(times), max(times), stdev)
 
 
 def mean_rate(rates: Sequence[float]) -> float:

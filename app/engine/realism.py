@@ -92,10 +92,17 @@ def published_entry(
     return entry.widened(spread), used
 
 
+# The engine's table of published runs (published_runs.py) as entries: per kind of work, each
+# stack's; read once, as the table is part of the engine
+PUBLISHED: Mapping[str, Mapping[Software, Fitted]] = {
+    kind: {Software(stack): Fitted(*entry) for stack, entry in stacks.items()}
+    for kind, stacks in FITTED.items()
+}
+
+
 def fitted(kind: Kind, software: Software) -> tuple[Fitted, Software]:
     """`published_entry` from the engine's table of published runs."""
-    entries = {Software(p): Fitted(*e) for p, e in FITTED.get(kind, {}).items()}
-    return published_entry(kind, software, entries, STACK_SPREAD)
+    return published_entry(kind, software, PUBLISHED.get(kind, {}), STACK_SPREAD)
 
 
 # --- fixed costs ----------------------------------------------------------------------------

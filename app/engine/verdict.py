@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine import prose
+from app.engine.advice_lines import FEWER_LAUNCHES, REGIME_ADVICE, STRUCTURAL, unfit_advice
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
@@ -104,6 +105,48 @@ def efficiency(ratio: float) -> float:
     return 1 / ratio
 
 
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A measured time against its roofline: the verdict and the figures behind it, without
+    the advice (what a table of many runs reports for each)."""
+
+    measured_time: float
+    ratio: float  # measured / expected
+    verdict: Verdict
+    against_published: AgainstPublished
+    judged_against: Floor
+    floor_time: float  # the time judged against: the ideal, or the fixed costs' floor
+    achieved_flops_per_s: float  # the work's FLOPs over the measured time
+    achieved_bytes_per_s: float  # its bytes over the measured time
+
+    @property
+    def efficiency(self) -> float:
+        """The fraction of the roofline reached (expected / measured)."""
+        return efficiency(self.ratio)
+
+
+def stand(roofline: Roofline, measured_time: float, *, fits: bool | None = None) -> Standing:
+    """`measured_time` (seconds) against the roofline: its verdict (`fits` as `judge` takes
+    it), where it sits against published runs, and the rates it achieved."""
+    if not (math.isfinite(measured_time) and measured_time > 0):
+        raise InvalidInput(
+            "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
+        )
+    ratio = measured_time / roofline.expected_time
+    place = _against_published(roofline, measured_time)
+    against, floor = _floor(roofline)
+    return Standing(
+        measured_time,
+        ratio,
+        _verdict(ratio, measured_time / floor, against, place, fits),
+        place,
+        against,
+        floor,
+        achieved_flops_per_s=roofline.flops / measured_time,
+        achieved_bytes_per_s=roofline.bytes / measured_time,
+    )
+
+
 def judge(
     roofline: Roofline,
     measured_time: float,
@@ -113,7 +156,7 @@ def judge(
     chip: Chip | None = None,
     cpu_time: float | None = None,
 ) -> Judgement:
-    """Compare `measured_time` (seconds) with the roofline and say what to do next.
+    """Compare `measured_time` (seconds) with the roofline (`stand`) and say what to do next.
 
     `fits`: whether the workload fits in the chip's memory (None where no memory figure
     applies, e.g. a single kernel). For a run slower than its floor, the `specific` advice (on
@@ -123,18 +166,13 @@ def judge(
     given, is the host process's CPU time (seconds) over the same run on an accelerator: a
     host busy throughout a run slower than its floor puts the host-bound advice first
     (`host_bound`)."""
-    if not (math.isfinite(measured_time) and measured_time > 0):
-        raise InvalidInput(
-            "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
-        )
+    standing = stand(roofline, measured_time, fits=fits)
     if cpu_time is not None and not (math.isfinite(cpu_time) and cpu_time > 0):
         raise InvalidInput("cpu_time_s", f"must be a positive number of seconds, got {cpu_time}")
-    ratio = measured_time / roofline.expected_time
-    place = _against_published(roofline, measured_time)
-    against, floor = _floor(roofline)
-    verdict = _verdict(ratio, measured_time / floor, against, place, fits)
+    ratio, verdict, place = standing.ratio, standing.verdict, standing.against_published
+    floor = standing.floor_time
     if verdict is Verdict.DOES_NOT_FIT:
-        advice = _unfit_advice(ratio)
+        advice = unfit_advice(ratio)
     else:
         advice = _advice(
             verdict,
@@ -148,7 +186,7 @@ def judge(
             if (
                 specific
                 and verdict is Verdict.ROOM_TO_IMPROVE
-                and roofline.bound not in _REGIME_ADVICE
+                and roofline.bound not in REGIME_ADVICE
             ):
                 advice = advice[:-1]  # the common gaps, named for this work instead
             elif specific and roofline.bound is Bound.COMMUNICATION:
@@ -158,20 +196,18 @@ def judge(
     busy = None if cpu_share is None else host_bound(cpu_share, verdict)
     if busy:
         advice = (host_advice(cpu_share or 0.0), *advice)
-    realistic_ratio = measured_time / roofline.realistic_time
-    flops_rate, bytes_rate = roofline.flops / measured_time, roofline.bytes / measured_time
     return Judgement(
         measured_time,
         ratio,
         verdict,
         advice,
-        realistic_ratio,
+        measured_time / roofline.realistic_time,
         place,
-        achieved_flops_per_s=flops_rate,
-        achieved_bytes_per_s=bytes_rate,
-        flops_share_of_peak=flops_rate / roofline.peak.flops_per_s,
-        bytes_share_of_bandwidth=bytes_rate / roofline.memory_bandwidth,
-        judged_against=against,
+        achieved_flops_per_s=standing.achieved_flops_per_s,
+        achieved_bytes_per_s=standing.achieved_bytes_per_s,
+        flops_share_of_peak=standing.achieved_flops_per_s / roofline.peak.flops_per_s,
+        bytes_share_of_bandwidth=standing.achieved_bytes_per_s / roofline.memory_bandwidth,
+        judged_against=standing.judged_against,
         floor_time=floor,
         cpu_share=cpu_share,
         host_bound=busy,
@@ -233,17 +269,6 @@ def _verdict(
     if floor_ratio < ORDER_OF_MAGNITUDE or place is not AgainstPublished.SLOWER:
         return Verdict.ROOM_TO_IMPROVE
     return Verdict.ORDER_OF_MAGNITUDE_SLOWER
-
-
-def _unfit_advice(ratio: float) -> tuple[str, ...]:
-    return (
-        "Does not fit: the workload as described needs more memory per chip than the chip "
-        "has, so it cannot have run as given. Check the chips (tp), batch, lengths and dtypes "
-        "that really ran, or make it fit: more chips, ZeRO, recomputation, a smaller batch or "
-        "narrower dtypes (/memory-fit gives the largest batch and the fewest chips).",
-        f"The time figures are for a configuration that cannot run: measured "
-        f"{prose.times(ratio)} its roofline time, to be judged once the workload fits.",
-    )
 
 
 def _against_published(roof: Roofline, measured_time: float) -> AgainstPublished:
@@ -308,16 +333,16 @@ def _advice(
         if verdict is Verdict.OVERHEAD_BOUND:
             return (
                 f"{head}, as published runs pay: this runtime makes sense for work this small.",
-                *_FEWER_LAUNCHES,
+                *FEWER_LAUNCHES,
             )
         if verdict is Verdict.ROOM_TO_IMPROVE:
-            return (f"{head}, more than the fixed costs explain.", *_FEWER_LAUNCHES)
+            return (f"{head}, more than the fixed costs explain.", *FEWER_LAUNCHES)
         return (
             f"{head}: an order of magnitude over it, so something structural is wrong.",
-            *_STRUCTURAL[:-1],
+            *STRUCTURAL[:-1],
         )
-    if bound in _REGIME_ADVICE:
-        return _REGIME_ADVICE[bound]
+    if bound in REGIME_ADVICE:
+        return REGIME_ADVICE[bound]
     gap = f"{prose.times(ratio)} the roofline time"
     if verdict is Verdict.NEAR_ROOFLINE:
         if bound is Bound.MEMORY:
@@ -351,7 +376,7 @@ def _advice(
             "Common gaps: unfused elementwise ops, matmul shapes that tile poorly (dimensions "
             "not multiples of 64/128), small batches that leave the chip idle between kernels.",
         )
-    return (f"At {gap}: an order of magnitude off, so something structural is wrong.", *_STRUCTURAL)
+    return (f"At {gap}: an order of magnitude off, so something structural is wrong.", *STRUCTURAL)
 
 
 def _faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
@@ -364,30 +389,3 @@ def _faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
     return " or ".join(
         f"{dtype} ({prose.times(peak / own)} the {roof.peak.dtype} peak)" for peak, dtype in faster
     )
-
-
-_STRUCTURAL = (
-    "Are the kernels compiled and fused (torch.compile, CUDA graphs), or launched one small "
-    "op at a time from Python?",
-    "Is the data on the device, or copied between host and device every step?",
-    "Are there non-vectorised (Python-loop) ops, or intermediates materialised that need not be?",
-    "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
-    "measure at two sizes; time that barely grows with the work means overhead-bound.",
-)
-_FEWER_LAUNCHES = (
-    "Capture the step in a CUDA graph or compile it (torch.compile, a serving engine), so "
-    "the host launches once instead of once per op.",
-    "Give each launch more work: a larger batch, fused kernels, fewer synchronisations "
-    "(.item(), .cpu(), prints) in the loop.",
-)
-_REGIME_ADVICE = {
-    Bound.COMMUNICATION: (
-        "Communication-bound: moving data over a link (collectives between chips, copies "
-        "between host and device) takes longer than the chip's own work.",
-        "Overlap them with compute (asynchronous tensor/sequence parallelism, bucketed "
-        "gradient reduction), send fewer and larger messages, or lower the degree that "
-        "communicates (a smaller tp, more data parallelism).",
-        "Keep tensor parallelism inside one scale-up domain (NVLink, xGMI, ICI): across the "
-        "network each collective is several times slower.",
-    ),
-}

@@ -2,7 +2,9 @@
 
 A calculation runs in a worker thread, so that the event loop goes on answering other requests
 (`/health` among them) while it runs, and the wait for it is bounded: past the budget
-(ROOFCHECK_CALCULATION_BUDGET_S) the request answers 503 with Retry-After instead of hanging.
+(ROOFCHECK_CALCULATION_BUDGET_S) the request answers 503 with Retry-After instead of hanging;
+a benchmark table is one calculation a row, so its wait is the budget and
+ROOFCHECK_TABLE_ROW_BUDGET_S per row (`table_budget`).
 A Python thread cannot be stopped, so the budget bounds the wait, not the work: the work is
 bounded by the ranges of the inputs (app/schemas, app/engine/hf_config.py) and by closed forms
 in the engine, which keep every calculation in milliseconds; the budget is the backstop.
@@ -30,10 +32,21 @@ class OverBudget(Exception):
         self.budget_s = budget_s
 
 
-async def within_budget(request: Request, work: Callable[[], T]) -> T:
-    """`work()` run in a worker thread; OverBudget when it takes longer than the app's budget
-    (the thread is left to finish, its answer dropped)."""
+def table_budget(request: Request, rows: int) -> float:
+    """The wait for a benchmark table of `rows` rows: the app's budget and each row's
+    allowance."""
     budget_s: float = request.app.state.calculation_budget_s
+    row_s: float = request.app.state.table_row_budget_s
+    return budget_s + rows * row_s
+
+
+async def within_budget(
+    request: Request, work: Callable[[], T], budget_s: float | None = None
+) -> T:
+    """`work()` run in a worker thread; OverBudget when it takes longer than `budget_s`
+    (default: the app's budget; the thread is left to finish, its answer dropped)."""
+    if budget_s is None:
+        budget_s = request.app.state.calculation_budget_s
     try:
         with anyio.fail_after(budget_s):
             return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)

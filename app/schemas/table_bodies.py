@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from app.engine import AgainstPublished, Bound, Verdict
 from app.engine.units import MICRO, MILLI
-from app.schemas.answers import ChipRef
+from app.schemas.answers import ChipRef, PeakUsed
 from app.schemas.request_base import Request
 from app.schemas.requests import (
     AttentionWorkload,
@@ -110,6 +110,7 @@ class TableRow(_Answer):
     efficiency: float | None = Field(None, description="The fraction of the roofline reached.")
     achieved_flops_per_s: float | None = None
     achieved_bytes_per_s: float | None = None
+    peak: PeakUsed | None = Field(None, description="The roof the row's FLOPs run under.")
     bound: Bound | None = None
     verdict: Verdict | None = None
     against_published: AgainstPublished | None = None

@@ -1,9 +1,12 @@
 """A benchmark table judged row by row: each row's kernel placed on the chip's roofline and its
 measured time judged as POST /check judges it (the same engine calls: `kernel_work`,
-`place_kernel`, `summarise_times`, `judge`), ranked by the time lost (docs/api.md, "Check a
-benchmark table").
+`place_kernel`, `mean_time`, and `stand`, the verdict of `judge` without its advice), ranked by
+the time lost (docs/api.md, "Check a benchmark table").
 
-A row is judged on its own: averaging times over shapes would hide the slow ones.
+A row is judged on its own: averaging times over shapes would hide the slow ones. Each row
+computes what its line of the answer holds: the chip is resolved and the columns read once
+for the table, and a row's repeats are averaged, not summarised (no spread is answered), and
+judged without the prose of advice (a table's answer is its figures).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.engine import Chip, Roofline, Software, Verdict, judge, place_kernel
-from app.engine.compare import summarise_times
+from app.engine import Roofline, Software, Verdict, place_kernel
+from app.engine.compare import mean_time
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.units import TERA
+from app.engine.verdict import stand
+from app.schemas.answers import PeakUsed
 from app.schemas.requests import KernelWorkload
 from app.schemas.table_bodies import (
     ALIASES,
@@ -137,8 +142,9 @@ def check_table(
     catalog = catalogs.chips(catalog_version)
     chip = catalog.resolve(chip_name).chip
     mapping = {column: _canonical(column) for column in table.columns}
+    known = [(column, name) for column, name in mapping.items() if name is not None]
     rows = [
-        _row(number, cells, mapping, lambda w: place_kernel(kernel_work(w)[0], chip, stack), chip)
+        _row(number, cells, known, lambda w: place_kernel(kernel_work(w)[0], chip, stack))
         for number, cells in enumerate(table.rows, start=1)
     ]
     judged = sorted(
@@ -165,16 +171,16 @@ def _blank(value: Any) -> bool:
 def _row(
     number: int,
     cells: Mapping[str, Any] | None,
-    mapping: Mapping[str, str | None],
+    known: list[tuple[str, str]],
     place: Callable[[KernelWorkload], Roofline],
-    chip: Chip,
 ) -> TableRow:
+    """Row `number` of the table, its `cells` read by the `known` (column, name) pairs."""
     if cells is None:
         error = RowError(column="row", message="a row of a JSON table is an object of columns")
         return TableRow(row=number, label=None, kind=None, error=error)
     fields: dict[str, tuple[str, Any]] = {}
-    for column, value in cells.items():
-        if (name := mapping.get(column)) is not None and not _blank(value):
+    for column, name in known:
+        if not _blank(value := cells.get(column)):
             if name in fields:
                 message = f"columns {fields[name][0]!r} and {column!r} both give {name}"
                 return TableRow(
@@ -192,8 +198,8 @@ def _row(
             raise _Bad("row", str(cells[""]))
         kind = _kind(fields)
         roof = place(_workload(kind, fields))
-        repeats = summarise_times(_seconds(fields, roof))
-        judgement = judge(roof, repeats.mean, chip=chip)
+        times = _seconds(fields, roof)
+        judgement = stand(roof, mean_time(times))
     except _Bad as bad:
         error = RowError(column=bad.column, message=bad.message)
         return TableRow(row=number, label=label, kind=kind, error=error)
@@ -206,7 +212,7 @@ def _row(
         label=label,
         kind=kind,
         measured_time_s=judgement.measured_time,
-        repeats=repeats.count,
+        repeats=len(times),
         flops=roof.flops,
         bytes=roof.bytes,
         arithmetic_intensity=roof.arithmetic_intensity,
@@ -217,6 +223,9 @@ def _row(
         efficiency=judgement.efficiency,
         achieved_flops_per_s=judgement.achieved_flops_per_s,
         achieved_bytes_per_s=judgement.achieved_bytes_per_s,
+        peak=PeakUsed(
+            flops_per_s=roof.peak.flops_per_s, dtype=roof.peak.dtype, unit=roof.peak.unit
+        ),
         bound=roof.bound,
         verdict=judgement.verdict,
         against_published=judgement.against_published,

@@ -135,6 +135,13 @@ def compare(request: Request) -> RedirectResponse:
     return RedirectResponse(_with_query("/comparison", request), status_code=303)
 
 
+@router.get("/check/table")
+def check_table() -> RedirectResponse:
+    """The benchmark table's page, where a table is pasted or uploaded (the JSON route takes
+    a POST alone)."""
+    return RedirectResponse("/table", status_code=303)
+
+
 def _to_the_form(request: Request) -> RedirectResponse:
     """The check form with the question's parameters: its answer, when they make one."""
     return RedirectResponse(_with_query("/", request), status_code=303)

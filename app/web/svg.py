@@ -224,4 +224,9 @@ STYLE = (
     ".regressed-label{font-size:11px;fill:#b00020;font-weight:600}"
     ".bar-fits{fill:#1f5fbf}.bar-unfit{fill:#bbb}"
     ".bar-value{font-size:11px;fill:#fff;font-weight:600}"
+    # a benchmark table's rows, by verdict (app/web/table_chart.py)
+    ".named{stroke:#111;stroke-width:1.5}"
+    ".pt-near_roofline{fill:#2a9d4b}.pt-overhead_bound{fill:#6a4c93}"
+    ".pt-room_to_improve{fill:#e0a526}.pt-order_of_magnitude_slower{fill:#d1495b}"
+    ".pt-faster_than_roofline{fill:#111}.pt-does_not_fit{fill:#888}"
 )

@@ -1,0 +1,45 @@
+"""Advice lines of the verdicts (app/engine/verdict.py): for work that does not fit, what to
+check when a run is an order of magnitude off, how to launch less often, and what
+communication-bound work can do."""
+
+from app.engine import prose
+from app.engine.roofline import Bound
+
+
+def unfit_advice(ratio: float) -> tuple[str, ...]:
+    """The advice on a run of work that does not fit, measured `ratio` times its roofline."""
+    return (
+        "Does not fit: the workload as described needs more memory per chip than the chip "
+        "has, so it cannot have run as given. Check the chips (tp), batch, lengths and dtypes "
+        "that really ran, or make it fit: more chips, ZeRO, recomputation, a smaller batch or "
+        "narrower dtypes (/memory-fit gives the largest batch and the fewest chips).",
+        f"The time figures are for a configuration that cannot run: measured "
+        f"{prose.times(ratio)} its roofline time, to be judged once the workload fits.",
+    )
+
+
+STRUCTURAL = (
+    "Are the kernels compiled and fused (torch.compile, CUDA graphs), or launched one small "
+    "op at a time from Python?",
+    "Is the data on the device, or copied between host and device every step?",
+    "Are there non-vectorised (Python-loop) ops, or intermediates materialised that need not be?",
+    "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
+    "measure at two sizes; time that barely grows with the work means overhead-bound.",
+)
+FEWER_LAUNCHES = (
+    "Capture the step in a CUDA graph or compile it (torch.compile, a serving engine), so "
+    "the host launches once instead of once per op.",
+    "Give each launch more work: a larger batch, fused kernels, fewer synchronisations "
+    "(.item(), .cpu(), prints) in the loop.",
+)
+REGIME_ADVICE = {
+    Bound.COMMUNICATION: (
+        "Communication-bound: moving data over a link (collectives between chips, copies "
+        "between host and device) takes longer than the chip's own work.",
+        "Overlap them with compute (asynchronous tensor/sequence parallelism, bucketed "
+        "gradient reduction), send fewer and larger messages, or lower the degree that "
+        "communicates (a smaller tp, more data parallelism).",
+        "Keep tensor parallelism inside one scale-up domain (NVLink, xGMI, ICI): across the "
+        "network each collective is several times slower.",
+    ),
+}
