@@ -101,10 +101,15 @@ def test_a_training_step_waits_for_a_slower_pipeline(client):
 
 def test_a_replicas_share_of_the_batch_feeds_each_chip(client):
     # batch 8 over dp = 2 replicas: each chip's loader delivers 4 sequences per step
-    workload = {**TRAINING, "dp": 2, "input_pipeline": {"sample_bytes": 16_384, "storage": "s3"}}
-    assert post(client, "/expected-time", workload, "h100").status_code == 422
-    workload["input_pipeline"]["storage"] = "object_store"
-    body = post(client, "/expected-time", workload, "h100").json()
+    def replicas(storage: str) -> dict[str, object]:
+        pipeline = {"sample_bytes": 16_384, "storage": storage}
+        return {**TRAINING, "dp": 2, "input_pipeline": pipeline}
+
+    # an unknown preset is a 422 naming the field
+    refused = post(client, "/expected-time", replicas("s3"), "h100")
+    assert refused.status_code == 422
+    assert "storage" in refused.text
+    body = post(client, "/expected-time", replicas("object_store"), "h100").json()
     assert body["input_pipeline"]["samples_per_step"] == 4
 
 
