@@ -243,7 +243,9 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         roof = result.roofline
         kind = PHASE_KIND[model.workload.phase]
         alternatives = (
-            transformer_alternatives(model.arch, chip, spec, result) if request.what_if else None
+            fed.alternatives(transformer_alternatives(model.arch, chip, spec, result), feeding)
+            if request.what_if
+            else None
         )
         fields = {
             **common,
@@ -319,12 +321,10 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         fields = {
             **common,
             "workload": request.workload,
-            "explanation": fed.input_lines(pipe),
-            "assumptions": fed.input_assumptions(pipe),
-            "input_pipeline": fed.pipeline_out(pipe),
+            **fed.input_fields(pipe),
             **_roofline_fields(roof, Kind.COPY, request.stack),
         }
-        return _Placed(fields, roof, facts=fed.fed_facts(fed.Feeding(pipe, roof), None), chip=chip)
+        return _Placed(fields, roof, facts=fed.facts_of(pipe), chip=chip)
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     alternatives = (

@@ -9,13 +9,14 @@ from app import formatting as fmt
 from app.engine import Roofline, TransformerEstimate
 from app.engine.copies import link_fraction
 from app.engine.hardware import Chip
-from app.engine.input_pipeline import PipelineTime, fed_estimate, pipeline_time, read_rate
+from app.engine.input_pipeline import PipelineTime, fed, fed_estimate, pipeline_time, read_rate
 from app.schemas.input_pipeline_bodies import (
     InputPipelineFields,
     InputPipelineOut,
     InputPipelineWorkload,
 )
 from app.schemas.requests import TransformerWorkload
+from app.services.what_if import Alternative, ranked
 from app.services.work_advice import Fed, WorkFacts
 
 _LIMITS = {
@@ -66,6 +67,15 @@ def pipeline_out(pipe: PipelineTime) -> InputPipelineOut:
         iops=p.storage.iops,
         block_bytes=p.storage.block_bytes,
     )
+
+
+def input_fields(pipe: PipelineTime) -> dict[str, object]:
+    """A pipeline's own answer's explanation, assumptions and `input_pipeline` block."""
+    return {
+        "explanation": input_lines(pipe),
+        "assumptions": input_assumptions(pipe),
+        "input_pipeline": pipeline_out(pipe),
+    }
 
 
 def input_lines(pipe: PipelineTime) -> list[str]:
@@ -131,6 +141,7 @@ class Feeding:
 
     pipe: PipelineTime
     own: Roofline
+    chip: Chip
 
 
 def feed(
@@ -143,7 +154,7 @@ def feed(
         return result, None
     replica = max(1, round(step.layout.micro_batch * step.layout.micro_batches))
     pipe = pipeline_of(fields, chip, replica)
-    return fed_estimate(result, pipe), Feeding(pipe, result.roofline)
+    return fed_estimate(result, pipe), Feeding(pipe, result.roofline, chip)
 
 
 def feeding_lines(feeding: Feeding | None) -> list[str]:
@@ -161,6 +172,25 @@ def feeding_fields(feeding: Feeding | None) -> dict[str, object]:
 def feeding_assumptions(feeding: Feeding | None) -> list[str]:
     """What the pipeline's time assumed, where one feeds the step."""
     return [] if feeding is None else input_assumptions(feeding.pipe)
+
+
+def alternatives(found: list[Alternative], feeding: Feeding | None) -> list[Alternative]:
+    """What-if changes of a step fed by a pipeline, each fed by it too (its samples scaled
+    with the change's work: a larger batch reads more), ranked against the fed step."""
+    if feeding is None:
+        return found
+    pipe, chip = feeding.pipe, feeding.chip
+    fed_found = []
+    for change in found:
+        samples = max(1, round(pipe.pipeline.samples_per_step * change.work_scale))
+        scaled = pipeline_time(replace(pipe.pipeline, samples_per_step=samples), chip)
+        fed_found.append(replace(change, roofline=fed(change.roofline, scaled)))
+    return ranked(fed(feeding.own, pipe), fed_found)
+
+
+def facts_of(pipe: PipelineTime) -> Fed:
+    """A pipeline's own advice facts: the stage that limits it."""
+    return Fed(pipe.limit)
 
 
 def fed_facts(feeding: Feeding | None, own: WorkFacts | None) -> WorkFacts | None:

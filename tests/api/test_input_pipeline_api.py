@@ -146,3 +146,16 @@ def test_a_measured_pipeline_is_stored_and_read_back(client):
     stored = response.json()
     assert stored["workload"]["kind"] == "input_pipeline"
     assert client.get(f"/measurements/{stored['id']}").status_code == 200
+
+
+def test_what_if_changes_of_a_fed_step_are_fed_too(client):
+    # the step waits 8 s for its pipeline (8 sequences x 1 s of decoding, one worker): a
+    # change of the chip's own work (a dtype, recomputation) leaves it at 8 s, no speed-up;
+    # a change of batch changes the samples read with it (batch x 2: 16 s for twice the work)
+    slow = {"sample_bytes": 16_384, "storage": "local_nvme", "decode_s_per_sample": 1.0}
+    workload = {**TRAINING, "input_pipeline": {**slow, "pinned": True}}
+    body = post(client, "/expected-time", workload, "h100", what_if=True).json()
+    assert body["what_if"]
+    for change in body["what_if"]:
+        assert change["realistic_time_s"] >= 8.0 * change["work_scale"] - 1e-9
+        assert change["speedup"] == pytest.approx(1.0)
