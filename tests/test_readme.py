@@ -235,6 +235,12 @@ def every_count_fits(values: list[bool]) -> str:
     return "every count fits" if all(values) else "not every count fits"
 
 
+def own_step(lines: list[str]) -> str:
+    """The step's own realistic time, as the explanation of a step fed by a pipeline says it."""
+    line = next(line for line in lines if "the step's own" in line)
+    return "the step's own " + line.split("the step's own ")[1].split(":")[0]
+
+
 def per_replica(point: dict[str, Any]) -> str:
     return f"each replica has {point['batch'] // point['dp']} of the {point['batch']} sequences"
 
@@ -373,10 +379,31 @@ QUOTES = [
     ),
     Quote(
         "31.2 ms ideal and 87.1 ms realistic",
-        '"kind": "copy"',
+        '"direction": "h2d"}}',
         (
             F("expected_time_s", "{:.1f} ms ideal", MS),
             F("realistic_time_s", "{:.1f} ms realistic", MS),
+        ),
+    ),
+    Quote(
+        "pinned memory (41.7 ms) beside 30 ms of compute on another stream: the step still "
+        "waits 11.7 ms",
+        '"overlap_s": 0.03',
+        (
+            F("realistic_time_s", "({:.1f} ms)", MS),
+            F("workload.overlap_s", "beside {:.0f} ms", MS),
+            F("explanation.2", lambda line: line[line.index("still") :].split(" for")[0]),
+        ),
+    ),
+    Quote(
+        "the pipeline needs 800 ms per step, longer than the step's own 561 ms: `bound: input`, "
+        "limited by `decode`",
+        '"input_pipeline":',
+        (
+            F("input_pipeline.time_per_step_s", "{:.0f} ms per step", MS),
+            F("explanation", own_step),
+            F("bound", "`bound: {}`"),
+            F("input_pipeline.limit", "limited by `{}`"),
         ),
     ),
     Quote("mi300x first", "/compare?", (F("rows.0.chip.id", "{} first"),)),

@@ -33,6 +33,11 @@ FEWER_LAUNCHES = (
     "(.item(), .cpu(), prints) in the loop.",
 )
 REGIME_ADVICE = {
+    Bound.INPUT: (
+        "Input-bound: the input pipeline (storage reads, decoding on the host, the copy to "
+        "the device) takes longer per step than the chip's own work, so the chip waits for "
+        "its data.",
+    ),
     Bound.COMMUNICATION: (
         "Communication-bound: moving data over a link (collectives between chips, copies "
         "between host and device) takes longer than the chip's own work.",

@@ -23,12 +23,14 @@ from app.engine.units import Dtype, Unit
 
 class Bound(StrEnum):
     """What limits the work (its regime): a roof (compute, memory), the collectives on the
-    critical path (communication), or fixed costs (overhead: launches, framework steps)."""
+    critical path (communication), fixed costs (overhead: launches, framework steps), or the
+    input pipeline that feeds it (input: app/engine/input_pipeline.py)."""
 
     COMPUTE = "compute"
     MEMORY = "memory"
     COMMUNICATION = "communication"
     OVERHEAD = "overhead"
+    INPUT = "input"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,9 @@ class Roofline:
     realistic_high: float
     overhead_time: float = 0.0
     kernels: int = 1
+    # the realistic time per step of an input pipeline that feeds this work and is slower than
+    # it (the step waits for its data: app/engine/input_pipeline.py); 0 where none is
+    input_time: float = 0.0
 
     def realized(
         self,
@@ -136,7 +141,9 @@ class Roofline:
 
     @property
     def bound(self) -> Bound:
-        """The regime (`regime`)."""
+        """The regime: input where a slower input pipeline feeds the work, else `regime`."""
+        if self.input_time > 0:
+            return Bound.INPUT
         return regime(
             self.compute_time,
             self.memory_time,

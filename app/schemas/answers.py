@@ -24,6 +24,7 @@ from app.engine.compare import Repeats
 from app.engine.fusion import AgainstFusion
 from app.schemas import display
 from app.schemas.echo import EchoedWorkload
+from app.schemas.input_pipeline_bodies import InputPipelineOut
 
 
 class _Out(BaseModel):
@@ -220,7 +221,7 @@ class ExpectedTime(_Displayed):
     )
     sustained_compute_fraction: float
     sustained_memory_fraction: float
-    bound: Bound = Field(description="compute, memory, communication or overhead.")
+    bound: Bound = Field(description="compute, memory, communication, overhead or input.")
     memory_required_bytes: float | None = None
     memory_available_bytes: float | None = None
     fits: bool | None = None
@@ -229,6 +230,9 @@ class ExpectedTime(_Displayed):
     time_to_first_token_s: float | None = None
     time_per_output_token_s: float | None = None
     training: TrainingOut | None = None
+    input_pipeline: InputPipelineOut | None = Field(
+        None, description="The input pipeline's time per step, stage by stage, where one was given."
+    )
     ops: list[OpOut] | None = Field(None, description="ops workloads: each op alone.")
     unfused_time_s: float | None = Field(
         None, description="ops: each op its own kernel, ideal times plus launch costs."

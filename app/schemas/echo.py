@@ -12,6 +12,7 @@ from pydantic import SerializerFunctionWrapHandler, WrapSerializer
 
 from app.engine import Phase
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.input_pipeline_bodies import InputPipelineWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     KernelWorkload,
@@ -23,7 +24,10 @@ from app.schemas.requests import (
 # chips_per_node is not among them: a tensor-parallel group wider than one node pays the
 # scale-out collectives' latency in inference too (app/engine/workload.py, `_realism`).
 ONLY_IN: dict[str, Phase] = {
-    **dict.fromkeys([*TrainingFields.model_fields, "flash_attention", "recompute"], Phase.TRAINING),
+    **dict.fromkeys(
+        [*TrainingFields.model_fields, "flash_attention", "recompute", "input_pipeline"],
+        Phase.TRAINING,
+    ),
     "gen_len": Phase.GENERATE,
 }
 del ONLY_IN["chips_per_node"]
@@ -64,6 +68,6 @@ def _echo(workload: Any, handler: SerializerFunctionWrapHandler) -> Any:
 # declares no return type, so that the schema stays the workload's (a serializer's declared
 # return type would replace it); answers stored without this filter still read back.
 EchoedWorkload = Annotated[
-    TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
+    TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload | InputPipelineWorkload,
     WrapSerializer(lambda workload, handler: _echo(workload, handler)),  # noqa: PLW0108
 ]

@@ -20,6 +20,7 @@ from app.engine.training import (
 from app.engine.units import seconds_from_ms
 from app.schemas.answer_options import BREAKDOWN, WHAT_IF
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.input_pipeline_bodies import InputPipelineWorkload, PipelineField
 from app.schemas.matmul_body import MatmulWorkload as MatmulWorkload  # noqa: PLC0414 (re-export)
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.request_base import Request
@@ -156,6 +157,7 @@ class TransformerWorkload(TransformerFields):
     config: dict[str, Any] | None = Field(
         None, description="A Hugging Face config.json, inline, for a model not in the catalog."
     )
+    input_pipeline: PipelineField = None
 
     @model_validator(mode="after")
     def _one_model(self) -> Self:
@@ -262,7 +264,7 @@ KernelWorkload = (
     | CustomWorkload
 )
 Workload = Annotated[  # without `kind`: a transformer (its schema's default), no missing tag
-    TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
+    TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload | InputPipelineWorkload,
     Field(discriminator="kind"),
     BeforeValidator(lambda w: {"kind": "transformer", **w} if isinstance(w, dict) else w),
 ]

@@ -38,6 +38,7 @@ from app.schemas.answers import (
     WhatIfOut,
 )
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.input_pipeline_bodies import InputPipelineWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CalculationRequest,
@@ -47,6 +48,7 @@ from app.schemas.requests import (
     MatmulWorkload,
     TransformerWorkload,
 )
+from app.services import input_answers as fed
 from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
 from app.services.catalogs import Catalogs
 from app.services.copy_answers import copy_facts, copy_lines, copy_roofline
@@ -237,11 +239,13 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
     if isinstance(request.workload, TransformerWorkload):
         model = model_input(catalogs, request.workload, chip)
         spec = spec_of(model.workload, request.stack)
-        result = estimate(model.arch, chip, spec)
+        result, feeding = fed.feed(model.workload, estimate(model.arch, chip, spec), chip)
         roof = result.roofline
         kind = PHASE_KIND[model.workload.phase]
         alternatives = (
-            transformer_alternatives(model.arch, chip, spec, result) if request.what_if else None
+            fed.alternatives(transformer_alternatives(model.arch, chip, spec, result), feeding)
+            if request.what_if
+            else None
         )
         fields = {
             **common,
@@ -250,6 +254,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             "explanation": [
                 *roofline_lines(roof),
                 *([] if result.training is None else training_lines(result.training)),
+                *fed.feeding_lines(feeding),
                 memory_line(result.memory, result.capacity),
             ],
             "warnings": [
@@ -259,18 +264,20 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             ],
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
+                *fed.feeding_assumptions(feeding),
                 *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, kind, request.stack),
             **_transformer_fields(result, request.breakdown),
+            **fed.feeding_fields(feeding),
             **_what_if(roof, alternatives),
         }
         return _Placed(
             fields,
             roof,
             None,
-            _transformer_facts(model.arch, result, spec, chip),
+            fed.fed_facts(feeding, _transformer_facts(model.arch, result, spec, chip)),
             alternatives,
             result.memory.fits_in(result.capacity),
             chip,
@@ -309,6 +316,15 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             **_roofline_fields(roof, kind, request.stack),
         }
         return _Placed(fields, roof, facts=copy_facts(request.workload, chip), chip=chip)
+    if isinstance(request.workload, InputPipelineWorkload):
+        roof, pipe = fed.input_roofline(request.workload, chip)
+        fields = {
+            **common,
+            "workload": request.workload,
+            **fed.input_fields(pipe),
+            **_roofline_fields(roof, Kind.COPY, request.stack),
+        }
+        return _Placed(fields, roof, facts=fed.facts_of(pipe), chip=chip)
     work, filled = kernel_work(request.workload)
     roof = place_kernel(work, chip, request.stack)
     alternatives = (

@@ -19,6 +19,7 @@ from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.input_pipeline_bodies import InputPipelineWorkload
 from app.schemas.measurement_bodies import (
     Comparison,
     Gate,
@@ -50,13 +51,18 @@ SIZE_FIELDS: dict[str, tuple[str, ...]] = {
     "rmsnorm": ("rows", "cols"),
     "attention": ("batch", "q_len", "kv_len"),
     "copy": ("bytes",),
+    "input_pipeline": ("samples_per_step",),
     "custom": ("flops", "bytes"),
     "ops": (),  # sizes are in the shapes: each list of ops a family of its own
 }
 
 
 def identity(
-    workload: TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
+    workload: TransformerWorkload
+    | KernelWorkload
+    | OpsWorkload
+    | CopyWorkload
+    | InputPipelineWorkload,
 ) -> dict[str, Any]:
     """The fields that identify a workload: those not at their defaults (so a field added
     later with a default leaves stored keys alone), without training fields outside training."""

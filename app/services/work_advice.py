@@ -18,6 +18,7 @@ from app.engine import (
     Work,
     dtype_bytes,
 )
+from app.engine.input_pipeline import ADVICE, PREFETCH, Limit
 from app.engine.tiling import TILE, fill
 from app.engine.training import TrainingStep
 
@@ -240,7 +241,21 @@ class HostCopy:
         return lines
 
 
-WorkFacts = Gemm | Chain | Decode | Training | HostCopy
+@dataclass(frozen=True, slots=True)
+class Fed:
+    """Work fed by an input pipeline: where the pipeline is the slower, what fits the stage
+    that limits it and prefetching, then the work's own advice (`own`)."""
+
+    limit: Limit
+    own: WorkFacts | None = None
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """The limiting stage's advice where the work is input-bound, then the work's own."""
+        own = [] if self.own is None else self.own.lines(roof)
+        return [ADVICE[self.limit], PREFETCH, *own] if roof.bound is Bound.INPUT else own
+
+
+WorkFacts = Gemm | Chain | Decode | Training | HostCopy | Fed
 
 
 @dataclass(frozen=True, slots=True)

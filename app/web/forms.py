@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Phase
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.input_pipeline_bodies import InputPipelineFields
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.queries import ScalingQuery
 from app.schemas.requests import (
@@ -37,7 +38,7 @@ from app.web.field_values import field_value
 
 KINDS = (
     *("transformer", "matmul", "elementwise", "saxpy"),
-    *("softmax", "layernorm", "rmsnorm", "attention", "custom", "copy"),
+    *("softmax", "layernorm", "rmsnorm", "attention", "custom", "copy", "input_pipeline"),
 )
 # phase=training only; the form shows the ones engineers change most
 TRAINING_FIELDS = (
@@ -45,6 +46,10 @@ TRAINING_FIELDS = (
     *("lora_rank", "qlora", "recompute", "mfu", "train_tokens"),
 )
 SCALING_FIELDS = ("chip_counts", "serial_fraction")
+INPUT_FIELDS = (
+    *("sample_bytes", "samples_per_step", "storage", "read_bytes_per_s", "iops"),
+    *("block_bytes", "decode_s_per_sample", "workers", "device_bytes_per_sample"),
+)
 # the optimal batch's latency bound (GET /optimal-batch), each for the phase it bounds
 LATENCY_FIELDS = {"max_tpot_ms": Phase.DECODE, "max_ttft_ms": Phase.PREFILL}
 _ROWWISE = {"rows": "rows", "cols": "cols", "dtype": "dtype"}
@@ -82,6 +87,10 @@ FIELDS: dict[str, dict[str, str]] = {
         "bytes": "copy_bytes",
         **{name: name for name in ("direction", "pinned", "overlap_s")},
     },
+    "input_pipeline": {
+        **{name: name for name in INPUT_FIELDS},
+        "pinned": "input_pinned",  # the copy's `pinned` is a field of its own
+    },
 }
 _SERVING = (Phase.DECODE, Phase.PREFILL, Phase.GENERATE)
 # form field -> the transformer phases it applies to (absent: every phase). Training keeps
@@ -101,6 +110,7 @@ COVERS = {
     "elementwise": "one run of the chain (one kernel call when fused)",
     "ops": "one run of the operators (a kernel each, or each fused group)",
     "copy": "one copy",
+    "input_pipeline": "one step's batch (read, decoded, copied)",
     "kernel": "one kernel call",
 }
 STORE_FIELDS = ("label", "branch", "git_commit", "notes")
@@ -159,6 +169,10 @@ DEFAULTS: dict[str, str] = {
     **_declared(AttentionWorkload, ("causal", "implementation")),
     "copy_bytes": "1e9",
     **_declared(CopyWorkload, ("direction", "pinned", "overlap_s")),
+    # 256 ImageNet JPEGs of 110 kB from local NVMe: the form's own example
+    **{"sample_bytes": "110000", "samples_per_step": "256", "storage": "local_nvme"},
+    **_declared(InputPipelineFields, INPUT_FIELDS[3:]),
+    "input_pinned": _text(InputPipelineFields.model_fields["pinned"].default),
     **dict.fromkeys(LATENCY_FIELDS, ""),
     "measured_ms": "",
     **dict.fromkeys(STORE_FIELDS, ""),

@@ -54,6 +54,7 @@ KIND_NAMES = {
     "attention": "Attention layer",
     "custom": "Custom FLOPs + bytes",
     "copy": "Copy (host <-> device)",
+    "input_pipeline": "Input pipeline",
 }
 
 
