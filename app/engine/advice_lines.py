@@ -1,6 +1,6 @@
 """Advice lines of the verdicts (app/engine/verdict.py): for work that does not fit, what to
 check when a run is an order of magnitude off, how to launch less often, and what
-communication-bound work can do."""
+communication- and input-bound work can do."""
 
 from app.engine import prose
 from app.engine.roofline import Bound
