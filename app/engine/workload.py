@@ -276,6 +276,7 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
+    chip = chip.run_by(spec.software)
     roof, terms, tokens = _forward(arch, chip, spec)
     return TransformerEstimate(
         roofline=roof,
@@ -292,8 +293,10 @@ def estimate(
     arch: Architecture, chip: Chip, spec: TransformerSpec, *, breakdown: bool = True
 ) -> TransformerEstimate:
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`; a training
-    step without `breakdown` has no terms (which a scaling curve of many steps never reads)."""
+    step without `breakdown` has no terms (which a scaling curve of many steps never reads);
+    at the fastest accumulate mode the spec's software uses on the chip (`Chip.run_by`)."""
     validate(arch, spec)
+    chip = chip.run_by(spec.software)
     ttft = tpot = step = None
     terms: tuple[Term, ...] = ()
     if spec.phase in _ONE_PASS:

@@ -4,7 +4,7 @@ so that the form, the API and the CLI can never silently disagree."""
 from __future__ import annotations
 
 from app import formatting as fmt
-from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine import AttentionKernel, Chip, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.copies import PAGEABLE_OVER_PINNED, PINNED_LINK_FRACTION, Direction
 from app.engine.realism import (
     EAGER_DISPATCH_S,
@@ -176,6 +176,28 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]
     else:
         lines.append(f"{launched}, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch")
     return tuple(lines)
+
+
+def accumulation_lines(chip: Chip, stack: Software, roof: Roofline) -> list[str]:
+    """Which accumulate mode the ideal assumed, where the chip's matrix unit runs the roof's
+    dtype faster with fp16 accumulation (GeForce cards): the fastest one the stack uses."""
+    peak = roof.peak
+    faster = chip.fp16_accumulate_peaks.get(peak.dtype)
+    if peak.unit is not Unit.MATRIX or faster is None:
+        return []
+    fp32_acc = chip.matrix_peaks[peak.dtype]
+    if chip.accumulates_in_fp16(stack, peak.dtype):
+        return [
+            f"{peak.dtype} products accumulate in fp16 on {stack} (cuBLAS CUBLAS_COMPUTE_16F): "
+            f"the ideal is at {chip.id}'s fp16-accumulate tensor peak, "
+            f"{fmt.rate(faster, 'FLOP/s')}, {faster / fp32_acc:.1f}x the fp32-accumulate "
+            f"{fmt.rate(fp32_acc, 'FLOP/s')}"
+        ]
+    return [
+        f"{peak.dtype} products accumulate in fp32 on {stack}: the fp32-accumulate tensor peak, "
+        f"{fmt.rate(fp32_acc, 'FLOP/s')}; a stack that accumulates in fp16 (llama.cpp) runs "
+        f"at {fmt.rate(faster, 'FLOP/s')}"
+    ]
 
 
 def assumptions(

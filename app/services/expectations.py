@@ -47,7 +47,12 @@ from app.schemas.requests import (
     MatmulWorkload,
     TransformerWorkload,
 )
-from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
+from app.services.assumptions import (
+    PHASE_KIND,
+    accumulation_lines,
+    assumptions,
+    ceilings_assumptions,
+)
 from app.services.catalogs import Catalogs
 from app.services.copy_answers import copy_facts, copy_lines, copy_roofline
 from app.services.explanations import (
@@ -259,6 +264,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             ],
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
+                *accumulation_lines(chip, request.stack, roof),
                 *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
@@ -289,6 +295,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             "explanation": [*ops_lines(ops), *roofline_lines(roof)],
             "assumptions": [
                 *assumptions(request.workload, ops.kind, request.stack, roof),
+                *accumulation_lines(chip, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, ops.kind, request.stack),
@@ -320,6 +327,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         "explanation": roofline_lines(roof),
         "assumptions": [
             *assumptions(filled, work.kind, request.stack, roof),
+            *accumulation_lines(chip, request.stack, roof),
             *ceilings_assumptions(resolved.measured),
         ],
         **_roofline_fields(roof, work.kind, request.stack),
