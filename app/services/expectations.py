@@ -52,6 +52,7 @@ from app.services.assumptions import (
     accumulation_lines,
     assumptions,
     ceilings_assumptions,
+    sparsity_lines,
 )
 from app.services.catalogs import Catalogs
 from app.services.copy_answers import copy_facts, copy_lines, copy_roofline
@@ -146,7 +147,7 @@ def _training_out(step: TrainingStep) -> TrainingOut:
     )
 
 
-def _breakdown(result: TransformerEstimate) -> list[BreakdownRow]:
+def _breakdown(result: TransformerEstimate, chip: Chip) -> list[BreakdownRow]:
     return [
         BreakdownRow(
             name=row.name,
@@ -157,13 +158,15 @@ def _breakdown(result: TransformerEstimate) -> list[BreakdownRow]:
             share=row.share,
             bound=row.bound,
         )
-        for row in shares(result.terms, result.roofline)
+        for row in shares(result.terms, result.roofline, chip)
     ]
 
 
-def _transformer_fields(result: TransformerEstimate, breakdown: bool) -> dict[str, object]:
+def _transformer_fields(
+    result: TransformerEstimate, chip: Chip, breakdown: bool
+) -> dict[str, object]:
     return {
-        "breakdown": _breakdown(result) if breakdown and result.terms else None,
+        "breakdown": _breakdown(result, chip) if breakdown and result.terms else None,
         "training": None if result.training is None else _training_out(result.training),
         "memory_required_bytes": result.memory.total,
         "memory_available_bytes": result.capacity,
@@ -264,12 +267,13 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             ],
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
+                *sparsity_lines(model.workload, chip.run_by(request.stack), roof),
                 *accumulation_lines(chip, request.stack, roof),
                 *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, kind, request.stack),
-            **_transformer_fields(result, request.breakdown),
+            **_transformer_fields(result, chip.run_by(request.stack), request.breakdown),
             **_what_if(roof, alternatives),
         }
         return _Placed(
@@ -327,6 +331,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         "explanation": roofline_lines(roof),
         "assumptions": [
             *assumptions(filled, work.kind, request.stack, roof),
+            *sparsity_lines(filled, chip.run_by(request.stack), roof),
             *accumulation_lines(chip, request.stack, roof),
             *ceilings_assumptions(resolved.measured),
         ],
