@@ -769,6 +769,18 @@ def test_the_catalog_compares_every_chip_in_one_table_that_links_to_its_page(cli
     assert "newest first by the month the vendor announced or launched them" in page
 
 
+def test_a_geforce_chip_page_shows_its_sparse_and_fp16_accumulate_rates(client):
+    # the RTX 4090's Ada whitepaper rows: bf16 165.2 dense, 330.4 with 2:4 sparsity; fp16 with
+    # fp16 accumulation 330.3, each with its source
+    page = client.get("/chips/rtx-4090", headers=HTML).text
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", r).split()) for r in page.split("<tr>")]
+    assert any(r.startswith("bf16 2:4 sparse matrix peak 330 TFLOP/s nv-ada-wp") for r in rows)
+    assert any(
+        r.startswith("fp16 matrix (fp16 accumulate) peak 330 TFLOP/s nv-ada-wp") for r in rows
+    )
+    assert any(r.startswith("fp16 matrix peak 165 TFLOP/s nv-ada-wp") for r in rows)
+
+
 def test_a_copy_from_the_form_reads_its_own_fields(client):
     # 1 GB host to device on an A100: 1e9 / 32e9 = 31.25 ms over the link (expected); from
     # pinned memory at 0.75 of it, 41.7 ms realistic; it says what one measured time covers
