@@ -135,9 +135,9 @@ def _validate_sparsity(spec: TransformerSpec) -> None:
     if spec.phase is Phase.TRAINING:
         raise InvalidInput(
             "sparsity",
-            "2:4 sparsity is for inference (prefill, decode, generate): training 2:4 weights "
-            "prunes and retrains a dense model, its step is not a sparse GEMM's; leave "
-            "sparsity unset",
+            "2:4 sparsity is for inference (prefill, decode, generate): 2:4 weights come from "
+            "pruning a trained model and retraining it with the mask, steps whose GEMMs are "
+            "dense; leave sparsity unset",
         )
     if spec.precision.weights != spec.precision.compute:
         raise InvalidInput(
