@@ -110,6 +110,9 @@ def _engine_chip(entry: ChipEntry) -> Chip:
         matrix_peaks={d: f.value for d, f in entry.peak_flops_per_s.matrix.items()},
         vector_peaks={d: f.value for d, f in entry.peak_flops_per_s.vector.items()},
         sparse_peaks={d: f.value for d, f in entry.peak_flops_per_s.sparse.items()},
+        fp16_accumulate_peaks={
+            d: f.value for d, f in entry.peak_flops_per_s.fp16_accumulate.items()
+        },
         sustained_matrix=entry.sustained.matrix.value,
         sustained_memory=entry.sustained.memory.value,
         scale_up_bandwidth=link.scale_up.bandwidth_bytes_per_s.value if link.scale_up else None,

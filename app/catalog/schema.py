@@ -31,6 +31,8 @@ _VECTOR_DTYPES = frozenset({Dtype.FP64, Dtype.FP32, Dtype.FP16, Dtype.BF16})
 # the dtypes whose sparse tensor rate runs the 2:4 pattern (two kept values of every four along
 # K); tf32 runs 1:2 and 4-bit types their own patterns, so their "with sparsity" rates stay out
 _SPARSE_DTYPES = frozenset({Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8})
+# the 16-bit dtype whose products can accumulate in fp16 (bf16 accumulates in fp32 only)
+_FP16_ACCUMULATE_DTYPES = frozenset({Dtype.FP16})
 
 
 def _finite_positive(value: float) -> float:
@@ -105,11 +107,15 @@ class Peaks(_Strict):
 
     `sparse` counts FLOPs as vendors do: the dense-equivalent 2 m n k of the product, so a
     sparse rate is (at most) twice the dense one (docs/formulas.md#structured-sparsity).
+    `matrix` rates accumulate in fp32; `fp16_accumulate` holds the dense fp16 rate with fp16
+    accumulation where the vendor prints a faster one (GeForce cards: twice), which a stack
+    that accumulates in fp16 runs at (docs/formulas.md#accumulation).
     """
 
     matrix: dict[Dtype, Figure]
     vector: dict[Dtype, Figure] = Field(default_factory=dict)
     sparse: dict[Dtype, Figure] = Field(default_factory=dict)
+    fp16_accumulate: dict[Dtype, Figure] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _known_rows(self) -> Peaks:
@@ -141,6 +147,17 @@ class Peaks(_Strict):
                 raise ValueError(
                     f"sparse.{dtype}: {figure.value:.4g} must exceed the dense "
                     f"{dense.value:.4g} and be at most twice it"
+                )
+        for dtype, figure in self.fp16_accumulate.items():
+            if dtype not in _FP16_ACCUMULATE_DTYPES:
+                raise ValueError(f"fp16_accumulate: {dtype} products do not accumulate in fp16")
+            fp32_acc = self.matrix.get(dtype)
+            # a faster mode than the fp32-accumulate peak, by the 2x of GeForce's halved
+            # fp32-accumulate rate at most (3% for the vendors' rounding)
+            if fp32_acc is None or not fp32_acc.value < figure.value <= 2 * fp32_acc.value * 1.03:
+                raise ValueError(
+                    f"fp16_accumulate.{dtype}: {figure.value:.4g} must exceed the matrix "
+                    f"{dtype} (fp32-accumulate) peak and be at most twice it"
                 )
         return self
 

@@ -2,9 +2,10 @@
 
 The FLOPs and bytes of a prefill, a decode step and a training step (transformer.py,
 training/step.py) are sums of these terms, so a breakdown adds up to the totals by
-construction. Each term's time is its own roofline at the step's peak, max(FLOPs / peak,
-bytes / bandwidth), plus the seconds it spends beside the roofs (a collective, a pipeline's
-idle slots); its share is that time over the sum of the terms' times.
+construction. Each term's time is its own roofline at the step's peak (a sparse linear
+layer's at the sparse rate), max(FLOPs / peak, bytes / bandwidth), plus the seconds it
+spends beside the roofs (a collective, a pipeline's idle slots); its share is that time over
+the sum of the terms' times.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline, roofline_time
 
 
@@ -25,6 +27,7 @@ class Term:
     bytes: float = 0.0
     seconds: float = 0.0  # beside the roofs: a collective, pipeline idle
     regime: Bound | None = None  # what `seconds` are (communication, overhead)
+    sparse: bool = False  # products of 2:4 sparse weights: at the sparse rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +48,17 @@ def totals(terms: Sequence[Term]) -> tuple[float, float]:
     return sum(t.flops for t in terms), sum(t.bytes for t in terms)
 
 
-def shares(terms: Sequence[Term], roof: Roofline) -> tuple[Share, ...]:
-    """The terms on `roof`'s peak and bandwidth: each one's time, share and regime."""
+def shares(terms: Sequence[Term], roof: Roofline, chip: Chip | None = None) -> tuple[Share, ...]:
+    """The terms on `roof`'s peak and bandwidth: each one's time, share and regime. Where some
+    are products of sparse weights the step's peak is a blend: each term is then at `chip`'s
+    own rate for it, sparse or dense (the chip as the step's software drives it)."""
+    dense = sparse = roof.peak.flops_per_s
+    if chip is not None and any(t.sparse for t in terms):
+        dense = chip.peak(roof.peak.dtype, roof.peak.unit).flops_per_s
+        sparse = chip.sparse_peak(roof.peak.dtype).flops_per_s
     placed = []
     for term in terms:
-        compute = term.flops / roof.peak.flops_per_s
+        compute = term.flops / (sparse if term.sparse else dense)
         memory = term.bytes / roof.memory_bandwidth
         regime = term.regime or (Bound.COMPUTE if compute >= memory else Bound.MEMORY)
         placed.append((term, roofline_time(compute, memory) + term.seconds, regime))

@@ -265,6 +265,7 @@ def estimate_ops(
     a CPU's `host` costs where measured (docs/formulas.md#the-local-chip)."""
     if not 1 <= len(ops) <= MAX_OPS:
         raise InvalidInput("ops", f"give 1 to {MAX_OPS} ops, got {len(ops)}")
+    chip = chip.run_by(software)  # the fastest accumulate mode the stack uses on it
     costs = tuple(_cost(i, op, chip, host) for i, op in enumerate(ops))
     copies = [r for c in costs if c.copy and (r := c.roofline)]
     kernels = []

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.engine.errors import Unsupported
+from app.engine.stacks import FP16_ACCUMULATE, Software
 from app.engine.units import Dtype, Unit
 
 # Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
@@ -80,6 +81,10 @@ class Chip:
     # the matrix unit's 2:4 structured-sparse rates, in dense-equivalent FLOP/s (2 m n k per
     # product, as vendors count them): twice the dense rate where published
     sparse_peaks: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
+    # the matrix unit's fp16 rate with fp16 accumulation, where it is faster than the
+    # fp32-accumulate `matrix_peaks` one (GeForce cards: twice); a stack that accumulates in
+    # fp16 runs at it (`run_by`)
+    fp16_accumulate_peaks: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline;
@@ -121,6 +126,19 @@ class Chip:
                 f"sparse rates: {_names(self.sparse_peaks)}",
             )
         return Peak(self.sparse_peaks[dtype], dtype, Unit.MATRIX)
+
+    def accumulates_in_fp16(self, software: Software, dtype: Dtype) -> bool:
+        """Whether `software` runs `dtype` GEMMs on this chip at its fp16-accumulate rate: a
+        stack that accumulates in fp16 (stacks.FP16_ACCUMULATE), on a chip that has one."""
+        return software in FP16_ACCUMULATE and dtype in self.fp16_accumulate_peaks
+
+    def run_by(self, software: Software) -> Chip:
+        """The chip as `software` drives it: the fastest accumulate mode the stack uses, its
+        fp16-accumulate matrix rates in place of the fp32-accumulate ones where the chip has
+        them, so that the ideal stays a floor for the stack's runs."""
+        if software not in FP16_ACCUMULATE or not self.fp16_accumulate_peaks:
+            return self
+        return replace(self, matrix_peaks={**self.matrix_peaks, **self.fp16_accumulate_peaks})
 
     def default_compute_dtype(self, preferred: Dtype) -> Dtype:
         """`preferred` where the chip has a matrix peak for it; a 16-bit model on a chip

@@ -70,6 +70,12 @@ def _positive(field: str, value: float) -> None:
 _SPARSE_INDEX_BYTES = 2 / 8
 
 
+def sparse_bytes(dtype_size: float) -> float:
+    """Bytes per weight of a 2:4 structured-sparse operand of `dtype_size`-byte values,
+    compressed: half the values kept, each with its 2-bit index, (s + 1/4) / 2."""
+    return (dtype_size + _SPARSE_INDEX_BYTES) / 2
+
+
 def matmul(
     m: int, n: int, k: int, dtype: Dtype, *, allow_tf32: bool = False, sparse: bool = False
 ) -> Work:
@@ -83,18 +89,19 @@ def matmul(
     for field, value in (("m", m), ("n", n), ("k", k)):
         _positive(field, value)
     s = dtype_bytes(dtype)
-    weights = k * n / 2 * (s + _SPARSE_INDEX_BYTES) if sparse else k * n * s
+    weights = k * n * (sparse_bytes(s) if sparse else s)
     peak_dtype = Dtype.TF32 if dtype is Dtype.FP32 and allow_tf32 else dtype
     tiles, tile_fill = output_tiles(m, n)
+    flops = 2.0 * m * n * k
     return Work(
-        2.0 * m * n * k,
+        flops,
         (m * k + m * n) * s + weights,
         peak_dtype,
         Unit.MATRIX,
         Kind.MATMUL,
         tiles=tiles,
         tile_fill=tile_fill,
-        sparse=sparse,
+        sparse_flops=flops if sparse else 0.0,
     )
 
 

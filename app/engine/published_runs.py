@@ -24,8 +24,8 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.6585, 1.3704, 3.3067, 13, 3),
-        "tensorrt-llm": (1.669, 1.379, 3.3275, 12, 2),
+        "typical": (1.6794, 1.2923, 2.8359, 13, 3),
+        "tensorrt-llm": (1.669, 1.2842, 2.8183, 12, 2),
     },
     "training": {
         "typical": (1.7408, 1.4497, 2.1901, 53, 10),
@@ -37,4 +37,4 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.5973, 1.9916)
+STACK_SPREAD: tuple[float, float] = (0.6182, 1.7764)

@@ -336,5 +336,6 @@ def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roof
 
 
 def place_kernel(work: Work, chip: Chip, software: Software = Software.TYPICAL) -> Roofline:
-    """A single kernel's roofline on `chip` with its realistic time on `software`."""
-    return realize(place(work, chip), Realism(work.kind, software, work.kernels))
+    """A single kernel's roofline on `chip`, at the fastest accumulate mode `software` uses
+    there (`Chip.run_by`), with its realistic time on `software`."""
+    return realize(place(work, chip.run_by(software)), Realism(work.kind, software, work.kernels))

@@ -7,10 +7,7 @@ ridge ("machine balance") = peak / bandwidth; work is compute-bound at intensity
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -46,10 +43,12 @@ class Work:
     tiles: int = 0  # a single GEMM's output tiles (app/engine/tiling.py); 0 otherwise
     tile_fill: float = 1.0  # the share of those tiles that is output, not padding
     warp_mma: bool = False  # issued as Ampere's warp-level MMA (mma.sync): Chip.warp_mma
-    sparse: bool = False  # one operand 2:4 structured-sparse: at Chip.sparse_peak
+    # of `flops`, those of products whose weights are 2:4 structured-sparse: at
+    # Chip.sparse_peak (docs/formulas.md#structured-sparsity); the rest at the dense peak
+    sparse_flops: float = 0.0
 
     def __add__(self, other: Work) -> Work:
-        if (self.dtype, self.unit, self.sparse) != (other.dtype, other.unit, other.sparse):
+        if (self.dtype, self.unit) != (other.dtype, other.unit):
             raise ValueError("cannot add work that runs at different peaks")
         return Work(
             self.flops + other.flops,
@@ -59,7 +58,7 @@ class Work:
             self.kind if self.kind == other.kind else Kind.CUSTOM,
             self.kernels + other.kernels,
             warp_mma=self.warp_mma and other.warp_mma,
-            sparse=self.sparse,
+            sparse_flops=self.sparse_flops + other.sparse_flops,
         )  # no longer one GEMM: no tiling
 
     def scaled(self, factor: float) -> Work:
@@ -72,7 +71,7 @@ class Work:
             self.kind,
             self.kernels,
             warp_mma=self.warp_mma,
-            sparse=self.sparse,
+            sparse_flops=self.sparse_flops * factor,
         )
 
 
@@ -200,13 +199,39 @@ def critical_path(
 
 
 def on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
-    """The peak `work` runs at on `chip`, and its compute and memory times at the peaks."""
+    """The peak `work` runs at on `chip`, and its compute and memory times at the peaks.
+
+    Its sparse FLOPs run at the chip's sparse rate and the others at the dense peak; work of
+    both (a step whose linear layers are sparse and whose attention is not) runs at their
+    blend, its FLOPs over the sum of the two compute times."""
     if not work.bytes > 0:
         raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
     if work.flops < 0:
         raise InvalidInput("flops", "must be >= 0")
-    peak = chip.sparse_peak(work.dtype) if work.sparse else chip.peak(work.dtype, work.unit)
-    return peak, work.flops / peak.flops_per_s, work.bytes / chip.memory_bandwidth
+    memory_time = work.bytes / chip.memory_bandwidth
+    if work.sparse_flops:  # asked first: a chip without the sparse rate is refused on it
+        sparse = chip.sparse_peak(work.dtype)
+        if work.sparse_flops == work.flops:
+            return sparse, work.flops / sparse.flops_per_s, memory_time
+    dense = chip.peak(work.dtype, work.unit)
+    if not work.sparse_flops:
+        return dense, work.flops / dense.flops_per_s, memory_time
+    dense_flops = work.flops - work.sparse_flops
+    compute_time = work.sparse_flops / sparse.flops_per_s + dense_flops / dense.flops_per_s
+    return blend(dense, work.flops, compute_time), compute_time, memory_time
+
+
+def blend(peak: Peak, flops: float, compute_time: float) -> Peak:
+    """The rate `flops` FLOPs run at together when they take `compute_time` at their own
+    peaks (of `peak`'s dtype and unit): the step's peak, its FLOPs over its compute time."""
+    return Peak(flops / compute_time, peak.dtype, peak.unit)
+
+
+def sparse_share(work: Work, chip: Chip, compute_time: float) -> float:
+    """The share of `work`'s compute time spent at the sparse rate."""
+    if not work.sparse_flops:
+        return 0.0
+    return work.sparse_flops / chip.sparse_peak(work.dtype).flops_per_s / compute_time
 
 
 def place(
@@ -233,8 +258,12 @@ def place(
     )
     if work.warp_mma and peak.unit is Unit.MATRIX:
         sustained_compute = min(sustained_compute, chip.warp_mma)
-    if work.sparse:
-        sustained_compute *= SPARSE_SPEEDUP / 2
+    if work.sparse_flops:
+        # sparse kernels reach SPARSE_SPEEDUP / 2 of the dense kernels' share of their peak:
+        # over the compute time, a share x of it sparse, the sustained one is
+        # f / ((1 - x) + x 2 / SPARSE_SPEEDUP) (f SPARSE_SPEEDUP / 2 when all of it is)
+        x = sparse_share(work, chip, compute_time)
+        sustained_compute /= 1 - x + x * 2 / SPARSE_SPEEDUP
     expected, realistic = critical_path(
         compute_time,
         memory_time,
@@ -261,105 +290,3 @@ def place(
     if not math.isfinite(result.expected_time + result.arithmetic_intensity):
         raise InvalidInput("workload", "the work is too large to represent (overflow)")
     return result
-
-
-def combine(first: Roofline, second: Roofline) -> Roofline:
-    """Two rooflines run one after the other (e.g. prefill then decode): times add."""
-    if first.peak != second.peak:
-        raise ValueError("cannot combine work that runs at different peaks")
-    realistic = first.realistic_time + second.realistic_time
-    return Roofline(
-        flops=first.flops + second.flops,
-        bytes=first.bytes + second.bytes,
-        peak=first.peak,
-        memory_bandwidth=first.memory_bandwidth,
-        compute_time=first.compute_time + second.compute_time,
-        memory_time=first.memory_time + second.memory_time,
-        communication_time=first.communication_time + second.communication_time,
-        expected_time=first.expected_time + second.expected_time,
-        realistic_time=realistic,
-        sustained_compute=first.sustained_compute,
-        sustained_memory=first.sustained_memory,
-        sustained_time=realistic,
-        realistic_low=realistic,
-        realistic_high=realistic,
-    )
-
-
-def _sum_linear(lo: int, hi: int, at_lo: float, at_hi: float) -> float:
-    """Sum over integers lo..hi of a function linear in x (exact: the trapezoid rule)."""
-    return (hi - lo + 1) * (at_lo + at_hi) / 2
-
-
-def _sum_max_linear(lo: int, hi: int, a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Sum over integers lo..hi of max(f, g), for f, g linear with f(lo), f(hi) = a, likewise b.
-
-    Split at the crossover so that each part sums one linear function in closed form.
-    """
-    d_lo, d_hi = a[0] - b[0], a[1] - b[1]
-    if d_lo * d_hi >= 0 or hi == lo:
-        winner = a if d_lo + d_hi >= 0 else b
-        return _sum_linear(lo, hi, *winner)
-    cross = lo + int(d_lo / (d_lo - d_hi) * (hi - lo))  # last integer before the crossover
-
-    def at(x: int, f: tuple[float, float]) -> float:
-        return f[0] + (f[1] - f[0]) * (x - lo) / (hi - lo)
-
-    first = _sum_linear(lo, cross, max(at(lo, a), at(lo, b)), max(at(cross, a), at(cross, b)))
-    last = _sum_linear(
-        cross + 1, hi, max(at(cross + 1, a), at(cross + 1, b)), max(at(hi, a), at(hi, b))
-    )
-    return first + last
-
-
-def _linear_run(first: Roofline, last: Roofline, lo: int, hi: int, comm: float) -> Roofline:
-    """Steps lo..hi whose costs grow linearly from `first` to `last`, summed exactly."""
-    n = hi - lo + 1
-    s_c, s_m = first.sustained_compute, first.sustained_memory
-    ideal = _sum_max_linear(
-        lo, hi, (first.compute_time, last.compute_time), (first.memory_time, last.memory_time)
-    )
-    realistic = n * comm + _sum_max_linear(
-        lo,
-        hi,
-        (first.compute_time / s_c, last.compute_time / s_c),
-        (first.memory_time / s_m, last.memory_time / s_m),
-    )
-    return Roofline(
-        flops=_sum_linear(lo, hi, first.flops, last.flops),
-        bytes=_sum_linear(lo, hi, first.bytes, last.bytes),
-        peak=first.peak,
-        memory_bandwidth=first.memory_bandwidth,
-        compute_time=_sum_linear(lo, hi, first.compute_time, last.compute_time),
-        memory_time=_sum_linear(lo, hi, first.memory_time, last.memory_time),
-        communication_time=n * comm,
-        expected_time=ideal + n * comm,
-        realistic_time=realistic,
-        sustained_compute=s_c,
-        sustained_memory=s_m,
-        sustained_time=realistic,
-        realistic_low=realistic,
-        realistic_high=realistic,
-    )
-
-
-def place_steps(
-    step: Callable[[int], Work],
-    lo: int,
-    hi: int,
-    chip: Chip,
-    *,
-    communication_per_step: float = 0.0,
-    breakpoints: Sequence[int] = (),
-) -> Roofline:
-    """Steps x = lo..hi run one after another (e.g. decode steps at growing context).
-
-    `step(x)` must be linear in x between consecutive `breakpoints`; then the sum of the
-    per-step roofline times is computed in closed form, so 10^7 steps cost what 1 does.
-    """
-    edges = sorted({lo, hi + 1, *(b for b in breakpoints if lo < b <= hi)})
-    parts: list[Roofline] = []
-    for start, stop in itertools.pairwise(edges):
-        first, last = place(step(start), chip), place(step(stop - 1), chip)
-        parts.append(_linear_run(first, last, start, stop - 1, communication_per_step))
-    return functools.reduce(combine, parts)

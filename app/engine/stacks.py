@@ -33,3 +33,14 @@ class Kind(StrEnum):
     TRAINING = "training"
     CUSTOM = "custom"
     COPY = "copy"  # host <-> device and device copies (app/engine/copies.py)
+
+
+# The stacks whose 16-bit GEMMs accumulate in fp16, where the chip has a faster fp16-accumulate
+# tensor rate (GeForce cards: twice the fp32-accumulate one; docs/formulas.md#accumulation).
+# llama.cpp's CUDA backend multiplies fp16 weights (and quantised ones dequantised to fp16)
+# through cuBLAS with CUBLAS_COMPUTE_16F on every NVIDIA chip but Volta
+# (batched_mul_mat_traits<GGML_TYPE_F16> and ggml_cuda_mul_mat_cublas in
+# https://github.com/ggml-org/llama.cpp/blob/00108827d87949b538ad1821f81a6b111827fcda/ggml/src/ggml-cuda/ggml-cuda.cu);
+# its bf16 GEMMs use CUBLAS_COMPUTE_32F. Every other stack accumulates in fp32 (PyTorch's
+# cuBLAS GEMMs, CUTLASS and TensorRT-LLM's kernels).
+FP16_ACCUMULATE = frozenset({Software.LLAMA_CPP})

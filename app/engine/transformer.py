@@ -20,7 +20,7 @@ from app.engine.architecture import (
 )
 from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
-from app.engine.kernels import attention_pairs
+from app.engine.kernels import attention_pairs, sparse_bytes
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 
@@ -43,11 +43,17 @@ class Precision:
     AWQ and bitsandbytes leave them (and a checkpoint that quantises its experts alone leaves
     the other linear weights too: `linear_sizes`). Quantisation scales are not counted, but
     in MXFP4's size, whose 8-bit scale per 32 values is part of the format.
+
+    `sparse`: the blocks' linear weights (attention projections, MLPs, routers and experts)
+    are 2:4 structured-sparse, stored compressed in `weights` (`sparse_bytes`), their
+    products at the chip's sparse rate; embeddings, lm_head, norms and attention's own
+    products stay dense (docs/formulas.md#structured-sparsity).
     """
 
     compute: Dtype = Dtype.BF16
     weights: Dtype = Dtype.BF16
     kv: Dtype = Dtype.BF16
+    sparse: bool = False
 
 
 def experts_touched(experts: int, per_token: int, tokens: float) -> float:
@@ -64,12 +70,16 @@ def linear_sizes(arch: Architecture, precision: Precision) -> tuple[float, float
     """Bytes per parameter of the blocks' linear weights other than the routed experts, and
     of the routed experts: the weight dtype's, except that the format of a checkpoint that
     quantises its experts alone (gpt-oss's MXFP4) leaves the others in the compute dtype, as
-    that checkpoint keeps them."""
+    that checkpoint keeps them; 2:4 sparse weights, compressed."""
     s_w = dtype_bytes(precision.weights)
     q = arch.quantised
     if q is not None and q.experts_only and precision.weights == q.dtype:
-        return dtype_bytes(precision.compute), s_w
-    return s_w, s_w
+        sizes = dtype_bytes(precision.compute), s_w
+    else:
+        sizes = s_w, s_w
+    if precision.sparse:
+        return sparse_bytes(sizes[0]), sparse_bytes(sizes[1])
+    return sizes
 
 
 def weight_bytes(arch: Architecture, precision: Precision) -> float:
@@ -89,7 +99,7 @@ def linear_terms(
     streams once, quantised ones in the weight dtype (`experts_read` distinct routed experts
     per MoE layer); the norms' weights and the biases, in the compute dtype, with no FLOPs
     counted. Lookup tables (positions, an untied input embedding) are only indexed, not
-    streamed."""
+    streamed. With sparse weights the blocks' products are the sparse terms."""
     c = param_counts(arch)
     p = c.parts
     (s_w, s_e), s_c = linear_sizes(arch, precision), dtype_bytes(precision.compute)
@@ -118,8 +128,15 @@ def linear_terms(
         ("lm_head", 1, c.head_matmul, s_c * c.head_matmul),
         ("norms_and_biases", arch.layers, 0, s_c * c.other),
     )
+    dense = ("lm_head", "norms_and_biases")
     return [
-        Term(name, count, flops=2.0 * used * tokens / tp, bytes=streamed / tp)
+        Term(
+            name,
+            count,
+            flops=2.0 * used * tokens / tp,
+            bytes=streamed / tp,
+            sparse=precision.sparse and name not in dense,
+        )
         for name, count, used, streamed in per_op
         if used or streamed
     ]
@@ -232,9 +249,10 @@ def prefill(
 
 def work_of(terms: list[Term], precision: Precision) -> Work:
     """The work of a forward pass's terms: their FLOPs and bytes together, on the matrix
-    unit in the compute dtype."""
+    unit in the compute dtype, the sparse terms' FLOPs at the sparse rate."""
     flops, traffic = totals(terms)
-    return Work(flops, traffic, precision.compute, Unit.MATRIX)
+    sparse = sum(t.flops for t in terms if t.sparse)
+    return Work(flops, traffic, precision.compute, Unit.MATRIX, sparse_flops=sparse)
 
 
 def decode_terms(

@@ -15,8 +15,9 @@ from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
-from app.engine.roofline import Bound, Roofline, Work, combine, place, place_steps
+from app.engine.roofline import Bound, Roofline, Work, place
 from app.engine.stacks import Kind, Software
+from app.engine.steps import combine, place_steps
 from app.engine.training import (
     Layout,
     Training,
@@ -123,6 +124,28 @@ def validate(arch: Architecture, spec: TransformerSpec) -> None:
         raise InvalidInput(
             "weight_dtype", "training keeps weights in the compute dtype; leave weight_dtype unset"
         )
+    _validate_sparsity(spec)
+
+
+def _validate_sparsity(spec: TransformerSpec) -> None:
+    """2:4 sparse weights are an inference setting, stored in the compute dtype that the
+    sparse tensor cores multiply (docs/formulas.md#structured-sparsity)."""
+    if not spec.precision.sparse:
+        return
+    if spec.phase is Phase.TRAINING:
+        raise InvalidInput(
+            "sparsity",
+            "2:4 sparsity is for inference (prefill, decode, generate): 2:4 weights come from "
+            "pruning a trained model and retraining it with the mask, steps whose GEMMs are "
+            "dense; leave sparsity unset",
+        )
+    if spec.precision.weights != spec.precision.compute:
+        raise InvalidInput(
+            "sparsity",
+            f"2:4 sparse weights are stored in the compute dtype ({spec.precision.compute}) "
+            f"that the sparse tensor cores multiply, not {spec.precision.weights}; set "
+            "weight_dtype to the dtype, or leave sparsity unset",
+        )
 
 
 def _forward_comm(arch: Architecture, chip: Chip, tokens: float, spec: TransformerSpec) -> float:
@@ -196,7 +219,10 @@ def _training(
 def memory_needed(
     arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float
 ) -> MemoryBreakdown:
-    """Memory per chip of `spec` at `batch` (a float, so that it can be probed at 0)."""
+    """Memory per chip of `spec` at `batch` (a float, so that it can be probed at 0); a chip
+    without the 2:4 sparse rate of the compute dtype refuses sparse weights (on `sparsity`)."""
+    if spec.precision.sparse:
+        chip.sparse_peak(spec.precision.compute)
     if spec.phase is Phase.TRAINING:
         lay = layout(arch, spec.tp, spec.batch, spec.training.parallel)
         return training_memory_needed(arch, chip, spec, batch, lay)
@@ -276,6 +302,7 @@ def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Transfo
     if spec.phase not in _ONE_PASS:
         raise ValueError("an ideal pass is a prefill or a decode step")
     validate(arch, spec)
+    chip = chip.run_by(spec.software)
     roof, terms, tokens = _forward(arch, chip, spec)
     return TransformerEstimate(
         roofline=roof,
@@ -292,8 +319,10 @@ def estimate(
     arch: Architecture, chip: Chip, spec: TransformerSpec, *, breakdown: bool = True
 ) -> TransformerEstimate:
     """Roofline time, memory and token rates of `spec` running `arch` on `chip`; a training
-    step without `breakdown` has no terms (which a scaling curve of many steps never reads)."""
+    step without `breakdown` has no terms (which a scaling curve of many steps never reads);
+    at the fastest accumulate mode the spec's software uses on the chip (`Chip.run_by`)."""
     validate(arch, spec)
+    chip = chip.run_by(spec.software)
     ttft = tpot = step = None
     terms: tuple[Term, ...] = ()
     if spec.phase in _ONE_PASS:

@@ -103,6 +103,12 @@ class PeaksOut(BaseModel):
     matrix: dict[Dtype, FigureOut]
     vector: dict[Dtype, FigureOut]
     sparse: dict[Dtype, FigureOut] = Field(default_factory=dict)
+    fp16_accumulate: dict[Dtype, FigureOut] = Field(
+        default_factory=dict,
+        description="The fp16 matrix rate with fp16 accumulation where the vendor prints one "
+        "faster than `matrix` (fp32 accumulation): GeForce cards, twice. Stacks that accumulate "
+        "in fp16 (llama.cpp) run at it.",
+    )
 
 
 class LinkOut(BaseModel):

@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 
 from app.engine import Dtype
 from app.schemas.request_base import Request
+from app.schemas.sparsity import Sparsity, sparsity_field
 
 
 class MatmulWorkload(Request):
@@ -22,10 +23,4 @@ class MatmulWorkload(Request):
     k: int = Field(ge=1, le=10**9)
     dtype: Dtype = Field(Dtype.FP32, description="Operand dtype; fp32 is PyTorch's default.")
     allow_tf32: bool = Field(False, description="Let fp32 matmuls use the TF32 matrix peak.")
-    sparsity: Literal["2:4"] | None = Field(
-        None,
-        description=(
-            "2:4 structured sparsity of the (k x n) operand (the weights): the chip's sparse "
-            "tensor rate for the dtype and compressed weight bytes; null: dense."
-        ),
-    )
+    sparsity: Sparsity | None = sparsity_field("the (k x n) operand (the weights)")

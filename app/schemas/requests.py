@@ -24,6 +24,7 @@ from app.schemas.input_pipeline_bodies import InputPipelineWorkload, PipelineFie
 from app.schemas.matmul_body import MatmulWorkload as MatmulWorkload  # noqa: PLC0414 (re-export)
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.request_base import Request
+from app.schemas.sparsity import Sparsity, sparsity_field
 
 _BIG = 10**15  # element counts: far beyond any device, keeps products finite
 NAME = Field(min_length=1, max_length=200)
@@ -133,6 +134,7 @@ class TransformerFields(TrainingFields):
         "inference the model's checkpoint format where narrower (gpt-oss: mxfp4 experts).",
     )
     kv_dtype: Dtype | None = Field(None, description="KV-cache dtype (e.g. fp8); default dtype.")
+    sparsity: Sparsity | None = sparsity_field("the linear layers' weights (not in training)")
     tp: int = Field(_SPEC.tp, ge=1, le=4096, description="Chips, tensor parallel.")
     reserve_fraction: float = Field(
         _SPEC.reserve_fraction,

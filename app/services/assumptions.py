@@ -4,8 +4,10 @@ so that the form, the API and the CLI can never silently disagree."""
 from __future__ import annotations
 
 from app import formatting as fmt
-from app.engine import AttentionKernel, Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine import AttentionKernel, Chip, Kind, Phase, Roofline, Software, Unit, fitted
 from app.engine.copies import PAGEABLE_OVER_PINNED, PINNED_LINK_FRACTION, Direction
+from app.engine.hardware import SPARSE_SPEEDUP
+from app.engine.kernels import sparse_bytes
 from app.engine.realism import (
     EAGER_DISPATCH_S,
     ESTABLISHED_RUNS,
@@ -18,6 +20,7 @@ from app.engine.realism import (
     graph_pays,
 )
 from app.engine.tiling import TILE, output_tiles
+from app.engine.units import dtype_bytes
 from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
@@ -176,6 +179,61 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]
     else:
         lines.append(f"{launched}, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch")
     return tuple(lines)
+
+
+def accumulation_lines(chip: Chip, stack: Software, roof: Roofline) -> list[str]:
+    """Which accumulate mode the ideal assumed, where the chip's matrix unit runs the roof's
+    dtype faster with fp16 accumulation (GeForce cards): the fastest one the stack uses."""
+    peak = roof.peak
+    faster = chip.fp16_accumulate_peaks.get(peak.dtype)
+    if peak.unit is not Unit.MATRIX or faster is None:
+        return []
+    fp32_acc = chip.matrix_peaks[peak.dtype]
+    if chip.accumulates_in_fp16(stack, peak.dtype):
+        return [
+            f"{peak.dtype} products accumulate in fp16 on {stack} (cuBLAS CUBLAS_COMPUTE_16F): "
+            f"the ideal is at {chip.id}'s fp16-accumulate tensor peak, "
+            f"{fmt.rate(faster, 'FLOP/s')}, {faster / fp32_acc:.1f}x the fp32-accumulate "
+            f"{fmt.rate(fp32_acc, 'FLOP/s')}"
+        ]
+    return [
+        f"{peak.dtype} products accumulate in fp32 on {stack}: the fp32-accumulate tensor peak, "
+        f"{fmt.rate(fp32_acc, 'FLOP/s')}; a stack that accumulates in fp16 (llama.cpp) runs "
+        f"at {fmt.rate(faster, 'FLOP/s')}"
+    ]
+
+
+def sparsity_lines(
+    workload: TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
+    chip: Chip,
+    roof: Roofline,
+) -> list[str]:
+    """What 2:4 sparse weights assumed: compressed bytes, the sparse rate and what published
+    sparse GEMMs reach of it (docs/formulas.md#structured-sparsity)."""
+    if not isinstance(workload, TransformerWorkload | MatmulWorkload) or not workload.sparsity:
+        return []
+    dtype = roof.peak.dtype
+    sparse, dense = chip.sparse_peak(dtype).flops_per_s, chip.peak(dtype, Unit.MATRIX).flops_per_s
+    size = dtype_bytes(dtype)
+    stored = (
+        f"stored compressed: half the values, each with a 2-bit index, "
+        f"{sparse_bytes(size):g} bytes per {dtype} weight instead of {size:g}"
+    )
+    reach = (
+        f"sparse GEMMs reach {SPARSE_SPEEDUP / 2:.3f} of the dense kernels' share of their "
+        f"peak (published cuSPARSELt runs: {SPARSE_SPEEDUP}x the dense GEMM)"
+    )
+    if isinstance(workload, MatmulWorkload):
+        return [
+            f"2:4 sparse weights (the k x n operand) {stored}, the product at the {dtype} "
+            f"sparse rate, {fmt.rate(sparse, 'FLOP/s')}; {reach}"
+        ]
+    return [
+        f"2:4 sparse linear layers: the blocks' weights {stored}; their products at the "
+        f"{dtype} sparse rate, {fmt.rate(sparse, 'FLOP/s')}, attention's and lm_head's at the "
+        f"dense {fmt.rate(dense, 'FLOP/s')}: the step's peak, "
+        f"{fmt.rate(roof.peak.flops_per_s, 'FLOP/s')}, is their blend; {reach}"
+    ]
 
 
 def assumptions(

@@ -21,20 +21,14 @@ from app.engine import (
     place,
     place_kernel,
 )
-from app.engine.breakdown import shares
 from app.engine.compare import summarise_times
 from app.engine.fit import max_batch
 from app.engine.fusion import OpsEstimate
-from app.engine.training import TrainingStep
-from app.engine.units import DAY
 from app.schemas.answers import (
-    BreakdownRow,
     Check,
-    CommunicationOut,
     ExpectedTime,
     PeakUsed,
     RepeatsOut,
-    TrainingOut,
     WhatIfOut,
 )
 from app.schemas.copy_bodies import CopyWorkload
@@ -49,7 +43,13 @@ from app.schemas.requests import (
     TransformerWorkload,
 )
 from app.services import input_answers as fed
-from app.services.assumptions import PHASE_KIND, assumptions, ceilings_assumptions
+from app.services.assumptions import (
+    PHASE_KIND,
+    accumulation_lines,
+    assumptions,
+    ceilings_assumptions,
+    sparsity_lines,
+)
 from app.services.catalogs import Catalogs
 from app.services.copy_answers import copy_facts, copy_lines, copy_roofline
 from app.services.explanations import (
@@ -61,6 +61,7 @@ from app.services.explanations import (
 )
 from app.services.inputs import chip_ref, kernel_work, model_input, resolve, spec_of
 from app.services.op_sequences import estimate_of, ops_fields, ops_lines
+from app.services.transformer_fields import transformer_fields
 from app.services.what_if import (
     Alternative,
     kernel_alternatives,
@@ -110,65 +111,6 @@ def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, o
         "sustained_compute_fraction": roof.sustained_compute,
         "sustained_memory_fraction": roof.sustained_memory,
         "bound": roof.bound,
-    }
-
-
-def _training_out(step: TrainingStep) -> TrainingOut:
-    roof, lay, comm = step.roofline, step.layout, step.communication
-    realistic_train = step.time_to_train(roof.realistic_time)
-    return TrainingOut(
-        chips=lay.chips,
-        layout={"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "ep": lay.ep, "cp": lay.cp},
-        micro_batch=lay.micro_batch,
-        micro_batches=lay.micro_batches,
-        bubble_fraction=lay.bubble_fraction,
-        tokens_per_step=step.tokens_per_step,
-        trained_params=step.trained_params,
-        model_flops=step.model_flops,
-        mfu=step.mfu(roof.expected_time),
-        realistic_mfu=step.mfu(roof.realistic_time),
-        time_to_train_s=step.time_to_train(roof.expected_time),
-        realistic_time_to_train_s=realistic_train,
-        realistic_time_to_train_days=None if realistic_train is None else realistic_train / DAY,
-        communication=CommunicationOut(
-            tensor_parallel_s=comm.tensor_parallel,
-            pipeline_s=comm.pipeline,
-            expert_s=comm.expert,
-            context_parallel_s=comm.context_parallel,
-            data_parallel_s=comm.data_parallel,
-            data_parallel_exposed_s=comm.data_parallel_exposed,
-            data_parallel_bytes=comm.data_parallel_bytes,
-            data_parallel_over_network=comm.data_parallel_over_network,
-        ),
-    )
-
-
-def _breakdown(result: TransformerEstimate) -> list[BreakdownRow]:
-    return [
-        BreakdownRow(
-            name=row.name,
-            count=row.count,
-            flops=row.flops,
-            bytes=row.bytes,
-            time_s=row.time,
-            share=row.share,
-            bound=row.bound,
-        )
-        for row in shares(result.terms, result.roofline)
-    ]
-
-
-def _transformer_fields(result: TransformerEstimate, breakdown: bool) -> dict[str, object]:
-    return {
-        "breakdown": _breakdown(result) if breakdown and result.terms else None,
-        "training": None if result.training is None else _training_out(result.training),
-        "memory_required_bytes": result.memory.total,
-        "memory_available_bytes": result.capacity,
-        "fits": result.fits,
-        "tokens_per_s": result.tokens_per_s,
-        "realistic_tokens_per_s": result.realistic_tokens_per_s,
-        "time_to_first_token_s": result.time_to_first_token,
-        "time_per_output_token_s": result.time_per_output_token,
     }
 
 
@@ -265,11 +207,13 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             "assumptions": [
                 *assumptions(model.workload, kind, request.stack, roof),
                 *fed.feeding_assumptions(feeding),
+                *sparsity_lines(model.workload, chip.run_by(request.stack), roof),
+                *accumulation_lines(chip, request.stack, roof),
                 *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, kind, request.stack),
-            **_transformer_fields(result, request.breakdown),
+            **transformer_fields(result, chip.run_by(request.stack), request.breakdown),
             **fed.feeding_fields(feeding),
             **_what_if(roof, alternatives),
         }
@@ -296,6 +240,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             "explanation": [*ops_lines(ops), *roofline_lines(roof)],
             "assumptions": [
                 *assumptions(request.workload, ops.kind, request.stack, roof),
+                *accumulation_lines(chip, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
             **_roofline_fields(roof, ops.kind, request.stack),
@@ -336,6 +281,8 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         "explanation": roofline_lines(roof),
         "assumptions": [
             *assumptions(filled, work.kind, request.stack, roof),
+            *sparsity_lines(filled, chip.run_by(request.stack), roof),
+            *accumulation_lines(chip, request.stack, roof),
             *ceilings_assumptions(resolved.measured),
         ],
         **_roofline_fields(roof, work.kind, request.stack),

@@ -181,6 +181,7 @@ def spec_of(workload: TransformerWorkload, software: Software) -> TransformerSpe
             compute=workload.dtype,
             weights=workload.weight_dtype or workload.dtype,
             kv=workload.kv_dtype or workload.dtype,
+            sparse=workload.sparsity is not None,
         ),
         tp=workload.tp,
         reserve_fraction=workload.reserve_fraction,

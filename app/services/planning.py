@@ -136,8 +136,9 @@ def dtype_options(
     """The workload with each weight and KV-cache dtype the chip can use: as given, the
     compute dtype, fp8 where the chip has an fp8 matrix peak (its kernels then read it), int8
     and int4 (stored, widened in the kernel: w8a16, w4a16), and for the weights the
-    checkpoint's own. Those that fit come first, the fewest fields changed first, then the
-    widest (the least precision given up); those that do not fit after, the nearest first."""
+    checkpoint's own (2:4 sparse weights stay in the compute dtype: KV-cache options alone).
+    Those that fit come first, the fewest fields changed first, then the widest (the least
+    precision given up); those that do not fit after, the nearest first."""
     if spec.phase is Phase.TRAINING:
         raise InvalidInput(
             "options", "training keeps weights in the compute dtype: dtype options are inference's"
@@ -146,7 +147,8 @@ def dtype_options(
     fp8 = Dtype.FP8 if Dtype.FP8 in chip.matrix_peaks else None
     narrow = [given.compute, fp8, Dtype.INT8, Dtype.INT4]
     rows = []
-    for weights in _unique([given.weights, *narrow[:1], checkpoint, *narrow[1:]]):
+    weight_options = [given.weights, *narrow[:1], checkpoint, *narrow[1:]]
+    for weights in _unique(weight_options[:1] if given.sparse else weight_options):
         for kv in _unique([given.kv, *narrow]):
             trial = replace(spec, precision=replace(given, weights=weights, kv=kv))
             result = engine.estimate(arch, chip, trial, breakdown=False)

@@ -101,7 +101,8 @@ def _transformer_specs(
     """(key, change, spec) of each change that applies, but the batch's."""
     p = spec.precision
     found: list[tuple[str, str, TransformerSpec]] = []
-    if spec.phase is not Phase.TRAINING:  # training keeps its weights in the compute dtype
+    # training keeps its weights in the compute dtype, as 2:4 sparse weights are kept
+    if spec.phase is not Phase.TRAINING and not p.sparse:
         for dtype in QUANTISED_WEIGHTS:
             if dtype_bytes(dtype) < dtype_bytes(p.weights):
                 found.append(
@@ -159,6 +160,7 @@ def _transformer_dtypes(
             compute=half,
             weights=half if p.weights in WIDE else p.weights,
             kv=half if p.kv in WIDE else p.kv,
+            sparse=p.sparse,
         )
         found.append(
             (

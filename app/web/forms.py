@@ -60,11 +60,11 @@ FIELDS: dict[str, dict[str, str]] = {
         name: name
         for name in (
             *("model", "config", "phase", "batch", "seq_len", "gen_len"),
-            *("dtype", "weight_dtype", "kv_dtype", "tp"),
+            *("dtype", "weight_dtype", "kv_dtype", "sparsity", "tp"),
             *TRAINING_FIELDS,
         )
     },
-    "matmul": {"m": "m", "n": "n", "k": "k", "dtype": "dtype", "allow_tf32": "allow_tf32"},
+    "matmul": {name: name for name in ("m", "n", "k", "dtype", "allow_tf32", "sparsity")},
     "elementwise": {
         "n": "elements",
         "ops": "ops",
@@ -94,10 +94,10 @@ FIELDS: dict[str, dict[str, str]] = {
 }
 _SERVING = (Phase.DECODE, Phase.PREFILL, Phase.GENERATE)
 # form field -> the transformer phases it applies to (absent: every phase). Training keeps
-# its weights in the compute dtype and holds no KV cache; the new tokens are generate's.
+# its weights dense in the compute dtype and holds no KV cache; the new tokens are generate's.
 PHASES_OF: dict[str, tuple[str, ...]] = {
     "gen_len": (Phase.GENERATE,),
-    **dict.fromkeys(("weight_dtype", "kv_dtype"), _SERVING),
+    **dict.fromkeys(("weight_dtype", "kv_dtype", "sparsity"), _SERVING),
     **dict.fromkeys((*TRAINING_FIELDS, *SCALING_FIELDS), (Phase.TRAINING,)),
     **{name: (phase,) for name, phase in LATENCY_FIELDS.items()},
 }

@@ -171,7 +171,7 @@ def test_bad_post_bodies_are_422_naming_the_field(client, change, loc):
 def test_the_answer_states_its_assumptions(client):
     answer = client.get(f"/compare?chips=a100&{LLAMA_DECODE}").json()
     assert answer["ranked_by"] == "realistic_tokens_per_s"
-    assert answer["catalog_version"] == "2026.11.28"
+    assert answer["catalog_version"] == "2026.11.28.1"
     assert any("upper bound" in line for line in answer["assumptions"])
 
 

@@ -184,7 +184,7 @@ def test_the_form_shows_the_fields_of_the_chosen_kind_and_phase(page, url, shot)
     model = page.locator("#f-model").bounding_box()
     assert top and model and top["y"] < model["y"]
     phase = page.get_by_label("Phase")
-    visible(page, "model", "batch", "seq_len", "kv_dtype", "max_tpot_ms")
+    visible(page, "model", "batch", "seq_len", "kv_dtype", "sparsity", "max_tpot_ms")
     hidden(page, "gen_len", "max_ttft_ms", "dp", "chip_counts", "m", "heads", "rows")
     expect(page.locator("#training-fields")).to_be_hidden()
     covers(page, "one decode step (one token for each sequence)")
@@ -201,7 +201,7 @@ def test_the_form_shows_the_fields_of_the_chosen_kind_and_phase(page, url, shot)
 
     phase.select_option("training")
     visible(page, "dp", "zero", "chip_counts", "serial_fraction", "batch")
-    hidden(page, "weight_dtype", "kv_dtype", "gen_len", "max_tpot_ms", "max_ttft_ms")
+    hidden(page, "weight_dtype", "kv_dtype", "sparsity", "gen_len", "max_tpot_ms", "max_ttft_ms")
     covers(page, "one optimizer step")
     shot(page, "12-form-training")
 
@@ -212,7 +212,7 @@ def test_the_form_shows_the_fields_of_the_chosen_kind_and_phase(page, url, shot)
         ("elementwise", ("elements", "ops", "fused", "flops_per_element"), ()),
         ("softmax", ("rows", "cols"), ("elements",)),
         ("rmsnorm", ("rows", "cols"), ()),
-        ("matmul", ("m", "n", "k", "allow_tf32"), ("rows",)),
+        ("matmul", ("m", "n", "k", "allow_tf32", "sparsity"), ("rows",)),
         ("custom", ("flops", "bytes", "unit"), ("m",)),
     ):
         kind.select_option(name)

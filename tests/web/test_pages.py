@@ -457,6 +457,12 @@ def expected_time_of(page: str) -> str:
             {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "allow_tf32": True},
         ),
         (
+            {"kind": "matmul", "m": "4096", "n": "4096", "k": "4096", "dtype": "bf16"}
+            | {"sparsity": "2:4"},
+            {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}
+            | {"sparsity": "2:4"},
+        ),
+        (
             {"kind": "elementwise", "elements": "1e8", "ops": "2", "flops_per_element": "10"},
             {"kind": "elementwise", "n": 100_000_000, "ops": 2, "flops_per_element": 10},
         ),
@@ -469,6 +475,20 @@ def test_every_kernel_kind_of_the_api_is_answered_by_the_form(client, params, wo
     answer = client.post("/expected-time", json={"chip": "a100", "workload": workload}).json()
     assert expected_time_of(page.text) == seconds(answer["expected_time_s"])
     assert 'id="answer-covers">Times are for one ' in page.text
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill", "generate"])
+def test_the_form_takes_sparse_linear_layers_as_the_api_does(client, phase):
+    # llama-8b on an H100 with 2:4 sparse linear layers: the page's time is the API's
+    params = {"chip": "h100", "model": "llama-8b", "phase": phase, "sparsity": "2:4"}
+    page = client.get("/", params={"kind": "transformer", **params})
+    assert page.status_code == 200, page.text[:2000]
+    sparse = client.get("/expected-time", params=params).json()
+    dense_params = {name: value for name, value in params.items() if name != "sparsity"}
+    dense = client.get("/expected-time", params=dense_params).json()
+    assert expected_time_of(page.text) == seconds(sparse["expected_time_s"])
+    assert sparse["expected_time_s"] < dense["expected_time_s"]
+    assert 'option value="2:4" selected' in page.text
 
 
 def test_a_saxpy_from_the_form_worked_by_hand(client):
@@ -747,6 +767,18 @@ def test_the_catalog_compares_every_chip_in_one_table_that_links_to_its_page(cli
     assert "catalog-filter.js" in page
     assert client.get("/static/catalog-filter.js").status_code == 200
     assert "newest first by the month the vendor announced or launched them" in page
+
+
+def test_a_geforce_chip_page_shows_its_sparse_and_fp16_accumulate_rates(client):
+    # the RTX 4090's Ada whitepaper rows: bf16 165.2 dense, 330.4 with 2:4 sparsity; fp16 with
+    # fp16 accumulation 330.3, each with its source
+    page = client.get("/chips/rtx-4090", headers=HTML).text
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", r).split()) for r in page.split("<tr>")]
+    assert any(r.startswith("bf16 2:4 sparse matrix peak 330 TFLOP/s nv-ada-wp") for r in rows)
+    assert any(
+        r.startswith("fp16 matrix (fp16 accumulate) peak 330 TFLOP/s nv-ada-wp") for r in rows
+    )
+    assert any(r.startswith("fp16 matrix peak 165 TFLOP/s nv-ada-wp") for r in rows)
 
 
 def test_a_copy_from_the_form_reads_its_own_fields(client):
