@@ -80,6 +80,12 @@ class Chip:
     # the matrix unit's 2:4 structured-sparse rates, in dense-equivalent FLOP/s (2 m n k per
     # product, as vendors count them): twice the dense rate where published
     sparse_peaks: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
+    # the last-level cache all compute units share in front of memory (L2, Infinity Cache):
+    # its name, size in bytes and read bandwidth in bytes/s, None where no source gives them
+    # (docs/formulas.md#the-cache-roof)
+    cache_name: str = "L2"
+    cache_bytes: float | None = None
+    cache_bandwidth: float | None = None
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline;

@@ -2,7 +2,8 @@
 
 One headline from everything the answer knows, in this order: whether the workload fits in
 the chip's memory at all; whether the run beat the physical floor (the ideal roofline time,
-so the measurement is wrong); then the run against its floor: the ideal, or for work whose
+so the measurement is wrong), unless its working set fits in the chip's last-level cache and
+the run is within the cache roof (cache-resident: app/engine/cache.py); then the run against its floor: the ideal, or for work whose
 fixed costs outlast it (overhead-bound), the least time those costs allow (the low end of
 the realistic range). Beside it, where the run sits against what published runs of the same
 kind of work reach: the realistic range (app/engine/realism.py), which the headline never
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine import prose
+from app.engine.cache import CacheRoof, cache_advice, cache_resident
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
 from app.engine.units import Dtype, Unit
+from app.engine.verdict_advice import FEWER_LAUNCHES, REGIME_ADVICE, STRUCTURAL
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
 # fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
@@ -36,6 +39,7 @@ class Verdict(StrEnum):
     """How a measurement compares with what the work allows (docs/api.md#verdicts)."""
 
     DOES_NOT_FIT = "does_not_fit"
+    CACHE_RESIDENT = "cache_resident"
     FASTER_THAN_ROOFLINE = "faster_than_roofline"
     NEAR_ROOFLINE = "near_roofline"
     OVERHEAD_BOUND = "overhead_bound"
@@ -77,6 +81,7 @@ class Judgement:
     floor_time: float  # the time judged against: the ideal, or the fixed costs' floor
     cpu_share: float | None = None  # the host's process CPU time / the measured time
     host_bound: bool | None = None  # None without a CPU time
+    cache: CacheRoof | None = None  # the cache roof a cache-resident run is read under
 
     @property
     def efficiency(self) -> float:
@@ -119,7 +124,9 @@ def judge(
     applies, e.g. a single kernel). For a run slower than its floor, the `specific` advice (on
     the kind of work, with its numbers: app/services/work_advice.py) follows the verdict's
     own, in place of its common gaps. `chip`, where given, names the narrower dtypes with a
-    faster matrix peak that saturated compute-bound work could move to. `cpu_time`, where
+    faster matrix peak that saturated compute-bound work could move to, and its last-level
+    cache, which explains a run faster than the roofline whose working set fits in it
+    (`cache_resident`, app/engine/cache.py). `cpu_time`, where
     given, is the host process's CPU time (seconds) over the same run on an accelerator: a
     host busy throughout a run slower than its floor puts the host-bound advice first
     (`host_bound`)."""
@@ -132,8 +139,11 @@ def judge(
     ratio = measured_time / roofline.expected_time
     place = _against_published(roofline, measured_time)
     against, floor = _floor(roofline)
+    cache = None if fits is False else cache_resident(roofline, chip, measured_time)
     verdict = _verdict(ratio, measured_time / floor, against, place, fits)
-    if verdict is Verdict.DOES_NOT_FIT:
+    if cache is not None:
+        verdict, advice = Verdict.CACHE_RESIDENT, cache_advice(cache, roofline, measured_time)
+    elif verdict is Verdict.DOES_NOT_FIT:
         advice = _unfit_advice(ratio)
     else:
         advice = _advice(
@@ -148,7 +158,7 @@ def judge(
             if (
                 specific
                 and verdict is Verdict.ROOM_TO_IMPROVE
-                and roofline.bound not in _REGIME_ADVICE
+                and roofline.bound not in REGIME_ADVICE
             ):
                 advice = advice[:-1]  # the common gaps, named for this work instead
             elif specific and roofline.bound is Bound.COMMUNICATION:
@@ -175,6 +185,7 @@ def judge(
         floor_time=floor,
         cpu_share=cpu_share,
         host_bound=busy,
+        cache=cache,
     )
 
 
@@ -308,16 +319,16 @@ def _advice(
         if verdict is Verdict.OVERHEAD_BOUND:
             return (
                 f"{head}, as published runs pay: this runtime makes sense for work this small.",
-                *_FEWER_LAUNCHES,
+                *FEWER_LAUNCHES,
             )
         if verdict is Verdict.ROOM_TO_IMPROVE:
-            return (f"{head}, more than the fixed costs explain.", *_FEWER_LAUNCHES)
+            return (f"{head}, more than the fixed costs explain.", *FEWER_LAUNCHES)
         return (
             f"{head}: an order of magnitude over it, so something structural is wrong.",
-            *_STRUCTURAL[:-1],
+            *STRUCTURAL[:-1],
         )
-    if bound in _REGIME_ADVICE:
-        return _REGIME_ADVICE[bound]
+    if bound in REGIME_ADVICE:
+        return REGIME_ADVICE[bound]
     gap = f"{prose.times(ratio)} the roofline time"
     if verdict is Verdict.NEAR_ROOFLINE:
         if bound is Bound.MEMORY:
@@ -351,7 +362,7 @@ def _advice(
             "Common gaps: unfused elementwise ops, matmul shapes that tile poorly (dimensions "
             "not multiples of 64/128), small batches that leave the chip idle between kernels.",
         )
-    return (f"At {gap}: an order of magnitude off, so something structural is wrong.", *_STRUCTURAL)
+    return (f"At {gap}: an order of magnitude off, so something structural is wrong.", *STRUCTURAL)
 
 
 def _faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
@@ -364,30 +375,3 @@ def _faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
     return " or ".join(
         f"{dtype} ({prose.times(peak / own)} the {roof.peak.dtype} peak)" for peak, dtype in faster
     )
-
-
-_STRUCTURAL = (
-    "Are the kernels compiled and fused (torch.compile, CUDA graphs), or launched one small "
-    "op at a time from Python?",
-    "Is the data on the device, or copied between host and device every step?",
-    "Are there non-vectorised (Python-loop) ops, or intermediates materialised that need not be?",
-    "If the work is tiny, fixed overheads (framework dispatch, kernel launches) dominate: "
-    "measure at two sizes; time that barely grows with the work means overhead-bound.",
-)
-_FEWER_LAUNCHES = (
-    "Capture the step in a CUDA graph or compile it (torch.compile, a serving engine), so "
-    "the host launches once instead of once per op.",
-    "Give each launch more work: a larger batch, fused kernels, fewer synchronisations "
-    "(.item(), .cpu(), prints) in the loop.",
-)
-_REGIME_ADVICE = {
-    Bound.COMMUNICATION: (
-        "Communication-bound: moving data over a link (collectives between chips, copies "
-        "between host and device) takes longer than the chip's own work.",
-        "Overlap them with compute (asynchronous tensor/sequence parallelism, bucketed "
-        "gradient reduction), send fewer and larger messages, or lower the degree that "
-        "communicates (a smaller tp, more data parallelism).",
-        "Keep tensor parallelism inside one scale-up domain (NVLink, xGMI, ICI): across the "
-        "network each collective is several times slower.",
-    ),
-}
