@@ -34,6 +34,12 @@ def pointwise_dtype(dtype: Dtype) -> Dtype:
 SPARSE_SPEEDUP = 1.21
 
 
+def peak_from_parts(units: float, clock_hz: float, flops_per_cycle_per_unit: float) -> float:
+    """A peak (FLOP/s) as its parts make it: compute units x clock x FLOPs one unit does per
+    cycle (docs/formulas.md#peaks-from-units-clock-and-flop-per-cycle)."""
+    return units * clock_hz * flops_per_cycle_per_unit
+
+
 def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     """FLOPs per byte where a peak's compute roof meets the memory roof ("machine balance")."""
     return flops_per_s / bytes_per_s

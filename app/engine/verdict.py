@@ -3,11 +3,11 @@
 One headline from everything the answer knows, in this order: whether the workload fits in
 the chip's memory at all; whether the run beat the physical floor (the ideal roofline time,
 so the measurement is wrong), unless its working set fits in the chip's last-level cache and
-the run is within the cache roof (cache-resident: app/engine/cache.py); then the run against its floor: the ideal, or for work whose
-fixed costs outlast it (overhead-bound), the least time those costs allow (the low end of
-the realistic range). Beside it, where the run sits against what published runs of the same
-kind of work reach: the realistic range (app/engine/realism.py), which the headline never
-contradicts.
+the run is within the cache roof (cache-resident: app/engine/cache.py); then the run against
+its floor: the ideal, or for work whose fixed costs outlast it (overhead-bound), the least
+time those costs allow (the low end of the realistic range). Beside it, where the run sits
+against what published runs of the same kind of work reach: the realistic range
+(app/engine/realism.py), which the headline never contradicts.
 """
 
 from __future__ import annotations

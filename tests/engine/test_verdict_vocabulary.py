@@ -143,7 +143,7 @@ _times = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinit
     fits=st.sampled_from([True, None]),
     chip=st.sampled_from([None, CACHED]),
 )
-def test_the_headline_never_contradicts_the_published_range(  # noqa: PLR0913 (the drawn cases)
+def test_the_headline_never_contradicts_the_published_range(  # noqa: PLR0917 (the drawn cases)
     ideal_share, spread, fixed_share, measured_factor, fits, chip
 ):
     # a realistic time of 1 s with a range around it, an ideal at or under the low end, and
