@@ -74,3 +74,19 @@ def test_a_ci_gate_can_fail_on_cache_resident(client):
     assert gated.status_code == 412
     assert gated.json()["verdict"] == "cache_resident"
     assert gated.json()["gate"]["reasons"] == ["verdict cache_resident"]
+
+
+def test_the_catalog_answer_holds_the_cache_and_the_peak_derivation(client):
+    l40s = client.get("/chips/l40s").json()["last_level_cache"]
+    assert l40s["name"] == "L2"
+    assert l40s["size_bytes"]["value"] == 96 * 2**20  # 100,663,296 B
+    assert l40s["size_bytes"]["source"]["url"] == "https://arxiv.org/abs/2606.22588"
+    assert l40s["bandwidth_bytes_per_s"] is None
+    assert "no source found" in l40s["unknown"]
+    mi300x = client.get("/chips/mi300x").json()
+    derivation = mi300x["peak_derivation"]
+    # 304 CUs x 2.1e9 Hz x 2,048 FLOP = 1,307.4e12, the listed bf16 peak
+    per_cu = derivation["matrix_flops_per_cycle_per_unit"]["bf16"]["value"]
+    product = mi300x["compute_units"]["value"] * derivation["clock_hz"]["value"] * per_cu
+    assert product == pytest.approx(mi300x["peak_flops_per_s"]["matrix"]["bf16"]["value"], 1e-3)
+    assert client.get("/chips/l4").json()["peak_derivation"] is None
