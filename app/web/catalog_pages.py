@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
-from app.catalog.schema import ChipEntry
+from app.catalog.schema import ChipEntry, Figure
 from app.engine import Dtype
 from app.engine.architecture import param_counts
 from app.engine.hardware import peak_from_parts
@@ -60,12 +60,12 @@ class Derivation:
     """A matrix peak as units x clock x FLOP per cycle, beside the peak the catalog lists."""
 
     dtype: Dtype
-    units: int
+    units: Figure
     unit_name: str
-    clock_hz: float
-    flops_per_cycle: float
+    clock: Figure
+    per_cycle: Figure  # dense FLOPs per unit per cycle
     product: float
-    listed: float
+    listed: Figure
 
 
 def derivations(entry: ChipEntry) -> list[Derivation]:
@@ -77,12 +77,12 @@ def derivations(entry: ChipEntry) -> list[Derivation]:
     return [
         Derivation(
             dtype,
-            int(units.value),
+            units,
             name,
-            parts.clock_hz.value,
-            per_cycle.value,
+            parts.clock_hz,
+            per_cycle,
             peak_from_parts(units.value, parts.clock_hz.value, per_cycle.value),
-            entry.peak_flops_per_s.matrix[dtype].value,
+            entry.peak_flops_per_s.matrix[dtype],
         )
         for dtype, per_cycle in parts.matrix_flops_per_cycle_per_unit.items()
     ]
