@@ -101,7 +101,7 @@ def _describe(exc: ValidationError, data: Any, path: str, kind: str) -> CatalogE
 
 
 def _engine_chip(entry: ChipEntry) -> Chip:
-    link = entry.interconnect
+    link, cache = entry.interconnect, entry.last_level_cache
     return Chip(
         id=entry.id,
         name=entry.name,
@@ -120,6 +120,11 @@ def _engine_chip(entry: ChipEntry) -> Chip:
         sustained_matrix_by_dtype={d: f.value for d, f in entry.sustained.matrix_by_dtype.items()},
         compute_units=int(entry.compute_units.value) if entry.compute_units else None,
         warp_mma=entry.sustained.warp_mma.value if entry.sustained.warp_mma else 1.0,
+        cache_name=cache.name if cache else "L2",
+        cache_bytes=cache.size_bytes.value if cache and cache.size_bytes else None,
+        cache_bandwidth=(
+            cache.bandwidth_bytes_per_s.value if cache and cache.bandwidth_bytes_per_s else None
+        ),
     )
 
 

@@ -204,6 +204,34 @@ class Sustained(_Strict):
     warp_mma: Fraction | None = None
 
 
+class LastLevelCache(_Strict):
+    """The cache all of a chip's compute units share in front of its memory (NVIDIA's L2, AMD
+    CDNA 3's Infinity Cache, Gaudi's on-die SRAM): its name, size and read bandwidth. A figure
+    no source gives is null, and `unknown` says why (docs/formulas.md#the-cache-roof)."""
+
+    name: str
+    size_bytes: Figure | None
+    bandwidth_bytes_per_s: Figure | None
+    unknown: str | None = None
+
+    @model_validator(mode="after")
+    def _null_has_a_reason(self) -> LastLevelCache:
+        if (self.size_bytes is None or self.bandwidth_bytes_per_s is None) and not self.unknown:
+            raise ValueError("unknown: a null size or bandwidth needs the reason it is null")
+        if self.size_bytes is None and self.bandwidth_bytes_per_s is not None:
+            raise ValueError("size_bytes: a cache with a bandwidth needs its size")
+        return self
+
+
+class PeakDerivation(_Strict):
+    """What a matrix peak is made of: the clock its peak is quoted at and the dense FLOPs one
+    compute unit (`ChipEntry.compute_units`) does per cycle, per dtype; units x clock x FLOP
+    per cycle is the peak (docs/formulas.md#peaks-from-units-clock-and-flop-per-cycle)."""
+
+    clock_hz: Figure
+    matrix_flops_per_cycle_per_unit: dict[Dtype, Figure]
+
+
 class ChipEntry(_Strict):
     """One chip of the catalog."""
 
@@ -222,6 +250,10 @@ class ChipEntry(_Strict):
     board_power_w: Figure | None = None
     # the vendor's announcement or launch month (the note says which); null where unsourced
     released: Released | None = None
+    # the cache shared in front of memory; null where the catalog has not looked
+    last_level_cache: LastLevelCache | None = None
+    # the matrix peaks as units x clock x FLOP per cycle, where the vendor gives the parts
+    peak_derivation: PeakDerivation | None = None
     notes: str | None = None
 
     @model_validator(mode="after")
@@ -232,6 +264,16 @@ class ChipEntry(_Strict):
                     f"sustained.matrix_by_dtype.{dtype}: the chip has no {dtype} matrix peak "
                     "for it to be a fraction of"
                 )
+        derivation = self.peak_derivation
+        if derivation is not None:
+            if self.compute_units is None:
+                raise ValueError("peak_derivation: needs compute_units, the units it multiplies")
+            for dtype in derivation.matrix_flops_per_cycle_per_unit:
+                if dtype not in self.peak_flops_per_s.matrix:
+                    raise ValueError(
+                        f"peak_derivation.matrix_flops_per_cycle_per_unit.{dtype}: the chip "
+                        f"has no {dtype} matrix peak for it to derive"
+                    )
         return self
 
     def figures(self) -> dict[str, Figure]:

@@ -3,7 +3,9 @@ check when a run is an order of magnitude off, how to launch less often, and wha
 communication- and input-bound work can do."""
 
 from app.engine import prose
-from app.engine.roofline import Bound
+from app.engine.hardware import Chip
+from app.engine.roofline import Bound, Roofline
+from app.engine.units import Unit
 
 
 def unfit_advice(ratio: float) -> tuple[str, ...]:
@@ -48,3 +50,25 @@ REGIME_ADVICE = {
         "network each collective is several times slower.",
     ),
 }
+
+
+def host_advice(cpu_share: float) -> str:
+    """The first line of advice on a host-bound run."""
+    return (
+        f"Host-bound: the host was busy for {cpu_share:.0%} of the run (its process CPU time "
+        "over the wall time), so the device waited on launches, dispatch and Python. Capture "
+        "the step in a CUDA graph or compile it, batch the work into fewer and larger ops, "
+        "and move Python (loops, .item(), data preparation) out of the timed loop."
+    )
+
+
+def faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
+    """The chip's narrower matrix dtypes whose peak beats the one the work runs at, in words
+    ('fp8 (2.0x the bf16 peak)'); empty where there are none or the chip is not known."""
+    if chip is None or roof.peak.unit is not Unit.MATRIX:
+        return ""
+    own = roof.peak.flops_per_s
+    faster = sorted((peak, dtype) for dtype, peak in chip.matrix_peaks.items() if peak > own)
+    return " or ".join(
+        f"{dtype} ({prose.times(peak / own)} the {roof.peak.dtype} peak)" for peak, dtype in faster
+    )

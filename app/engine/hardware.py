@@ -35,6 +35,12 @@ def pointwise_dtype(dtype: Dtype) -> Dtype:
 SPARSE_SPEEDUP = 1.21
 
 
+def peak_from_parts(units: float, clock_hz: float, flops_per_cycle_per_unit: float) -> float:
+    """A peak (FLOP/s) as its parts make it: compute units x clock x FLOPs one unit does per
+    cycle (docs/formulas.md#peaks-from-units-clock-and-flop-per-cycle)."""
+    return units * clock_hz * flops_per_cycle_per_unit
+
+
 def ridge_intensity(flops_per_s: float, bytes_per_s: float) -> float:
     """FLOPs per byte where a peak's compute roof meets the memory roof ("machine balance")."""
     return flops_per_s / bytes_per_s
@@ -85,6 +91,12 @@ class Chip:
     # fp32-accumulate `matrix_peaks` one (GeForce cards: twice); a stack that accumulates in
     # fp16 runs at it (`run_by`)
     fp16_accumulate_peaks: Mapping[Dtype, float] = field(default_factory=dict, hash=False)
+    # the last-level cache all compute units share in front of memory (L2, Infinity Cache):
+    # its name, size in bytes and read bandwidth in bytes/s, None where no source gives them
+    # (docs/formulas.md#the-cache-roof)
+    cache_name: str = "L2"
+    cache_bytes: float | None = None
+    cache_bandwidth: float | None = None
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline;

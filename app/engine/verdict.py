@@ -2,11 +2,12 @@
 
 One headline from everything the answer knows, in this order: whether the workload fits in
 the chip's memory at all; whether the run beat the physical floor (the ideal roofline time,
-so the measurement is wrong); then the run against its floor: the ideal, or for work whose
-fixed costs outlast it (overhead-bound), the least time those costs allow (the low end of
-the realistic range). Beside it, where the run sits against what published runs of the same
-kind of work reach: the realistic range (app/engine/realism.py), which the headline never
-contradicts.
+so the measurement is wrong), unless its working set fits in the chip's last-level cache and
+the run is within the cache roof (cache-resident: app/engine/cache.py); then the run against
+its floor: the ideal, or for work whose fixed costs outlast it (overhead-bound), the least
+time those costs allow (the low end of the realistic range). Beside it, where the run sits
+against what published runs of the same kind of work reach: the realistic range
+(app/engine/realism.py), which the headline never contradicts.
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine import prose
-from app.engine.advice_lines import FEWER_LAUNCHES, REGIME_ADVICE, STRUCTURAL, unfit_advice
+from app.engine.advice_lines import (
+    FEWER_LAUNCHES,
+    REGIME_ADVICE,
+    STRUCTURAL,
+    faster_dtypes,
+    host_advice,
+    unfit_advice,
+)
+from app.engine.cache import CacheRoof, cache_advice, cache_resident
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
-from app.engine.units import Dtype, Unit
+from app.engine.units import Dtype
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
 # fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
@@ -37,6 +46,7 @@ class Verdict(StrEnum):
     """How a measurement compares with what the work allows (docs/api.md#verdicts)."""
 
     DOES_NOT_FIT = "does_not_fit"
+    CACHE_RESIDENT = "cache_resident"
     FASTER_THAN_ROOFLINE = "faster_than_roofline"
     NEAR_ROOFLINE = "near_roofline"
     OVERHEAD_BOUND = "overhead_bound"
@@ -78,6 +88,7 @@ class Judgement:
     floor_time: float  # the time judged against: the ideal, or the fixed costs' floor
     cpu_share: float | None = None  # the host's process CPU time / the measured time
     host_bound: bool | None = None  # None without a CPU time
+    cache: CacheRoof | None = None  # the cache roof a cache-resident run is read under
 
     @property
     def efficiency(self) -> float:
@@ -118,6 +129,7 @@ class Standing:
     floor_time: float  # the time judged against: the ideal, or the fixed costs' floor
     achieved_flops_per_s: float  # the work's FLOPs over the measured time
     achieved_bytes_per_s: float  # its bytes over the measured time
+    cache: CacheRoof | None = None  # where the run is cache_resident, the cache that explains it
 
     @property
     def efficiency(self) -> float:
@@ -125,9 +137,11 @@ class Standing:
         return efficiency(self.ratio)
 
 
-def stand(roofline: Roofline, measured_time: float, *, fits: bool | None = None) -> Standing:
-    """`measured_time` (seconds) against the roofline: its verdict (`fits` as `judge` takes
-    it), where it sits against published runs, and the rates it achieved."""
+def stand(
+    roofline: Roofline, measured_time: float, *, fits: bool | None = None, chip: Chip | None = None
+) -> Standing:
+    """`measured_time` (seconds) against the roofline: its verdict (`fits` and `chip` as
+    `judge` takes them), where it sits against published runs, and the rates it achieved."""
     if not (math.isfinite(measured_time) and measured_time > 0):
         raise InvalidInput(
             "measured_time_s", f"must be a positive number of seconds, got {measured_time}"
@@ -135,15 +149,22 @@ def stand(roofline: Roofline, measured_time: float, *, fits: bool | None = None)
     ratio = measured_time / roofline.expected_time
     place = _against_published(roofline, measured_time)
     against, floor = _floor(roofline)
+    cache = None if fits is False else cache_resident(roofline, chip, measured_time)
+    verdict = (
+        Verdict.CACHE_RESIDENT
+        if cache is not None
+        else _verdict(ratio, measured_time / floor, against, place, fits)
+    )
     return Standing(
         measured_time,
         ratio,
-        _verdict(ratio, measured_time / floor, against, place, fits),
+        verdict,
         place,
         against,
         floor,
         achieved_flops_per_s=roofline.flops / measured_time,
         achieved_bytes_per_s=roofline.bytes / measured_time,
+        cache=cache,
     )
 
 
@@ -162,16 +183,20 @@ def judge(
     applies, e.g. a single kernel). For a run slower than its floor, the `specific` advice (on
     the kind of work, with its numbers: app/services/work_advice.py) follows the verdict's
     own, in place of its common gaps. `chip`, where given, names the narrower dtypes with a
-    faster matrix peak that saturated compute-bound work could move to. `cpu_time`, where
+    faster matrix peak that saturated compute-bound work could move to, and its last-level
+    cache, which explains a run faster than the roofline whose working set fits in it
+    (`cache_resident`, app/engine/cache.py). `cpu_time`, where
     given, is the host process's CPU time (seconds) over the same run on an accelerator: a
     host busy throughout a run slower than its floor puts the host-bound advice first
     (`host_bound`)."""
-    standing = stand(roofline, measured_time, fits=fits)
+    standing = stand(roofline, measured_time, fits=fits, chip=chip)
     if cpu_time is not None and not (math.isfinite(cpu_time) and cpu_time > 0):
         raise InvalidInput("cpu_time_s", f"must be a positive number of seconds, got {cpu_time}")
     ratio, verdict, place = standing.ratio, standing.verdict, standing.against_published
     floor = standing.floor_time
-    if verdict is Verdict.DOES_NOT_FIT:
+    if standing.cache is not None:
+        advice = cache_advice(standing.cache, roofline, measured_time)
+    elif verdict is Verdict.DOES_NOT_FIT:
         advice = unfit_advice(ratio)
     else:
         advice = _advice(
@@ -211,6 +236,7 @@ def judge(
         floor_time=floor,
         cpu_share=cpu_share,
         host_bound=busy,
+        cache=standing.cache,
     )
 
 
@@ -225,16 +251,6 @@ def host_bound(cpu_share: float, verdict: Verdict) -> bool:
 _HOST_CAN_LIMIT = frozenset(
     {Verdict.OVERHEAD_BOUND, Verdict.ROOM_TO_IMPROVE, Verdict.ORDER_OF_MAGNITUDE_SLOWER}
 )
-
-
-def host_advice(cpu_share: float) -> str:
-    """The first line of advice on a host-bound run."""
-    return (
-        f"Host-bound: the host was busy for {cpu_share:.0%} of the run (its process CPU time "
-        "over the wall time), so the device waited on launches, dispatch and Python. Capture "
-        "the step in a CUDA graph or compile it, batch the work into fewer and larger ops, "
-        "and move Python (loops, .item(), data preparation) out of the timed loop."
-    )
 
 
 def _floor(roof: Roofline) -> tuple[Floor, float]:
@@ -355,7 +371,7 @@ def _advice(
                 "In decode, raise the batch as far as memory allows (/memory-fit gives the "
                 "largest): the weights are read once per step for every sequence.",
             )
-        faster = _faster_dtypes(roof, chip)
+        faster = faster_dtypes(roof, chip)
         return (
             "Close to the compute roofline: the chip is saturated.",
             "Lower latency needs less work: a smaller batch (trading throughput), pruning, "
@@ -377,15 +393,3 @@ def _advice(
             "not multiples of 64/128), small batches that leave the chip idle between kernels.",
         )
     return (f"At {gap}: an order of magnitude off, so something structural is wrong.", *STRUCTURAL)
-
-
-def _faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
-    """The chip's narrower matrix dtypes whose peak beats the one the work runs at, in words
-    ('fp8 (2.0x the bf16 peak)'); empty where there are none or the chip is not known."""
-    if chip is None or roof.peak.unit is not Unit.MATRIX:
-        return ""
-    own = roof.peak.flops_per_s
-    faster = sorted((peak, dtype) for dtype, peak in chip.matrix_peaks.items() if peak > own)
-    return " or ".join(
-        f"{dtype} ({prose.times(peak / own)} the {roof.peak.dtype} peak)" for peak, dtype in faster
-    )

@@ -9,8 +9,9 @@ from typing import Any
 
 from app import formatting as fmt
 from app.engine import Kind
+from app.engine.advice_lines import host_advice
 from app.engine.ops import is_view, op_work
-from app.engine.verdict import HOST_BOUND, Verdict, host_advice, host_bound
+from app.engine.verdict import HOST_BOUND, Verdict, host_bound
 from app.measure.op_counts import Counts, Event
 from app.measure.timing import Timing
 

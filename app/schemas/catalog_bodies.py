@@ -143,6 +143,25 @@ class SustainedOut(BaseModel):
     )
 
 
+class LastLevelCacheOut(BaseModel):
+    """The cache every compute unit shares in front of memory (docs/formulas.md#the-cache-roof):
+    its size (bytes) and read bandwidth (bytes/s), each null where no source gives it, and
+    then `unknown` says why."""
+
+    name: str
+    size_bytes: FigureOut | None
+    bandwidth_bytes_per_s: FigureOut | None
+    unknown: str | None
+
+
+class PeakDerivationOut(BaseModel):
+    """With `compute_units`, the parts whose product is each matrix peak: the clock (Hz) and
+    the dense FLOPs one unit does per cycle, per dtype."""
+
+    clock_hz: FigureOut
+    matrix_flops_per_cycle_per_unit: dict[Dtype, FigureOut]
+
+
 class ChipOut(BaseModel):
     """One chip: every figure with its source, and the ridge of each matrix peak."""
 
@@ -168,6 +187,16 @@ class ChipOut(BaseModel):
         default=None,
         description="The vendor's announcement or launch month (the note says which); null "
         "where it could not be sourced.",
+    )
+    last_level_cache: LastLevelCacheOut | None = Field(
+        default=None,
+        description="The cache shared in front of memory (L2, Infinity Cache); null where the "
+        "catalog has not looked.",
+    )
+    peak_derivation: PeakDerivationOut | None = Field(
+        default=None,
+        description="units x clock x FLOP per cycle per unit = each matrix peak, where the "
+        "vendor gives the parts; null elsewhere.",
     )
     notes: str | None
     ridge_intensity_flops_per_byte: dict[Dtype, float] = Field(

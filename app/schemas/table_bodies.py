@@ -11,16 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from app.engine import AgainstPublished, Bound, Verdict
 from app.engine.units import MICRO, MILLI
 from app.schemas.answers import ChipRef, PeakUsed
-from app.schemas.request_base import Request
-from app.schemas.requests import (
+from app.schemas.kernel_bodies import (
     AttentionWorkload,
     CustomWorkload,
     ElementwiseWorkload,
-    MatmulWorkload,
     RowwiseWorkload,
     SaxpyWorkload,
-    Seconds,
 )
+from app.schemas.request_base import Request
+from app.schemas.requests import MatmulWorkload, Seconds
 
 MAX_ROWS = 10_000
 

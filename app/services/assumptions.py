@@ -22,14 +22,9 @@ from app.engine.realism import (
 from app.engine.tiling import TILE, output_tiles
 from app.engine.units import dtype_bytes
 from app.schemas.copy_bodies import CopyWorkload
+from app.schemas.kernel_bodies import AttentionWorkload, ElementwiseWorkload
 from app.schemas.ops_bodies import OpsWorkload
-from app.schemas.requests import (
-    AttentionWorkload,
-    ElementwiseWorkload,
-    KernelWorkload,
-    MatmulWorkload,
-    TransformerWorkload,
-)
+from app.schemas.requests import KernelWorkload, MatmulWorkload, TransformerWorkload
 from app.services.profiles import MeasuredCeilings
 
 ATTENTION_KERNELS = {

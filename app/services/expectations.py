@@ -33,11 +33,11 @@ from app.schemas.answers import (
 )
 from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.input_pipeline_bodies import InputPipelineWorkload
+from app.schemas.kernel_bodies import ElementwiseWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import (
     CalculationRequest,
     CheckRequest,
-    ElementwiseWorkload,
     KernelWorkload,
     MatmulWorkload,
     TransformerWorkload,

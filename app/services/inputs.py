@@ -31,15 +31,17 @@ from app.engine import (
 from app.engine.architecture import Quantised
 from app.engine.training import Lora, Parallelism, Training
 from app.schemas.answers import ChipRef, ModelRef
-from app.schemas.requests import (
+from app.schemas.kernel_bodies import (
     AttentionWorkload,
-    CalculationRequest,
     CustomWorkload,
     ElementwiseWorkload,
-    KernelWorkload,
-    MatmulWorkload,
     RowwiseWorkload,
     SaxpyWorkload,
+)
+from app.schemas.requests import (
+    CalculationRequest,
+    KernelWorkload,
+    MatmulWorkload,
     TransformerWorkload,
 )
 from app.services.catalogs import Catalogs

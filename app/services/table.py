@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.engine import Roofline, Software, Verdict, place_kernel
+from app.engine import Chip, Roofline, Software, Verdict, place_kernel
 from app.engine.compare import mean_time
 from app.engine.errors import InvalidInput, Unsupported
 from app.engine.units import TERA
@@ -144,7 +144,7 @@ def check_table(
     mapping = {column: _canonical(column) for column in table.columns}
     known = [(column, name) for column, name in mapping.items() if name is not None]
     rows = [
-        _row(number, cells, known, lambda w: place_kernel(kernel_work(w)[0], chip, stack))
+        _row(number, cells, known, lambda w: place_kernel(kernel_work(w)[0], chip, stack), chip)
         for number, cells in enumerate(table.rows, start=1)
     ]
     judged = sorted(
@@ -173,8 +173,10 @@ def _row(
     cells: Mapping[str, Any] | None,
     known: list[tuple[str, str]],
     place: Callable[[KernelWorkload], Roofline],
+    chip: Chip,
 ) -> TableRow:
-    """Row `number` of the table, its `cells` read by the `known` (column, name) pairs."""
+    """Row `number` of the table, its `cells` read by the `known` (column, name) pairs, its
+    kernel placed by `place` and judged on `chip` (whose cache can explain a fast run)."""
     if cells is None:
         error = RowError(column="row", message="a row of a JSON table is an object of columns")
         return TableRow(row=number, label=None, kind=None, error=error)
@@ -199,7 +201,7 @@ def _row(
         kind = _kind(fields)
         roof = place(_workload(kind, fields))
         times = _seconds(fields, roof)
-        judgement = stand(roof, mean_time(times))
+        judgement = stand(roof, mean_time(times), chip=chip)
     except _Bad as bad:
         error = RowError(column=bad.column, message=bad.message)
         return TableRow(row=number, label=label, kind=kind, error=error)

@@ -34,14 +34,9 @@ from app.engine import (
 from app.engine.fusion import OpsEstimate
 from app.engine.realism import GRAPHED
 from app.engine.training import Parallelism, TrainingStep
+from app.schemas.kernel_bodies import AttentionWorkload, CustomWorkload, ElementwiseWorkload
 from app.schemas.ops_bodies import OpsWorkload
-from app.schemas.requests import (
-    AttentionWorkload,
-    CustomWorkload,
-    ElementwiseWorkload,
-    KernelWorkload,
-    MatmulWorkload,
-)
+from app.schemas.requests import KernelWorkload, MatmulWorkload
 from app.services.inputs import kernel_work
 from app.services.op_sequences import estimate_of
 

@@ -11,8 +11,10 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.catalog.names import UnknownName
+from app.catalog.schema import ChipEntry, Figure
 from app.engine import Dtype
 from app.engine.architecture import param_counts
+from app.engine.hardware import peak_from_parts
 from app.engine.transformer import Precision, kv_bytes_per_token, weight_bytes
 from app.services import catalog_views
 from app.services.catalogs import Catalogs
@@ -49,6 +51,43 @@ def chip_index(request: Request, catalogs: Catalogs, version: str | None = None)
     return render(request, "catalog.html", context)
 
 
+# what a vendor's compute units are called, in a derivation's words
+_UNITS = {"NVIDIA": "SMs", "AMD": "CUs"}
+
+
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """A matrix peak as units x clock x FLOP per cycle, beside the peak the catalog lists."""
+
+    dtype: Dtype
+    units: Figure
+    unit_name: str
+    clock: Figure
+    per_cycle: Figure  # dense FLOPs per unit per cycle
+    product: float
+    listed: Figure
+
+
+def derivations(entry: ChipEntry) -> list[Derivation]:
+    """Each matrix peak the catalog has the parts of, as their product (none without them)."""
+    parts, units = entry.peak_derivation, entry.compute_units
+    if parts is None or units is None:
+        return []
+    name = _UNITS.get(entry.vendor, "units")
+    return [
+        Derivation(
+            dtype,
+            units,
+            name,
+            parts.clock_hz,
+            per_cycle,
+            peak_from_parts(units.value, parts.clock_hz.value, per_cycle.value),
+            entry.peak_flops_per_s.matrix[dtype],
+        )
+        for dtype, per_cycle in parts.matrix_flops_per_cycle_per_unit.items()
+    ]
+
+
 def chip_page(
     request: Request,
     catalogs: Catalogs,
@@ -73,6 +112,7 @@ def chip_page(
         "measured": catalog_views.measured_profiles(catalog, sessions).get(entry.id),
         "sources": sources,
         "model": CHECK_MODEL,
+        "derivations": derivations(entry),
     }
     return render(request, "chip.html", context)
 

@@ -1,7 +1,9 @@
 """The roofline chart as server-side SVG: log-log axes, the compute roof of the work's dtype and
-unit, the bandwidth slope, the ridge point, the workload's expected point and the measured one,
-with labels kept apart and a legend. Overhead- and communication-bound work also shows what
-bounds it: the fixed-cost floor, or the network time.
+unit, the bandwidth slope (and the last-level cache's, where the work's bytes fit in it and
+its bandwidth is catalogued: docs/formulas.md#the-cache-roof), the ridge point, the
+workload's expected point and the measured one, with labels kept apart and a legend.
+Overhead- and communication-bound work also shows what bounds it: the fixed-cost floor, or
+the network time.
 
 A time t puts a point at achieved FLOP/s = FLOPs / t, at the workload's arithmetic intensity;
 a time the work cannot go below (a floor) is the ceiling FLOPs / t over every intensity.
@@ -14,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from app import formatting as fmt
 from app.engine import Chip, Floor, ridge_intensity
+from app.engine.cache import MIB
 from app.schemas.answers import Check, ExpectedTime
 from app.web.labels import Key, Label, draw_labels, legend, place_labels
 from app.web.svg import (
@@ -56,6 +59,16 @@ class TimeFloor:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheCeiling:
+    """The last-level cache's bandwidth roof, drawn where the work's bytes fit in the cache:
+    its name and size (bytes), and its bandwidth in bytes/s."""
+
+    name: str
+    size_bytes: float
+    bandwidth: float
+
+
+@dataclass(frozen=True, slots=True)
 class RooflineData:
     """What the chart shows. Times in seconds, bandwidth in bytes/s."""
 
@@ -69,6 +82,7 @@ class RooflineData:
     realistic_time_s: float | None = None
     realistic_range_s: tuple[float, float] | None = None
     floor: TimeFloor | None = None
+    cache: CacheCeiling | None = None
 
     @property
     def intensity(self) -> float:
@@ -95,7 +109,17 @@ def data_of(answer: ExpectedTime, chip: Chip, measured_time_s: float | None) -> 
         if answer.realistic_range_s is None
         else (answer.realistic_range_s[0], answer.realistic_range_s[1]),
         floor=_floor_of(answer),
+        cache=_cache_of(answer, chip),
     )
+
+
+def _cache_of(answer: ExpectedTime, chip: Chip) -> CacheCeiling | None:
+    """The chip's last-level cache as a roof, where the work's bytes (its working set, as
+    app/engine/cache.py bounds it) fit in it and the catalog has its bandwidth."""
+    size, bandwidth = chip.cache_bytes, chip.cache_bandwidth
+    if size is None or bandwidth is None or answer.bytes > size:
+        return None
+    return CacheCeiling(chip.cache_name, size, bandwidth)
 
 
 def _floor_of(answer: ExpectedTime) -> TimeFloor | None:
@@ -115,6 +139,8 @@ def _floor_of(answer: ExpectedTime) -> TimeFloor | None:
 def _scales(data: RooflineData, box: Box) -> tuple[Scale, Scale]:
     ridge = ridge_intensity(data.roof.flops_per_s, data.bandwidth)
     xs = [ridge] + ([data.intensity] if data.flops > 0 else [])
+    if data.cache:
+        xs.append(ridge_intensity(data.roof.flops_per_s, data.cache.bandwidth))
     x_lo, x_hi = decades(min(xs) / 10, max(xs) * 10)
     ys = [data.bandwidth * x_lo, data.roof.flops_per_s]
     if data.flops > 0:
@@ -144,7 +170,16 @@ def _roof(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label]
         Label(x.end - 4, y(peak) - 6, roof, "label-used", "end"),
         Label(x(x.lo) + 8, y(data.bandwidth * x.lo) - 8, memory, "label-used"),
     ]
-    return labels, [_band(x(ridge), x.end, y(peak))]
+    if data.cache is None:
+        return labels, [_band(x(ridge), x.end, y(peak))]
+    cache = data.cache
+    knee = ridge_intensity(peak, cache.bandwidth)  # where the cache's slope meets the roof
+    svg.polyline([(x(x.lo), y(cache.bandwidth * x.lo)), (x(knee), y(peak))], "cache-slope")
+    text = (
+        f"{cache.name} {fmt.number(cache.size_bytes / MIB)} MiB {fmt.rate(cache.bandwidth, 'B/s')}"
+    )
+    labels.append(Label(x(x.lo) + 8, y(cache.bandwidth * x.lo) - 8, text, "cache-label"))
+    return labels, [_band(x(min(ridge, knee)), x.end, y(peak))]
 
 
 def _band(left: float, right: float, at: float) -> Box:
@@ -232,6 +267,11 @@ def roofline_svg(data: RooflineData, width: int = WIDTH) -> str:
     draw_labels(svg, [replace(a, x=a.x + box.left, y=a.y + box.top) for a in placed])
     keys = [
         Key("memory bandwidth", "slope"),
+        *(
+            [Key(f"{data.cache.name} bandwidth (bytes fit in it)", "cache-slope")]
+            if data.cache
+            else []
+        ),
         Key(f"{data.roof.label} peak", "roof-used"),
         *([Key(data.floor.label, "floor")] if data.floor and data.flops > 0 else []),
         *point_keys,

@@ -19,14 +19,12 @@ from app.catalog.names import UnknownName
 from app.engine import EngineError, InvalidInput, Phase
 from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.input_pipeline_bodies import InputPipelineFields
+from app.schemas.kernel_bodies import AttentionWorkload, CustomWorkload, ElementwiseWorkload
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.queries import ScalingQuery
 from app.schemas.requests import (
-    AttentionWorkload,
     CalculationRequest,
     CheckRequest,
-    CustomWorkload,
-    ElementwiseWorkload,
     LatencyBounds,
     MatmulWorkload,
     ScalingRequest,

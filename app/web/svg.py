@@ -198,6 +198,8 @@ STYLE = (
     ".roof{stroke:#888;stroke-width:1.5;stroke-dasharray:5 4;fill:none}"
     ".roof-used{stroke:#1f5fbf;stroke-width:2.5;fill:none}"
     ".slope{stroke:#1f5fbf;stroke-width:2.5;fill:none}"
+    ".cache-slope{stroke:#0b7a75;stroke-width:2;stroke-dasharray:9 3;fill:none}"
+    ".cache-label{font-size:11px;fill:#0b7a75;font-weight:600}"
     ".label,.key-label{font-size:11px;fill:#333}.label-used{font-size:11px;fill:#1f5fbf;font-weight:600}"
     ".ridge{fill:#fff;stroke:#1f5fbf;stroke-width:2}"
     ".expected{fill:#2a9d4b;stroke:#fff;stroke-width:1.5}"

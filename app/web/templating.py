@@ -52,6 +52,8 @@ def _words(value: object) -> str:
 
 VERDICT_WORDS = {
     "does_not_fit": "Does not fit: this workload cannot run as described on this chip.",
+    "cache_resident": "Cache-resident: faster than the memory roofline because the working set "
+    "stays in the chip's cache between runs.",
     "faster_than_roofline": "Faster than the hardware allows: check the measurement.",
     "near_roofline": "Near the roofline: this runtime makes sense.",
     "overhead_bound": "Overhead-bound: fixed costs set this runtime, as they do for work this "

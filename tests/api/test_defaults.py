@@ -10,15 +10,10 @@ from pydantic import BaseModel
 from app.engine import Dtype, Phase, TransformerSpec
 from app.engine.compare import DEFAULT_THRESHOLD
 from app.engine.training import DataParallelAlgorithm, Lora, Optimizer, Parallelism, Training
+from app.schemas.kernel_bodies import CustomWorkload, ElementwiseWorkload
 from app.schemas.measurement_bodies import MeasurementIn
 from app.schemas.queries import ScalingQuery
-from app.schemas.requests import (
-    CalculationRequest,
-    CustomWorkload,
-    ElementwiseWorkload,
-    ScalingRequest,
-    TransformerFields,
-)
+from app.schemas.requests import CalculationRequest, ScalingRequest, TransformerFields
 from app.settings import Settings
 from app.web.forms import DEFAULTS
 

@@ -23,6 +23,8 @@ from app.engine import (
 )
 from tests.engine.chips import ROUND
 
+# ROUND with a last-level cache of 1e6 bytes at 1e10 B/s (its work below moves 1e6 bytes)
+CACHED = replace(ROUND, id="round-cache", cache_bytes=1e6, cache_bandwidth=1e10)
 # ROUND with an fp8 matrix peak twice its bf16 one
 WITH_FP8 = replace(ROUND, id="round-fp8", matrix_peaks={Dtype.BF16: 1e12, Dtype.FP8: 2e12})
 # 1e12 FLOPs at 1e12 FLOP/s: 1.0 s of compute (1 ms of memory): compute-bound, ideal 1 s
@@ -139,9 +141,10 @@ _times = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinit
     fixed_share=st.floats(min_value=0.0, max_value=0.99),
     measured_factor=st.floats(min_value=0.01, max_value=1e4),
     fits=st.sampled_from([True, None]),
+    chip=st.sampled_from([None, CACHED]),
 )
-def test_the_headline_never_contradicts_the_published_range(
-    ideal_share, spread, fixed_share, measured_factor, fits
+def test_the_headline_never_contradicts_the_published_range(  # noqa: PLR0917 (the drawn cases)
+    ideal_share, spread, fixed_share, measured_factor, fits, chip
 ):
     # a realistic time of 1 s with a range around it, an ideal at or under the low end, and
     # any share of fixed costs
@@ -151,13 +154,17 @@ def test_the_headline_never_contradicts_the_published_range(
     # as the engine realizes every roofline: the range never starts below the ideal (the
     # ideal computed from the FLOPs can sit an ulp above `ideal`)
     roof = work.realized(1.0, max(low, work.expected_time), high, overhead=fixed_share)
-    judged = judge(roof, measured_factor * ideal, fits=fits)
+    judged = judge(roof, measured_factor * ideal, fits=fits, chip=chip)
     place_ = judged.against_published
     assert math.isfinite(judged.floor_ratio)
     if judged.verdict is ORDER:
         assert place_ is AgainstPublished.SLOWER
     if judged.verdict is FASTER:
         assert place_ is AgainstPublished.FASTER
+    if judged.verdict is Verdict.CACHE_RESIDENT:
+        # below the roofline like a timing error, but within the cache's roof
+        assert judged.ratio < 1 and place_ is AgainstPublished.FASTER
+        assert judged.cache is not None and chip is not None
     if judged.verdict is OVER:
         assert place_ is not AgainstPublished.SLOWER and roof.bound is Bound.OVERHEAD
     if judged.verdict is NEAR:

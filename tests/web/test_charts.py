@@ -18,7 +18,7 @@ from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, Work
 from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer, SweepRow
 from app.web import charts, svg
 from app.web.bars import comparison_svg
-from app.web.charts import BOX, Roof, RooflineData, roofline_svg
+from app.web.charts import BOX, CacheCeiling, Roof, RooflineData, roofline_svg
 from app.web.history_chart import history_svg
 from app.web.labels import LABEL_GAP, Label, overlap, place_labels
 from app.web.panels import time_ticks
@@ -347,7 +347,15 @@ def test_an_answer_stored_before_the_realistic_range_still_charts(client):
 
 # --- one roof, placed labels, a legend entry for every mark, the scaling chart's axes ---
 
-LABEL_CLASSES = {"label", "label-used", "marker-label", "limit-label", "you-label", "bar-value"}
+LABEL_CLASSES = {
+    "label",
+    "label-used",
+    "cache-label",
+    "marker-label",
+    "limit-label",
+    "you-label",
+    "bar-value",
+}
 NOT_MARKS = {"grid", "frame"}
 
 
@@ -530,3 +538,75 @@ def test_the_chart_alone_marks_the_latency_limit_of_the_bound_it_is_given(client
     # as on the form, a bound of the other phase does not apply to decode: no limit drawn
     other = client.get("/batch-sweep.svg", params={**DECODE8, "max_ttft_ms": "20"})
     assert other.status_code == 200 and "latency limit" not in other.text
+
+
+def polylines(document: str) -> dict[str, list[tuple[float, float]]]:
+    """Each polyline's points by its class."""
+    found = {}
+    for line in parse(document).iter(f"{{{NS['s']}}}polyline"):
+        pairs = [p.split(",") for p in (line.get("points") or "").split()]
+        found[line.get("class", "")] = [(float(a), float(b)) for a, b in pairs]
+    return found
+
+
+# A100ISH under a 40 MiB cache read at 8e12 B/s, 4x its memory bandwidth: the cache's slope
+# meets the 300e12 FLOP/s roof at 300e12 / 8e12 = 37.5 FLOP/B, left of the ridge at 150
+CACHED = replace(A100ISH, cache=CacheCeiling("L2", 40 * 2**20, 8e12))
+
+
+def test_the_cache_slope_meets_the_roof_at_the_peak_over_the_cache_bandwidth():
+    x, y = charts._scales(CACHED, BOX)
+    document = roofline_svg(CACHED)
+    lines = polylines(document)
+    assert lines["cache-slope"][-1] == pytest.approx((x(37.5), y(300e12)), abs=0.01)
+    # at every intensity the cache's slope is 4x the memory's: log10(4) = 0.6 of a decade up
+    (_, memory_y), (_, cache_y) = lines["slope"][0], lines["cache-slope"][0]
+    assert memory_y - cache_y == pytest.approx(y(1e13) - y(4e13), abs=0.01)
+    assert "L2 40 MiB 8 TB/s" in document
+    assert_legend_covers_every_mark(document)
+    assert "cache-slope" not in polylines(roofline_svg(A100ISH))
+
+
+def test_the_cache_roof_is_drawn_where_the_bytes_fit_and_its_bandwidth_is_known(client):
+    # a bf16 GEMV, 1 x 4,000 by 4,000 x 4,000: (4,000 + 4,000) x 2 B of vectors and
+    # 16,000,000 x 2 B of weights, 32,016,000 B, within the A100's 40 MiB (41,943,040 B) L2
+    gemv = {"chip": "a100", "kind": "matmul", "m": "1", "n": "4000", "k": "4000", "dtype": "bf16"}
+    document = client.get("/roofline.svg", params=gemv).text
+    assert 'class="cache-slope"' in document and "L2 40 MiB 7.22 TB/s" in document
+    # 1 x 4,000 by 4,000 x 6,000: 48,000,000 B of weights alone, over the 40 MiB
+    larger = client.get("/roofline.svg", params={**gemv, "n": "6000"}).text
+    assert 'class="cache-slope"' not in larger
+    # the L40S has a 96 MiB L2 but no bandwidth for it in the catalog: no slope to draw
+    l40s = client.get("/roofline.svg", params={**gemv, "chip": "l40s"}).text
+    assert 'class="cache-slope"' not in l40s
+
+
+@given(
+    bandwidth=st.floats(1e11, 1e13),
+    cache_share=st.floats(1.5, 30.0),
+    intensity=st.floats(0.01, 1e4),
+    slowdown=st.floats(0.05, 1e3),
+)
+@settings(max_examples=100, deadline=None)
+def test_roofline_labels_with_a_cache_roof_never_overlap_and_stay_inside(
+    bandwidth, cache_share, intensity, slowdown
+):
+    peak, flops = 300e12, 1e12
+    expected = max(flops / peak, flops / intensity / bandwidth)
+    data = RooflineData(
+        "chip",
+        bandwidth,
+        Roof("bf16 matrix", peak),
+        flops,
+        flops / intensity,
+        expected,
+        measured_time_s=expected * slowdown,
+        cache=CacheCeiling("L2", 50 * 2**20, bandwidth * cache_share),
+    )
+    boxes = placed_boxes(roofline_svg(data))
+    assert len(boxes) == 6  # roof, memory, cache, ridge, expected, measured
+    for i, a in enumerate(boxes):
+        assert BOX.left - 1e-6 <= a.left and a.right <= BOX.right + 1e-6
+        assert BOX.top - 1e-6 <= a.top and a.bottom <= BOX.bottom + 1e-6
+        for b in boxes[i + 1 :]:
+            assert not overlap(a, b), (a, b)

@@ -793,3 +793,28 @@ def test_a_copy_from_the_form_reads_its_own_fields(client):
     refused = client.get("/", params={**copy, "direction": "d2d", "pinned": "true"})
     assert refused.status_code == 422
     assert "applies to host memory" in refused.text
+
+
+def test_a_chip_page_shows_its_cache_and_its_peaks_from_their_parts(client):
+    page = client.get("/chips/a100-sxm4-40gb", headers=HTML).text
+    # 40 MiB = 41,943,040 B, shown as 41.9 MB (decimal, as every size) and 40 MiB
+    assert 'Last-level cache (L2) size</th><td class="num">41.9 MB (40 MiB)' in page
+    assert 'Last-level cache (L2) bandwidth</th><td class="num">7.22 TB/s' in page
+    # 108 SMs x 1.41 GHz x 2,048 FLOP per SM per cycle = 311.9e12, shown as the listed 312
+    derivation = page.split('id="peak-derivation"')[1]
+    row = re.search(r"<th scope=\"row\">bf16 matrix</th>(.*?)</tr>", derivation, re.S)
+    assert row is not None
+    cells = re.findall(r"<td class=\"num\">([^<]*)</td>", row.group(1))
+    times = "\N{MULTIPLICATION SIGN}"
+    assert cells == [
+        "108 SMs",
+        f"{times} 1.41 GHz",
+        f"{times} 2,048",
+        "= 312 TFLOP/s",
+        "312 TFLOP/s",
+    ]
+    # a figure no source gives says why, and a chip without the parts has no derivation
+    l40s = client.get("/chips/l40s", headers=HTML).text
+    assert 'Last-level cache (L2) size</th><td class="num">101 MB (96 MiB)' in l40s
+    assert '<td class="num">unknown</td><td colspan="2">AD102&#39;s L2 bandwidth' in l40s
+    assert 'id="peak-derivation"' not in l40s
