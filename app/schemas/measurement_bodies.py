@@ -170,6 +170,19 @@ class Comparison(_Finite):
     regressed_on: list[Axis] = Field(
         default_factory=list, description="What regressed (efficiency: e.g. a new catalog)."
     )
+    suspected: bool = Field(
+        False,
+        description="Beyond threshold but not significant at `confidence` (too few samples, "
+        "or p above 1 - confidence): a suspected regression, which never fails the gate; "
+        "`repeats_needed` repeats would decide it (roofcheck submit --confirm).",
+    )
+    suspected_on: list[Axis] = Field(default_factory=list, description="What is suspected.")
+    repeats_needed: int | None = Field(
+        None,
+        description="Of a suspected regression: the repeats of a run like this one that the "
+        "test needs to reach `confidence` with power 0.8 at the window's noise; null when "
+        "none suspected, or when no count the test reads would do (widen the window).",
+    )
     explanation: str = ""
 
 
