@@ -26,7 +26,7 @@ from app.engine.compare import (
 from app.engine.rank_power import POWER, fewest_testable
 from app.engine.rank_test import smallest_p
 from app.engine.units import seconds_from_ms
-from app.schemas.measurement_bodies import BaselineWindow, Comparison, WindowSource
+from app.schemas.comparison_bodies import BaselineWindow, Comparison, WindowSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,9 @@ class Against:
     window: int = DEFAULT_WINDOW
     threshold: float = DEFAULT_THRESHOLD
     confidence: float = DEFAULT_CONFIDENCE
+    # the window ends before this run rather than before the run compared: that of a
+    # suspected run, for a run confirming it (which it must not count against itself)
+    before_id: int | None = None
 
     @property
     def source(self) -> WindowSource:
@@ -63,7 +66,11 @@ def _window(session: Session, row: MeasurementRow, against: Against) -> list[sto
     """The baseline runs of `row`, newest first (one query)."""
     if against.baseline_id is None:
         return store.window(
-            session, row.workload_key, before_id=row.id, size=against.window, branch=against.branch
+            session,
+            row.workload_key,
+            before_id=row.id if against.before_id is None else against.before_id,
+            size=against.window,
+            branch=against.branch,
         )
     baseline = store.baseline(session, against.baseline_id)
     if baseline is None:
