@@ -7,18 +7,11 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from tests.db.test_regression_gate import MATMUL, post
 
-MATMUL = {"kind": "matmul", "m": 2048, "n": 2048, "k": 2048, "dtype": "bf16"}
 # ten single-repeat runs: median 1.005 ms, MAD 0.025 ms, slowest 1.30 ms (tests/engine); the
 # slow one first, so that none of them raised an alarm
 WINDOW = (1.30, 0.96, 0.97, 0.98, 0.99, 1.00, 1.01, 1.02, 1.03, 1.04)
-
-
-def post(client, status=201, params=None, **fields):
-    body = {"chip": "a100", "workload": MATMUL, **fields}
-    response = client.post("/measurements", json=body, params=params)
-    assert response.status_code == status, response.text
-    return response.json()
 
 
 def _suspected(client):
