@@ -5,7 +5,8 @@
     roofcheck table  bench.csv --chip h100 --fail-below 0.5
 
 Prints one line and exits 0 when the run passes, 1 when its verdict (or, for submit, a
-regression) is in --fail-on, and 2 on a usage, network or server error. Standard library only.
+regression; never a suspected one) is in --fail-on, and 2 on a usage, network or server error.
+`submit --confirm N --rerun CMD` re-runs a suspected regression N times to confirm or clear it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WI
 from app.engine.units import MIB
 from app.engine.verdict import gate_choices
 from app.measure import command as measure_command
+from app.measure import submitting
+from app.measure.measure_errors import MeasureError
 from app.probe import COPY_BYTES, MATMUL_N, NumpyMissing
 
 PASS, FAIL, ERROR = 0, 1, 2
@@ -142,6 +145,19 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--idempotency-key", help="a retried submit with the same key is stored once"
     )
+    submit.add_argument(
+        "--confirm",
+        type=int,
+        metavar="N",
+        help="when the gate answers 'suspected': run --rerun N times and submit those N "
+        "times to confirm (exit 1) or clear (exit 0) the regression",
+    )
+    submit.add_argument(
+        "--rerun",
+        metavar="COMMAND",
+        help="with --confirm: the command that measures the run once, printing its time (in "
+        "the unit of --measured-ms or --measured-s) as the last number of its output",
+    )
     return parser
 
 
@@ -220,51 +236,6 @@ def _post(
         raise CliError(f"cannot reach {url}: {exc}") from exc
 
 
-def _summary(answer: dict[str, Any], failed: list[str]) -> str:
-    status = "FAIL" if failed else "PASS"
-    judged = answer.get("expectation", answer)
-    line = (
-        f"roofcheck: {status} {answer['verdict']}: measured "
-        f"{fmt.seconds(answer['measured_time_s'])} vs roofline "
-        f"{fmt.seconds(answer['expected_time_s'])} ({answer['ratio']:.2f}x, "
-        f"{judged.get('bound', '?')}-bound) on {answer['chip']['id']}"
-    )
-    if judged.get("realistic_range_s") and judged.get("against_published"):
-        low, high = judged["realistic_range_s"]
-        line += (
-            f"; published runs on {judged['stack']} {fmt.seconds(low)}-{fmt.seconds(high)}: "
-            f"{judged['against_published'].replace('_', ' ')}"
-        )
-    if "id" in answer:
-        line += f" [stored #{answer['id']}{_against(answer.get('comparison') or {})}]"
-    if failed:
-        line += ": " + "; ".join(failed)
-    return line
-
-
-def _against(comparison: dict[str, Any]) -> str:
-    """The regression gate's reading: the change vs the window's median, the window, the
-    threshold, the test and the confidence."""
-    window = comparison.get("window")
-    if not window:
-        return ", no earlier run to compare with"
-    runs = window["runs"]
-    change = comparison.get("change_vs_median")
-    where = {
-        "previous": f"of the {runs} run{'' if runs == 1 else 's'} before it",
-        "branch": f"of {runs} run{'' if runs == 1 else 's'} on the baseline branch",
-        "baseline_id": "of the baseline run alone",
-    }.get(window["source"], f"of {runs} runs")
-    text = (
-        f", {'?' if change is None else format(change, '+.1%')} vs the median {where} "
-        f"(threshold {comparison['threshold']:.1%}, "
-    )
-    confidence = f"{comparison['confidence'] * 100:.3g}% confidence"
-    if comparison.get("test") == "insufficient":
-        return text + f"too few repeats for a test at {confidence}: threshold alone)"
-    return text + f"Mann-Whitney p = {comparison['p_value']:.3g} at {confidence})"
-
-
 def _error(status: int, body: dict[str, Any]) -> str:
     detail = body.get("detail")
     if isinstance(detail, list):
@@ -323,18 +294,47 @@ def run(argv: Sequence[str]) -> int:
     base = args.url.rstrip("/")
     if args.command == "check":
         status, answer = _post(f"{base}/check", _body(args))
-    else:
-        query = urllib.parse.urlencode({"fail_on": ",".join(sorted(fail_on))})
-        status, answer = _post(f"{base}/measurements?{query}", _body(args), _writer_headers(args))
-    if status not in (200, 201, 412):
-        print(_error(status, answer), file=sys.stderr)
-        return ERROR
-    if args.command == "check":
+        if status != 200:
+            print(_error(status, answer), file=sys.stderr)
+            return ERROR
         failed = [f"verdict {answer['verdict']}"] if answer["verdict"] in fail_on else []
-    else:
-        failed = answer["gate"]["reasons"]
-    print(_summary(answer, failed))
-    return FAIL if failed else PASS
+        print(submitting.summary(answer, failed))
+        return FAIL if failed else PASS
+    return _submit(
+        args,
+        f"{base}/measurements?{urllib.parse.urlencode({'fail_on': ','.join(sorted(fail_on))})}",
+    )
+
+
+def _submit(args: argparse.Namespace, url: str) -> int:
+    """POST /measurements; when its gate answers suspected and --confirm asks, the run
+    measured again by --rerun and posted to confirm it: the exit code of the last answer."""
+    if (args.confirm is None) != (args.rerun is None) or (args.confirm or 1) < 1:
+        raise CliError("--confirm N (at least 1) and --rerun COMMAND go together")
+    body = _body(args)
+    answer = _submitted(url, body, _writer_headers(args))
+    if answer is not None and args.confirm and submitting.suspected(answer):
+        try:
+            times = submitting.rerun_times(args.rerun, args.confirm)
+        except MeasureError as error:
+            raise CliError(str(error)) from error
+        headers = _writer_headers(args)
+        if "idempotency-key" in headers:  # the confirming run is a post of its own
+            headers["idempotency-key"] += ":confirm"
+        answer = _submitted(url, submitting.confirming_body(body, answer, times), headers)
+    if answer is None:
+        return ERROR
+    return FAIL if answer["gate"]["failed"] else PASS
+
+
+def _submitted(url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any] | None:
+    """POST /measurements and print its line: its answer, or None (the error printed)."""
+    status, answer = _post(url, body, headers)
+    if status not in (201, 412):
+        print(_error(status, answer), file=sys.stderr)
+        return None
+    print(submitting.summary(answer, answer["gate"]["reasons"]))
+    return answer
 
 
 def _table(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import asyncio
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, HTTPException, Query, Response
 
 from app.columns import KEY_LENGTH
 from app.engine import InvalidInput
@@ -21,6 +21,7 @@ from app.http.params import (
     Threshold,
     WorkloadKey,
 )
+from app.schemas.comparison_bodies import Alarm, FalseAlarmIn
 from app.schemas.measurement_bodies import (
     GATE_CHOICES,
     MeasurementIn,
@@ -31,7 +32,7 @@ from app.schemas.measurement_bodies import (
     WorkloadComparison,
 )
 from app.security import UNAUTHORIZED, WriterDep
-from app.services import history, recording
+from app.services import alarms, history, recording
 
 router = APIRouter(tags=["measurements"])
 FAIL_ON_LENGTH = 500  # characters of POST /measurements' fail_on
@@ -168,6 +169,32 @@ def rejudge(
     The stored judgement is left as it was.
     """
     return recording.rejudge(catalogs, sessions, measurement_id, catalog_version)
+
+
+@router.post(
+    "/measurements/{measurement_id}/false-alarm",
+    summary="Mark a stored run's alarm false",
+    response_model=Alarm,
+    responses={
+        409: {"description": "The run raised no alarm when it was stored."},
+        **_NOT_FOUND,
+        **UNAUTHORIZED,
+    },
+)
+def false_alarm(
+    measurement_id: MeasurementId,
+    writer: WriterDep,
+    sessions: SessionsDep,
+    body: FalseAlarmIn | None = None,
+) -> Alarm:
+    """Mark the alarm the regression gate raised on a stored run (a regression or a suspected
+    one) as a false alarm, with an optional note. The measurement itself is left exactly as
+    stored and still counts in later baseline windows; the workload's gate record counts the
+    mark. Marking again keeps the first mark."""
+    try:
+        return alarms.mark_false(sessions, measurement_id, writer, body.note if body else None)
+    except alarms.NoAlarm as error:
+        raise HTTPException(status_code=409, detail={"message": error.message}) from error
 
 
 @router.get(

@@ -115,3 +115,28 @@ class EmpiricalProfileRow(Base):
     written_by: Mapped[str | None] = mapped_column(String(WRITER_LENGTH))  # may delete it
 
     __table_args__ = (Index("ix_empirical_profiles_chip_id_created_at", "chip_id", "created_at"),)
+
+
+class GateAlarmRow(Base):
+    """An alarm the regression gate raised on a stored run (a regression, or a suspected one),
+    what decided it (a confirming run) and whether someone marked it false. Kept beside the
+    measurement, which an alarm's decision or mark never alters (docs/formulas.md,
+    "Confirming, and false alarms")."""
+
+    __tablename__ = "gate_alarms"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    measurement_id: Mapped[int] = mapped_column(Integer, ForeignKey("measurements.id"), unique=True)
+    workload_key: Mapped[str] = mapped_column(String(64))
+    raised: Mapped[str] = mapped_column(String(12))  # regression | suspected
+    repeats_needed: Mapped[int | None] = mapped_column(Integer)  # of a suspected one
+    # a suspected alarm decided by a confirming run: confirmed | cleared (None: open, or raised
+    # as a regression outright)
+    decided: Mapped[str | None] = mapped_column(String(12))
+    decided_by: Mapped[int | None] = mapped_column(Integer, ForeignKey("measurements.id"))
+    # the false-alarm mark: when, by whom (the owner of the write token), why
+    marked_false_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    marked_false_by: Mapped[str | None] = mapped_column(String(WRITER_LENGTH))
+    marked_false_note: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_gate_alarms_workload_key_id", "workload_key", "id"),)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.engine.errors import InvalidInput
+from app.engine.rank_power import relative_noise, repeats_to_decide
 from app.engine.rank_test import RankTest, mann_whitney_greater
 
 
@@ -140,6 +141,9 @@ class WindowGate:
     least_efficiency: float  # the lowest fraction of the roofline a repeat of the window had
     beyond_slowest: bool  # the time beyond the threshold of the slowest repeat
     below_least: bool  # the efficiency beyond the threshold below the least efficient repeat
+    time_noise: float  # the window's repeats' spread over their median (rank_power)
+    efficiency_noise: float  # the same of their fractions of the roofline
+    tested_repeats: int  # the run's repeats the tests read (at most TESTED_REPEATS)
 
     @property
     def smallest_p(self) -> float:
@@ -155,18 +159,15 @@ class WindowGate:
     @property
     def regressed_on(self) -> tuple[Axis, ...]:
         """What regressed: the time (slower) and/or the efficiency (less of the roofline),
-        each beyond the threshold and significantly so; with too few samples for the test,
-        beyond the threshold alone; and whatever the test says, beyond the threshold of the
-        window's whole range (slower than its slowest repeat, less of the roofline than its
-        least efficient one)."""
-        untested = self.test == "insufficient"
+        each beyond the threshold and significantly so; and whatever the test says, beyond
+        the threshold of the window's whole range (slower than its slowest repeat, less of the
+        roofline than its least efficient one)."""
+        tested = self.test == "mann_whitney_u"
         axes: list[Axis] = []
-        if self.beyond_slowest or (
-            self.slower and (untested or self.time_test.p_value <= self.alpha)
-        ):
+        if self.beyond_slowest or (self.slower and tested and self.time_test.p_value <= self.alpha):
             axes.append("time")
         if self.below_least or (
-            self.less_efficient and (untested or self.efficiency_test.p_value <= self.alpha)
+            self.less_efficient and tested and self.efficiency_test.p_value <= self.alpha
         ):
             axes.append("efficiency")
         return tuple(axes)
@@ -175,6 +176,40 @@ class WindowGate:
     def regression(self) -> bool:
         """Whether anything regressed."""
         return bool(self.regressed_on)
+
+    @property
+    def suspected_on(self) -> tuple[Axis, ...]:
+        """What is beyond the threshold but not (yet) significant, with too few samples for
+        the test or a p above alpha: a suspected regression, which more repeats decide."""
+        beyond: tuple[tuple[Axis, bool], ...] = (
+            ("time", self.slower),
+            ("efficiency", self.less_efficient),
+        )
+        return tuple(a for a, over in beyond if over and a not in self.regressed_on)
+
+    @property
+    def repeats_needed(self) -> int | None:
+        """Of a suspected regression, the repeats of a run like this one that would make the
+        test significant with power POWER at the window's noise (rank_power), the fewest over
+        the suspected axes; None when none is suspected or no count the test reads would do."""
+        changes = {
+            "time": (self.change, self.time_noise),
+            "efficiency": (
+                None if self.efficiency_change is None else -self.efficiency_change,
+                self.efficiency_noise,
+            ),
+        }
+        counts = [
+            repeats_to_decide(
+                math.inf if size is None else size,
+                noise,
+                self.samples,
+                self.alpha,
+                most=TESTED_REPEATS,
+            )
+            for size, noise in (changes[axis] for axis in self.suspected_on)
+        ]
+        return min((c for c in counts if c is not None), default=None)
 
 
 def median_absolute_deviation(values: Sequence[float]) -> float:
@@ -223,6 +258,9 @@ def gate_against_window(
         least_efficiency=least,
         beyond_slowest=is_regression(new.time_s, slowest, threshold),
         below_least=lost_efficiency(new.efficiency, least, threshold),
+        time_noise=relative_noise(pooled),
+        efficiency_noise=relative_noise(pooled_efficiencies),
+        tested_repeats=len(tested[0][1]),
     )
 
 

@@ -124,14 +124,24 @@ def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> RankTest:
     orderings = math.comb(m + n, m)
     if orderings <= EXACT_ORDERINGS:
         return RankTest(u, "exact", _exact_p(x, y, u, orderings), 1 / orderings)
-    total = m + n
     ties = sum(t**3 - t for t in Counter([*x, *y]).values() if t > 1)
+    return RankTest(u, "normal", _normal_p(u, m, n, ties), _normal_p(m * n, m, n, ties))
+
+
+def _normal_p(u: float, m: int, n: int, ties: int) -> float:
+    """P(U >= u) by the normal approximation, with the tie correction (ties: sum of t^3 - t
+    over the groups of tied values) and a continuity correction of 1/2; 1/2 with no variance."""
+    total = m + n
     variance = m * n / 12 * ((total + 1) - ties / (total * (total - 1)))
     if variance <= 0:
-        return RankTest(u, "normal", 0.5, 0.5)
-    sd = math.sqrt(variance)
+        return 0.5
+    return normal_upper_tail((u - m * n / 2 - 0.5) / math.sqrt(variance))
 
-    def tail(at: float) -> float:
-        return normal_upper_tail((at - m * n / 2 - 0.5) / sd)
 
-    return RankTest(u, "normal", tail(u), tail(m * n))
+def smallest_p(m: int, n: int) -> float:
+    """The smallest p-value of m values against n untied ones, every x above every y (U = m
+    n), by the method `mann_whitney_greater` would use at these sizes."""
+    orderings = math.comb(m + n, m)
+    if orderings <= EXACT_ORDERINGS:
+        return 1 / orderings
+    return _normal_p(m * n, m, n, 0)

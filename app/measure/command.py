@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from app.engine.verdict import Verdict
+from app.measure import judging, submitting
 from app.measure.judging import LOCAL, REPROBE_ENV, default_url
 from app.measure.measure_errors import MeasureError, explain
 from app.measure.timing import MAX_TIME_S, MIN_REPEATS, TARGET_CI
@@ -67,6 +69,26 @@ def add_parser(commands: Any) -> None:
         f"ceilings (env {REPROBE_ENV})",
     )
     sub.add_argument("--json", action="store_true", help="print everything as JSON")
+    sub.add_argument(
+        "--submit",
+        action="store_true",
+        help="also store the run (POST /measurements, its repeats as measured) and gate it "
+        "on a regression against the latest runs (exit 1 on a regression)",
+    )
+    for flag, what in (
+        ("--label", "the stored run's label"),
+        ("--branch", "the stored run's branch"),
+        ("--baseline-branch", "compare with the latest runs on this branch"),
+        ("--token", "write token, when the service restricts writes (env ROOFCHECK_TOKEN)"),
+    ):
+        sub.add_argument(flag, help=f"with --submit: {what}")
+    sub.add_argument(
+        "--confirm",
+        type=int,
+        metavar="N",
+        help="with --submit, when the gate answers 'suspected': time N more repeats and "
+        "submit them to confirm (exit 1) or clear (exit 0) the regression",
+    )
 
 
 def load_case(target: str) -> tuple[Any, tuple[Any, ...]]:
@@ -134,4 +156,46 @@ def run(args: argparse.Namespace) -> int:
         traceback.print_exc()
         return ERROR
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.report())
-    return FAIL if result.verdict in fail_on else PASS
+    failed = result.verdict in fail_on
+    if args.submit:
+        try:
+            failed = _submitted(args, result, fn, fn_args) or failed
+        except (MeasureError, ValueError) as error:
+            print(f"roofcheck: {error}", file=sys.stderr)
+            return ERROR
+    return FAIL if failed else PASS
+
+
+def _submitted(args: argparse.Namespace, result: Any, fn: Any, fn_args: tuple[Any, ...]) -> bool:
+    """Store the measured run and print its gate's line; when suspected and --confirm asks,
+    time N more repeats and submit them to confirm it: whether the last answer's gate failed
+    (a regression)."""
+    from app.measure.runner import time_again  # noqa: PLC0415 (needs torch, as measure does)
+
+    if result.answer is None or args.chip == LOCAL:
+        raise MeasureError("--submit stores a run judged against a catalog chip, not local")
+    if args.confirm is not None and args.confirm < 1:
+        raise MeasureError(f"--confirm takes a number of repeats, at least 1: {args.confirm}")
+    given = {
+        "label": args.label,
+        "branch": args.branch,
+        "baseline_branch": args.baseline_branch,
+    }
+    body = {
+        "chip": result.answer["chip"]["id"],
+        "stack": result.answer["stack"],
+        "workload": result.counts.workload(),
+        "measured_time_s": list(result.timing.times_s),
+        **{k: v for k, v in given.items() if v is not None},
+    }
+    token = args.token or os.environ.get("ROOFCHECK_TOKEN") or None
+    answer = judging.store(args.url, body, token)
+    print(submitting.summary(answer, answer["gate"]["reasons"]))
+    if args.confirm and submitting.suspected(answer):
+        again = time_again(
+            fn, *fn_args, clock=result.timing.clock, repeats=args.confirm, warmup=args.warmup
+        )
+        body = submitting.confirming_body(body, answer, list(again.times_s))
+        answer = judging.store(args.url, body, token)
+        print(submitting.summary(answer, answer["gate"]["reasons"]))
+    return bool(answer["gate"]["failed"])

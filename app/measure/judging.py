@@ -240,17 +240,23 @@ def _detail(status: int, body: Any) -> str:
     return f"the service answered {status}: {detail}"
 
 
-def _call(request: urllib.request.Request | str, url: str) -> dict[str, Any]:
-    """The service's JSON answer; MeasureError with its detail, or when it is unreachable."""
+def _call(
+    request: urllib.request.Request | str, url: str, answers: Collection[int] = ()
+) -> dict[str, Any]:
+    """The service's JSON answer (an error status in `answers` too: 412, stored but gated);
+    MeasureError with its detail, or when it is unreachable."""
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
-        try:
-            detail = json.load(exc)
-        except ValueError:
-            detail = {"detail": exc.reason}
-        raise MeasureError(_detail(exc.code, detail)) from exc
+        if exc.code in answers:
+            raw = exc.read()
+        else:
+            try:
+                detail = json.load(exc)
+            except ValueError:
+                detail = {"detail": exc.reason}
+            raise MeasureError(_detail(exc.code, detail)) from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise MeasureError(f"cannot reach {url}: {exc}") from exc
     try:
@@ -307,3 +313,17 @@ def service_check(
         headers={"content-type": "application/json"},
     )
     return _call(request, url)
+
+
+def store(url: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """POST /measurements, gated on a regression: the stored run's answer, also when the gate
+    failed it (412). `token`: the write token, where the service restricts writes."""
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/measurements?fail_on=regression",
+        data=json.dumps(body).encode(),
+        headers=headers,
+    )
+    return _call(request, url, answers=(412,))

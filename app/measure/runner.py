@@ -160,6 +160,28 @@ def measure(
     )
 
 
+def time_again(
+    fn: Callable[..., object], *args: object, clock: str, repeats: int, warmup: int
+) -> Timing:
+    """Exactly `repeats` more timed calls of `fn(*args)`, after `warmup` untimed ones, on the
+    clock the first measurement used ("cuda_events" or "perf_counter"): the repeats of a run
+    confirming a suspected regression (`roofcheck measure --submit --confirm N`)."""
+    trace = _torch_trace()
+
+    def call() -> object:
+        return fn(*args)
+
+    return _time_calls(
+        call,
+        trace.cuda_events_clock() if clock == "cuda_events" else perf_counter_clock,
+        first_call_s=0.0,  # warm already: the first call was timed with the measurement
+        clock_name=clock,
+        warmup=warmup,
+        repeats=repeats,
+        max_repeats=repeats,
+    )
+
+
 def _device_warnings(devices: set[str], chip: dict[str, Any], *, allowed: bool) -> tuple[str, ...]:
     """The warning of a run judged against a chip it did not run on, when allowed; else
     MeasureError, which names both devices and the ways out."""

@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # seconds one call takes, as the clock measures it
@@ -54,10 +54,12 @@ class Timing:
     target_ci: float
     cpu_median_s: float
     cpu_share: float
+    # the repeats themselves, in the order timed: what a stored run keeps (--submit)
+    times_s: tuple[float, ...] = field(default=(), repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (the statistics; not each repeat)."""
+        return {k: v for k, v in asdict(self).items() if k != "times_s"}
 
 
 def perf_counter_clock(call: Callable[[], object]) -> float:
@@ -173,4 +175,5 @@ def summarise(
         target_ci=target_ci,
         cpu_median_s=cpu_median,
         cpu_share=cpu_median / median if median > 0 else math.inf,
+        times_s=tuple(times),
     )

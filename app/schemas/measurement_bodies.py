@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -25,11 +25,11 @@ from app.engine.compare import (
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
     MAX_WINDOW,
-    TESTED_REPEATS,
-    Axis,
 )
 from app.engine.verdict import gate_choices
 from app.schemas.answers import Check, ChipRef, RepeatsOut
+from app.schemas.comparison_bodies import Comparison, GateRecord
+from app.schemas.comparison_bodies import Finite as _Finite
 from app.schemas.requests import CheckRequest
 
 _Label = Annotated[str, Field(min_length=1, max_length=columns.LABEL_LENGTH)]
@@ -65,12 +65,6 @@ def decode_cursor(cursor: str) -> columns.Position:
     ):
         raise ValueError("not a cursor of this list: pass the `next` of a previous page as is")
     return position
-
-
-class _Finite(BaseModel):
-    # answers built with keyword arguments, so validated: a NaN or an infinity fails where the
-    # answer is built, in the transaction storing the measurement (rolled back), not in the JSON
-    model_config = ConfigDict(allow_inf_nan=False)
 
 
 class MeasurementIn(CheckRequest):
@@ -114,63 +108,13 @@ class MeasurementIn(CheckRequest):
         description="The one-sided confidence a slowdown must reach in the Mann-Whitney test "
         "over the repeats: p <= 1 - confidence.",
     )
-
-
-WindowSource = Literal["previous", "branch", "baseline_id"]
-TestUsed = Literal["mann_whitney_u", "insufficient", "none"]
-
-
-class BaselineWindow(_Finite):
-    """The baseline runs a measurement is compared with, summarised."""
-
-    source: WindowSource = Field(
-        description="previous: the latest earlier runs; branch: those on baseline_branch; "
-        "baseline_id: that one run (a window of one)."
+    confirms: int | None = Field(
+        None,
+        ge=1,
+        le=columns.MAX_ID,
+        description="The id of a stored run whose suspected regression this run re-measures: "
+        "judged against that run's window, it confirms or clears the alarm.",
     )
-    requested: int = Field(description="The window asked for (1 for baseline_id).")
-    runs: int = Field(description="Runs found: fewer than requested early in a history.")
-    run_ids: list[int] = Field(description="Newest first.")
-    samples: int = Field(
-        description=f"Their repeats (at most {TESTED_REPEATS} a run), pooled for the test."
-    )
-    median_time_s: float
-    spread_time_s: float = Field(description="Median absolute deviation of the runs' times.")
-    median_efficiency: float = Field(description="Median of expected / measured.")
-
-
-class Comparison(_Finite):
-    """A measurement against earlier runs of the same workload."""
-
-    previous_id: int | None
-    change_vs_previous: float | None = Field(description="+0.1 = 10% slower than the previous.")
-    baseline_id: int | None = Field(description="baseline_id, or the newest on baseline_branch.")
-    change_vs_baseline: float | None
-    threshold: float
-    regression: bool = Field(
-        description="Slower than the window's median (or below its fraction of the roofline) "
-        "beyond threshold, and significant at `confidence` unless test is insufficient."
-    )
-    # the regression gate; its defaults: no window (no earlier run)
-    window: BaselineWindow | None = None
-    change_vs_median: float | None = Field(None, description="+0.1 = 10% slower than it.")
-    efficiency_change: float | None = Field(
-        None, description="-0.1: a fraction of the roofline 10% below the window's median."
-    )
-    confidence: float = DEFAULT_CONFIDENCE
-    test: TestUsed = Field(
-        "none",
-        description="mann_whitney_u: one-sided, over the repeats; insufficient: too few "
-        "samples for any outcome to reach `confidence`, so the threshold alone decides; "
-        "none: no window.",
-    )
-    p_value: float | None = Field(None, description="Of 'the run is slower than the window'.")
-    efficiency_p_value: float | None = Field(
-        None, description="Of 'the run reached less of the roofline than the window'."
-    )
-    regressed_on: list[Axis] = Field(
-        default_factory=list, description="What regressed (efficiency: e.g. a new catalog)."
-    )
-    explanation: str = ""
 
 
 GATE_CHOICES = gate_choices()
@@ -388,6 +332,9 @@ class WorkloadComparison(_Finite):
     means: Means
     comparison: Comparison
     overhead: Overhead | None
+    gate_record: GateRecord = Field(
+        default_factory=GateRecord.empty, description="The alarms the gate raised on its runs."
+    )
 
 
 class Rejudged(_Finite):

@@ -17,13 +17,16 @@ from app.engine.compare import (
     DEFAULT_CONFIDENCE,
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
+    TESTED_REPEATS,
     RunSample,
     WindowGate,
     change,
     gate_against_window,
 )
+from app.engine.rank_power import POWER, fewest_testable
+from app.engine.rank_test import smallest_p
 from app.engine.units import seconds_from_ms
-from app.schemas.measurement_bodies import BaselineWindow, Comparison, WindowSource
+from app.schemas.comparison_bodies import BaselineWindow, Comparison, WindowSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,9 @@ class Against:
     window: int = DEFAULT_WINDOW
     threshold: float = DEFAULT_THRESHOLD
     confidence: float = DEFAULT_CONFIDENCE
+    # the window ends before this run rather than before the run compared: that of a
+    # suspected run, for a run confirming it (which it must not count against itself)
+    before_id: int | None = None
 
     @property
     def source(self) -> WindowSource:
@@ -60,7 +66,11 @@ def _window(session: Session, row: MeasurementRow, against: Against) -> list[sto
     """The baseline runs of `row`, newest first (one query)."""
     if against.baseline_id is None:
         return store.window(
-            session, row.workload_key, before_id=row.id, size=against.window, branch=against.branch
+            session,
+            row.workload_key,
+            before_id=row.id if against.before_id is None else against.before_id,
+            size=against.window,
+            branch=against.branch,
         )
     baseline = store.baseline(session, against.baseline_id)
     if baseline is None:
@@ -111,8 +121,7 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
         text += (
             f"Too few repeats for a test ({repeats} against {gate.samples}: no ordering of "
             f"them gives a p-value below {gate.smallest_p:.3g}, and "
-            f"{gate.alpha:.3g} is needed at {level}): judged by the threshold on the medians "
-            "alone. "
+            f"{gate.alpha:.3g} is needed at {level}). "
         )
     else:
         tests = (
@@ -130,7 +139,35 @@ def _explain(gate: WindowGate, window: BaselineWindow, against: Against, repeats
         )
     text += _beyond_the_window(gate)
     verdict = "A regression" if gate.regression else "No regression"
-    return f"{text}{verdict} (threshold {against.threshold:.1%})."
+    text = f"{text}{verdict} (threshold {against.threshold:.1%})."
+    return text + _suspicion(gate, repeats)
+
+
+def _suspicion(gate: WindowGate, repeats: int) -> str:
+    """What a suspected regression would take to decide: the repeats by the power of the
+    test at the window's noise, or why no count would do."""
+    if not gate.suspected_on:
+        return ""
+    what = " and ".join(
+        {"time": "slower", "efficiency": "less of the roofline"}[a] for a in gate.suspected_on
+    )
+    text = f" Suspected: {what} beyond the threshold, not yet significant. "
+    if fewest_testable(gate.samples, gate.alpha, TESTED_REPEATS) != 1:
+        text += (
+            f"No single repeat can confirm it against {gate.samples} (its smallest p is "
+            f"{smallest_p(1, gate.samples):.3g} > {gate.alpha:.3g}). "
+        )
+    needed = gate.repeats_needed
+    if needed is None:
+        return text + (
+            f"No run of up to {TESTED_REPEATS} repeats would decide it at this window's noise "
+            f"({gate.time_noise:.1%}): widen the window."
+        )
+    return text + (
+        f"{needed} repeats would decide it with power {POWER:.0%} at this window's noise "
+        f"({gate.time_noise:.1%} of its median time; this run had {repeats}): a run of "
+        f"{needed} repeats confirming it (roofcheck submit --confirm {needed})."
+    )
 
 
 def comparison(session: Session, row: MeasurementRow, against: Against) -> Comparison:
@@ -175,6 +212,9 @@ def comparison(session: Session, row: MeasurementRow, against: Against) -> Compa
         **common,
         regression=gate.regression,
         regressed_on=list(gate.regressed_on),
+        suspected=bool(gate.suspected_on),
+        suspected_on=list(gate.suspected_on),
+        repeats_needed=gate.repeats_needed,
         window=window,
         change_vs_median=gate.change,
         efficiency_change=gate.efficiency_change,

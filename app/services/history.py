@@ -24,8 +24,8 @@ from app.engine.compare import (
     summarise_times,
 )
 from app.schemas.answers import ChipRef, RepeatsOut
+from app.schemas.comparison_bodies import Comparison
 from app.schemas.measurement_bodies import (
-    Comparison,
     HistoryPoint,
     Means,
     MeasurementOut,
@@ -36,6 +36,7 @@ from app.schemas.measurement_bodies import (
     WorkloadComparison,
     encode_cursor,
 )
+from app.services.alarms import gate_record
 from app.services.baselines import Against, comparison, seconds_of
 from app.services.catalogs import Catalogs
 
@@ -283,4 +284,5 @@ def compare(
             overhead=_overhead(
                 store.family(session, latest.family_key, limit=HISTORY_LIMIT), latest
             ),
+            gate_record=gate_record(session, workload_key),
         )

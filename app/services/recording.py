@@ -18,10 +18,10 @@ from app.db.models import MeasurementRow
 from app.db.session import transaction, write_together
 from app.engine import InvalidInput
 from app.schemas.answers import Check
+from app.schemas.comparison_bodies import Comparison
 from app.schemas.copy_bodies import CopyWorkload
 from app.schemas.input_pipeline_bodies import InputPipelineWorkload
 from app.schemas.measurement_bodies import (
-    Comparison,
     Gate,
     MeasurementIn,
     MeasurementOut,
@@ -34,6 +34,7 @@ from app.schemas.requests import (
     TransformerWorkload,
     without_ignored_training,
 )
+from app.services import alarms
 from app.services.baselines import Against, comparison
 from app.services.catalogs import Catalogs
 from app.services.expectations import check
@@ -149,7 +150,11 @@ def _stored_and_answered(
 ) -> MeasurementOut:
     """`row` stored, and the answer to `body`, in the transaction of `session`."""
     store.add(session, row)
-    return _answer(session, row, body)
+    if body.confirms is not None:
+        alarms.confirmable(session, row, body.confirms)
+    answer = _answer(session, row, body)
+    alarms.record_answer(session, row, answer.comparison)
+    return answer
 
 
 def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> MeasurementOut:
@@ -161,8 +166,10 @@ def _answer(session: Session, row: MeasurementRow, body: MeasurementIn) -> Measu
         window=body.baseline_window,
         threshold=body.regression_threshold,
         confidence=body.confidence,
+        before_id=body.confirms,
     )
-    return stored_out(row, comparison(session, row, against))
+    compared = alarms.with_confirmation(comparison(session, row, against), body.confirms)
+    return stored_out(row, compared)
 
 
 # the columns that store a post as it was sent (a retry under its idempotency key sends the

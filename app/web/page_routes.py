@@ -20,7 +20,7 @@ from app.engine.training import Optimizer
 from app.http.deps import CatalogsDep, SessionsDep
 from app.security import same_origin
 from app.services import planning, recording
-from app.web import catalog_pages, compare_page, forms, pages, table_page, trace_page
+from app.web import alarm_page, catalog_pages, compare_page, forms, pages, table_page, trace_page
 from app.web.field_values import MAX_CONFIG_CHARS
 from app.web.history_chart import Axis
 from app.web.svg import Svg
@@ -32,6 +32,7 @@ router = APIRouter(include_in_schema=False)
 router.include_router(trace_page.router)  # /trace: upload a profiler trace
 router.include_router(table_page.router)  # /table: paste or upload a benchmark table
 router.include_router(compare_page.router)  # /comparison: one workload on several chips
+router.include_router(alarm_page.router)  # the workload page's false-alarm button
 
 _ERRORS = (ValidationError, UnknownName, EngineError)
 SVG = "image/svg+xml"

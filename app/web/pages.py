@@ -182,6 +182,7 @@ def workload_page(
         "threshold": threshold,
         "baseline_window": baseline_window,
         "confidence": confidence,
+        "writes_open": not request.app.state.write_tokens.owners,  # the false-alarm button
     }
     return render(request, "workload.html", context)
 

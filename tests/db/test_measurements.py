@@ -18,7 +18,8 @@ from app.db.models import MeasurementRow
 from app.engine.compare import summarise_times
 from app.main import create_app
 from app.schemas.answers import RepeatsOut
-from app.schemas.measurement_bodies import Comparison, MeasurementIn
+from app.schemas.comparison_bodies import Comparison
+from app.schemas.measurement_bodies import MeasurementIn
 from app.services import baselines, recording
 from app.services.baselines import seconds_of
 from app.settings import Settings

@@ -72,6 +72,7 @@ SEEDERS: dict[str, Callable[[sa.Connection], None]] = {
     "0003": _seed_0003,
     "0004": _seed_0004,
     "0005": _seed_0004,  # 0005 adds columns with defaults: the same columns take the same rows
+    "0006": _seed_0004,  # 0006 adds a table, empty: the rows before are those of 0005
 }
 
 

@@ -275,6 +275,7 @@ def test_the_bearer_token_is_declared_in_the_schema(client):
     assert secured == {
         ("/measurements", "post"),
         ("/measurements/{measurement_id}/rejudge", "post"),
+        ("/measurements/{measurement_id}/false-alarm", "post"),
         ("/chips/{chip}/empirical", "post"),
         ("/chips/{chip}/empirical/{profile_id}", "delete"),
     }

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from app.engine import Bound
 from app.schemas.answers import ExpectedTime
 from app.schemas.comparison import Comparison as ChipComparison
-from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
+from app.schemas.comparison_bodies import Comparison
+from app.schemas.measurement_bodies import HistoryPoint, Means, WorkloadComparison
 from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer, SweepRow
 from app.web import charts, svg
 from app.web.bars import comparison_svg

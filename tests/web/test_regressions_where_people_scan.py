@@ -8,7 +8,7 @@ The runs: five of Llama 3.1 8B decoding at batch 16 on an A100, at 30 ms but the
 1 ms (faster than the roofline's ~18 ms: a timing error), then one at 40 ms. The last one's
 window (the default five earlier runs) has the median 30 ms of (30, 30, 1, 30, 30), so it is
 40 / 30 - 1 = +33% slower: beyond the default threshold, a regression on time (single values,
-too few samples for the test, so the threshold alone decides)."""
+too few samples for the test, but beyond the window's slowest run, 30 ms x 1.1)."""
 
 import re
 from collections.abc import Callable
