@@ -18,7 +18,12 @@ from starlette.exceptions import HTTPException
 
 from app.catalog.names import UnknownName
 from app.engine import EngineError, Phase
-from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
+from app.engine.compare import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WINDOW,
+    WindowGate,
+)
 from app.engine.units import ms_from_seconds
 from app.http.negotiation import wants_html
 from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
@@ -76,9 +81,12 @@ def _list_context(
     page: MeasurementPage | None = None,
     given: dict[str, str] | None = None,
     sizes: dict[int, str] | None = None,
+    *,
+    regressed: dict[int, WindowGate] | None = None,
 ) -> dict[str, object]:
     """The template's context; `given`: the query, whose filters the paging links keep;
-    `sizes`: each listed measurement's workload sizes by id."""
+    `sizes`: each listed measurement's workload sizes by id; `regressed`: the gate's decision
+    on each listed regression, by id."""
     given = given or {}
     newest = {k: v for k, v in given.items() if k not in PAGING}
     return {
@@ -89,6 +97,7 @@ def _list_context(
         "older": newest | {"cursor": page.next} if page and page.next else None,
         "phase_options": PHASES,
         "sizes": sizes or {},
+        "regressed": regressed or {},
     }
 
 
@@ -109,9 +118,11 @@ def measurement_list(
     page = history.listing(
         sessions, filters, limit=query.limit, offset=query.offset, after=query.after
     )
-    stored = history.workloads(sessions, [m.id for m in page.items])
-    sizes = {id_: _size(workload) for id_, workload in stored.items()}
-    return render(request, "measurements.html", _list_context(values, {}, page, given, sizes))
+    ids = [m.id for m in page.items]
+    sizes = {id_: _size(workload) for id_, workload in history.workloads(sessions, ids).items()}
+    regressed = history.regressions(sessions, ids)
+    context = _list_context(values, {}, page, given, sizes, regressed=regressed)
+    return render(request, "measurements.html", context)
 
 
 def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:
