@@ -4,7 +4,7 @@ route shares (an unknown address, the database unreachable)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 from urllib.parse import urlencode
@@ -47,6 +47,15 @@ PAGING = ("offset", "cursor")
 def not_found(request: Request, message: str) -> HTMLResponse:
     """A 404 page."""
     return render(request, "error.html", {"title": "Not found", "message": message}, 404)
+
+
+def bad_parameters(request: Request, errors: Sequence[Any]) -> HTMLResponse:
+    """A 422 page naming each parameter out of range and why (the JSON route's 422 in words)."""
+    problems = "; ".join(
+        f"{error['loc'][-1]}: {error['msg']}" if error.get("loc") else str(error.get("msg"))
+        for error in errors
+    )
+    return render(request, "error.html", {"title": "Bad request", "message": problems}, 422)
 
 
 def _list_errors(exc: ValidationError) -> dict[str, str]:
