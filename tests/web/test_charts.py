@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from app.engine import Bound
 from app.schemas.answers import ExpectedTime
 from app.schemas.comparison import Comparison as ChipComparison
-from app.schemas.measurement_bodies import Comparison, HistoryPoint, Means, WorkloadComparison
+from app.schemas.measurement_bodies import (
+    BaselineWindow,
+    Comparison,
+    HistoryPoint,
+    Means,
+    WorkloadComparison,
+)
 from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer, SweepRow
 from app.web import charts, svg
 from app.web.bars import comparison_svg
@@ -262,6 +268,105 @@ def test_history_chart_plots_time_and_fraction_of_roofline():
     by_run = history_svg(comparison)
     assert "run (evenly spaced, oldest first)" in by_run and ">#3</text>" in by_run
     assert re.search(r"measured ms: 11 at 1<", by_run)
+
+
+def _regressed_history() -> WorkloadComparison:
+    """Six runs of 9.47 ms of roofline work at 30, 30, 1, 30, 30, 40 ms: the third faster
+    than the roofline (fraction 9.47, the top of its panel), the last +33% against the median
+    30 ms of the five before it, a regression."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    expected = 0.00947
+    points = [
+        HistoryPoint(
+            id=i,
+            created_at=start + timedelta(minutes=i),
+            measured_time_s=ms / 1000,
+            expected_time_s=expected,
+            ratio=ms / 1000 / expected,
+            efficiency=expected / (ms / 1000),
+            verdict="faster_than_roofline" if ms == 1 else "room_to_improve",
+            tokens_per_s=None,
+            label=None,
+            branch=None,
+            git_commit=None,
+            catalog_version="v",
+        )
+        for i, ms in enumerate((30, 30, 1, 30, 30, 40), start=1)
+    ]
+    window = BaselineWindow(
+        source="previous",
+        requested=10,
+        runs=5,
+        run_ids=[5, 4, 3, 2, 1],
+        samples=5,
+        median_time_s=0.030,
+        spread_time_s=0.0,
+        median_efficiency=expected / 0.030,
+    )
+    return WorkloadComparison(
+        workload_key="k" * 64,
+        chip_id="c",
+        workload={},
+        count=6,
+        history=points,
+        best=points[2],
+        latest=points[-1],
+        means=Means(time_s=0.0268, tokens_per_s=None, efficiency=0.53, ratio=1.9),
+        comparison=Comparison(
+            previous_id=5,
+            change_vs_previous=1 / 3,
+            baseline_id=None,
+            change_vs_baseline=None,
+            threshold=0.1,
+            regression=True,
+            regressed_on=["time", "efficiency"],
+            window=window,
+            change_vs_median=1 / 3,
+        ),
+        overhead=None,
+    )
+
+
+@pytest.mark.parametrize("width", [svg.NARROW, svg.WIDTH])
+def test_the_regressed_runs_label_sits_beside_its_line_clear_of_the_rings(width):
+    document = history_svg(_regressed_history(), width)
+    root = parse(document)
+    marker_xs = {
+        float(line.get("x1", 0))
+        for line in root.iter(f"{{{NS['s']}}}line")
+        if line.get("class") == "regressed" and line.get("x1") == line.get("x2")
+    }
+    assert len(marker_xs) == 1  # the regressed run's line, in both panels
+    (marker_x,) = marker_xs
+    rings = [
+        svg.Box(
+            float(c.get("cx", 0)) - 7,
+            float(c.get("cy", 0)) - 7,
+            float(c.get("cx", 0)) + 7,
+            float(c.get("cy", 0)) + 7,
+        )
+        for c in root.iter(f"{{{NS['s']}}}circle")
+        if c.get("class", "").startswith("ring-")
+    ]
+    assert len(rings) == 4  # the regression and the timing error, in each panel
+    labels = [
+        t
+        for t in root.iter(f"{{{NS['s']}}}text")
+        if t.get("class") in {"regressed-label", "limit-label"}
+    ]
+    assert [t.text for t in labels].count("regression #6 +33%") == 2 and len(labels) == 3
+    for text in labels:
+        box = Label(
+            float(text.get("x", 0)),
+            float(text.get("y", 0)),
+            text.text or "",
+            anchor=text.get("text-anchor", "start"),
+        ).box()
+        # the last run's line is at the right of the chart: its label ends left of it, and the
+        # roofline's label stops short of it, struck by no line of a marker
+        assert box.right < marker_x, (text.text, box, marker_x)
+        for ring in rings:
+            assert not overlap(box, ring), (text.text, box, ring)
 
 
 @pytest.mark.parametrize(
