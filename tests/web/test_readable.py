@@ -70,10 +70,11 @@ def upload_trace(page: Page, url: str, name: str = "mixed.json") -> None:
 
 
 # in the page: the text of each verdict tag and mark in the lists ("near roofline", "▲
-# regression +33.3%") that the browser laid out on more than one line
+# regression +33.3%") and of each verdict said in a sentence that the browser laid out on
+# more than one line
 BROKEN_PHRASES = r"""() => {
   const broken = [];
-  for (const phrase of document.querySelectorAll('main .tag, main .flag')) {
+  for (const phrase of document.querySelectorAll('main .tag, main .flag, main code.phrase')) {
     const range = document.createRange();
     range.selectNodeContents(phrase);
     const tops = new Set(Array.from(range.getClientRects())
@@ -109,6 +110,7 @@ def test_words_are_never_split_across_lines(screen, url):
         screen.goto(f"{url}/?chip=a100&model=llama-3.1-8b&batch=8&measured_ms={measured}")
         expect(screen.locator("#verdict code").first).to_be_visible()
         assert screen.evaluate(SPLIT_WORDS) == [], measured
+        assert screen.evaluate(BROKEN_PHRASES) == [], measured  # nor a verdict's phrase
     upload_trace(screen, url)
     expect(screen.locator("#trace-ops code").first).to_be_visible()
     assert screen.evaluate(SPLIT_WORDS) == []
