@@ -12,7 +12,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from app import formatting as fmt
-from app.web.labels import GLYPH_EM, LABEL_SIZE, Key, Label, draw_labels, legend, place_labels
+from app.web.labels import (
+    GLYPH_EM,
+    LABEL_GAP,
+    LABEL_SIZE,
+    Key,
+    Label,
+    draw_labels,
+    legend,
+    place_labels,
+)
 from app.web.svg import (
     WIDTH,
     Box,
@@ -185,9 +194,10 @@ def _marker(
     if marker.x is not None and x.lo <= marker.x <= x.hi:
         px = x(marker.x)
         svg.line(px, box.top, px, box.bottom, marker.cls)
-        label = Label(px + 4, box.top + 12, marker.label, f"{marker.cls}-label")
+        # clear of the ring the marked run wears on the line, by the gap kept between labels
+        label = Label(px + _RING + LABEL_GAP, box.top + 12, marker.label, f"{marker.cls}-label")
         if label.box().right > box.right:  # beside its line on the left, never across it
-            return replace(label, x=px - 4, anchor="end")
+            return replace(label, x=px - _RING - LABEL_GAP, anchor="end")
         return label
     if marker.y is not None:
         py = y(marker.y)
