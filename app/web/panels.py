@@ -174,7 +174,11 @@ def _panel(
     for band in panel.bands:
         _band(svg, x, y, band)
     verticals = [x(m.x) for m in panel.markers if m.x is not None and x.lo <= m.x <= x.hi]
-    labels = [_marker(svg, box, x, y, marker, verticals=verticals) for marker in panel.markers]
+    ringed = {vx for series in panel.series if not series.line for vx, _ in series.points}
+    labels = [
+        _marker(svg, box, x, y, marker, verticals=verticals, ringed=marker.x in ringed)
+        for marker in panel.markers
+    ]
     for series in panel.series:
         _series(svg, x, y, series)
     rings = [
@@ -187,17 +191,25 @@ def _panel(
 
 
 def _marker(
-    svg: Svg, box: Box, x: Scale, y: Scale, marker: Marker, *, verticals: Sequence[float]
+    svg: Svg,
+    box: Box,
+    x: Scale,
+    y: Scale,
+    marker: Marker,
+    *,
+    verticals: Sequence[float],
+    ringed: bool,
 ) -> Label | None:
-    """Draw a marker's line; returns its label: beside a vertical line, never across it; at
-    the right end of a horizontal one, left of any vertical line (`verticals`) it would cross."""
+    """Draw a marker's line; returns its label: beside a vertical line, never across it (and
+    clear of the ring a point on it wears, when `ringed`); at the right end of a horizontal
+    one, left of any vertical line (`verticals`) it would cross."""
     if marker.x is not None and x.lo <= marker.x <= x.hi:
         px = x(marker.x)
         svg.line(px, box.top, px, box.bottom, marker.cls)
-        # clear of the ring the marked run wears on the line, by the gap kept between labels
-        label = Label(px + _RING + LABEL_GAP, box.top + 12, marker.label, f"{marker.cls}-label")
+        gap = _RING + LABEL_GAP if ringed else 4
+        label = Label(px + gap, box.top + 12, marker.label, f"{marker.cls}-label")
         if label.box().right > box.right:  # beside its line on the left, never across it
-            return replace(label, x=px - _RING - LABEL_GAP, anchor="end")
+            return replace(label, x=px - gap, anchor="end")
         return label
     if marker.y is not None:
         py = y(marker.y)
