@@ -5,6 +5,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from statistics import fmean
 from xml.etree import ElementTree
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import Bound
+from app.engine.compare import mean_ratio
 from app.schemas.answers import ExpectedTime
 from app.schemas.comparison import Comparison as ChipComparison
 from app.schemas.measurement_bodies import (
@@ -220,44 +222,58 @@ def test_sweep_chart_marks_the_questions_batch_and_the_latency_limit():
     assert 'class="you"' in document  # the user's batch, past the sweep: the axis reaches it
 
 
-def test_history_chart_plots_time_and_fraction_of_roofline():
+def _history(
+    times_s: list[float], expected_s: float, comparison: Comparison, step: timedelta
+) -> WorkloadComparison:
+    """A workload's history of runs `times_s` long (roofline `expected_s`), stored `step`
+    apart, and its latest run's `comparison`."""
     start = datetime(2026, 1, 1, tzinfo=UTC)
     points = [
         HistoryPoint(
             id=i,
-            created_at=start + timedelta(hours=i),
-            measured_time_s=0.010 + 0.001 * i,
-            expected_time_s=0.008,
-            ratio=(0.010 + 0.001 * i) / 0.008,
-            efficiency=0.008 / (0.010 + 0.001 * i),
-            verdict="near_roofline",
+            created_at=start + step * i,
+            measured_time_s=t,
+            expected_time_s=expected_s,
+            ratio=t / expected_s,
+            efficiency=expected_s / t,
+            verdict="faster_than_roofline" if t < expected_s else "room_to_improve",
             tokens_per_s=None,
             label=None,
             branch=None,
             git_commit=None,
             catalog_version="v",
         )
-        for i in range(1, 4)
+        for i, t in enumerate(times_s, start=1)
     ]
-    comparison = WorkloadComparison(
+    return WorkloadComparison(
         workload_key="k" * 64,
         chip_id="c",
         workload={},
-        count=3,
+        count=len(points),
         history=points,
-        best=points[0],
+        best=min(points, key=lambda p: p.measured_time_s),
         latest=points[-1],
-        means=Means(time_s=0.012, tokens_per_s=None, efficiency=0.66, ratio=1.5),
-        comparison=Comparison(
-            previous_id=2,
-            change_vs_previous=0.09,
-            baseline_id=None,
-            change_vs_baseline=None,
-            threshold=0.1,
-            regression=False,
+        means=Means(
+            time_s=fmean(times_s),
+            tokens_per_s=None,
+            efficiency=mean_ratio([p.efficiency for p in points]),
+            ratio=mean_ratio([p.ratio for p in points]),
         ),
+        comparison=comparison,
         overhead=None,
     )
+
+
+def test_history_chart_plots_time_and_fraction_of_roofline():
+    latest = Comparison(
+        previous_id=2,
+        change_vs_previous=0.09,
+        baseline_id=None,
+        change_vs_baseline=None,
+        threshold=0.1,
+        regression=False,
+    )
+    comparison = _history([0.011, 0.012, 0.013], 0.008, latest, timedelta(hours=1))
     document = history_svg(comparison, by="time")
     parse(document)
     assert document.count('class="dot-b"><title>') == 3
@@ -274,25 +290,7 @@ def _regressed_history() -> WorkloadComparison:
     """Six runs of 9.47 ms of roofline work at 30, 30, 1, 30, 30, 40 ms: the third faster
     than the roofline (fraction 9.47, the top of its panel), the last +33% against the median
     30 ms of the five before it, a regression."""
-    start = datetime(2026, 1, 1, tzinfo=UTC)
     expected = 0.00947
-    points = [
-        HistoryPoint(
-            id=i,
-            created_at=start + timedelta(minutes=i),
-            measured_time_s=ms / 1000,
-            expected_time_s=expected,
-            ratio=ms / 1000 / expected,
-            efficiency=expected / (ms / 1000),
-            verdict="faster_than_roofline" if ms == 1 else "room_to_improve",
-            tokens_per_s=None,
-            label=None,
-            branch=None,
-            git_commit=None,
-            catalog_version="v",
-        )
-        for i, ms in enumerate((30, 30, 1, 30, 30, 40), start=1)
-    ]
     window = BaselineWindow(
         source="previous",
         requested=10,
@@ -303,28 +301,19 @@ def _regressed_history() -> WorkloadComparison:
         spread_time_s=0.0,
         median_efficiency=expected / 0.030,
     )
-    return WorkloadComparison(
-        workload_key="k" * 64,
-        chip_id="c",
-        workload={},
-        count=6,
-        history=points,
-        best=points[2],
-        latest=points[-1],
-        means=Means(time_s=0.0268, tokens_per_s=None, efficiency=0.53, ratio=1.9),
-        comparison=Comparison(
-            previous_id=5,
-            change_vs_previous=1 / 3,
-            baseline_id=None,
-            change_vs_baseline=None,
-            threshold=0.1,
-            regression=True,
-            regressed_on=["time", "efficiency"],
-            window=window,
-            change_vs_median=1 / 3,
-        ),
-        overhead=None,
+    latest = Comparison(
+        previous_id=5,
+        change_vs_previous=1 / 3,
+        baseline_id=None,
+        change_vs_baseline=None,
+        threshold=0.1,
+        regression=True,
+        regressed_on=["time", "efficiency"],
+        window=window,
+        change_vs_median=1 / 3,
     )
+    times = [0.030, 0.030, 0.001, 0.030, 0.030, 0.040]
+    return _history(times, expected, latest, timedelta(minutes=1))
 
 
 @pytest.mark.parametrize("width", [svg.NARROW, svg.WIDTH])
