@@ -107,6 +107,8 @@ def _list_context(
         "phase_options": PHASES,
         "sizes": sizes or {},
         "regressed": regressed or {},
+        "window": DEFAULT_WINDOW,  # what history.regressions judges each listed run by
+        "threshold": DEFAULT_THRESHOLD,
     }
 
 

@@ -108,6 +108,9 @@ def test_the_list_of_stored_runs_marks_the_regressed_run_and_the_timing_error(sc
     expect(errors.locator(".flag-error")).to_have_text("⚠ timing error")
     assert errors.locator(".flag-error").evaluate(SHOWN)
     assert screen.evaluate("document.documentElement.scrollWidth") <= screen.viewport_size["width"]
+    # under the list, what each mark means
+    expect(screen.locator("#marks")).to_contain_text("against the latest 10 runs of its workload")
+    expect(screen.locator("#marks")).to_contain_text("faster than the roofline allows")
     # the measurement's own page says the same
     screen.get_by_role("link", name=str(last), exact=True).click()
     expect(screen.locator("#regression")).to_contain_text("yes")
