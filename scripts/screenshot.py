@@ -6,7 +6,8 @@
 
 The default is the README's picture: the check form's result for a decode step on an A100 (a
 measured 30 ms), at a desktop width, cut to the first screen so that the PNG stays small.
-`--all` writes every page at 375 px and at 1280 px into the folder `--out` instead.
+`--all` writes every page at 375 px and at 1280 px into the folder `--out` instead; with runs
+stored, the newest run's page and its workload's history too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import httpx
 from playwright.sync_api import Page, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -36,6 +38,18 @@ def _shoot(page: Page, url: str, path: Path, *, full_page: bool) -> None:
     print(f"{path}: {path.stat().st_size // 1024} KiB")
 
 
+def _stored_pages(base: str) -> dict[str, str]:
+    """The pages of the newest stored run and of its workload, if any run is stored."""
+    newest = httpx.get(f"{base}/measurements", params={"limit": 1}, timeout=30).json()["items"]
+    if not newest:
+        return {}
+    run = newest[0]
+    return {
+        "measurement": f"/measurements/{run['id']}",
+        "workload": f"/history/{run['workload_key']}",
+    }
+
+
 def main() -> None:
     """Parse the arguments and take the screenshots."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -51,9 +65,10 @@ def main() -> None:
             _shoot(page, base + CHECK, args.out, full_page=False)
         else:
             args.out.mkdir(parents=True, exist_ok=True)
+            pages = PAGES | _stored_pages(base)
             for size, width in WIDTHS.items():
                 page = browser.new_page(viewport={"width": width, "height": 900})
-                for name, path in PAGES.items():
+                for name, path in pages.items():
                     _shoot(page, base + path, args.out / f"{name}-{size}.png", full_page=True)
         browser.close()
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Select, Table, func, select, tuple_
-from sqlalchemy.orm import Session, defer
+from sqlalchemy import Row, Select, Table, and_, func, or_, select, tuple_
+from sqlalchemy.orm import Session, aliased, defer
 
 from app.columns import COUNT_CAP, Position, TotalKind
 from app.db.models import MeasurementRow
@@ -218,6 +220,54 @@ def window(
         query = query.where(MeasurementRow.branch == branch)
     runs = session.execute(query.order_by(MeasurementRow.id.desc()).limit(size))
     return [BaselineRun(*row) for row in runs]
+
+
+def windows(
+    session: Session, ids: Sequence[int], *, size: int
+) -> dict[int, tuple[BaselineRun, list[BaselineRun]]]:
+    """Each of the measurements `ids` as the regression gate reads it, with its window: the
+    same runs `window` reads for it on any branch (the latest `size` runs of its workload
+    stored before it, newest first). One query for a whole page of the list: for each listed
+    run, the id of the `size`-th run of its workload before it bounds one range of the index
+    on (workload_key, id); the runs in those ranges and the listed runs themselves are read
+    once each, however the windows overlap."""
+    listed, earlier, nth = aliased(MeasurementRow), aliased(MeasurementRow), aliased(MeasurementRow)
+    oldest = (  # the oldest run of the window; none when fewer than `size` came before
+        select(nth.id)
+        .where(nth.workload_key == listed.workload_key, nth.id < listed.id)
+        .order_by(nth.id.desc())
+        .limit(1)
+        .offset(size - 1)
+        .scalar_subquery()
+    )
+    in_windows = (
+        select(earlier.id)
+        .join(
+            listed,
+            and_(
+                earlier.workload_key == listed.workload_key,
+                earlier.id < listed.id,
+                earlier.id >= func.coalesce(oldest, 0),  # ids count from 1: 0 bounds nothing
+            ),
+        )
+        .where(listed.id.in_(ids))
+    )
+    query = select(*_columns(BaselineRun)).where(
+        or_(MeasurementRow.id.in_(ids), MeasurementRow.id.in_(in_windows))
+    )
+    by_id = {run.id: run for run in (BaselineRun(*row) for row in session.execute(query))}
+    by_workload: dict[str, list[BaselineRun]] = defaultdict(list)  # oldest first
+    for run in sorted(by_id.values(), key=lambda run: run.id):
+        by_workload[run.workload_key].append(run)
+    ids_of = {key: [run.id for run in runs] for key, runs in by_workload.items()}
+    found = {}
+    for id_ in ids:
+        listed_run = by_id.get(id_)
+        if listed_run is not None:  # else not stored
+            key = listed_run.workload_key
+            at = bisect_left(ids_of[key], id_)
+            found[id_] = (listed_run, by_workload[key][max(0, at - size) : at][::-1])
+    return found
 
 
 def baseline(session: Session, measurement_id: int) -> BaselineRun | None:

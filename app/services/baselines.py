@@ -170,6 +170,15 @@ def _suspicion(gate: WindowGate, repeats: int) -> str:
     )
 
 
+def judged(
+    run: store.BaselineRun | MeasurementRow, runs: Sequence[store.BaselineRun], against: Against
+) -> WindowGate:
+    """The regression gate's decision on `run` against its window `runs` (not empty)."""
+    return gate_against_window(
+        _sample(run), [_sample(r) for r in runs], against.threshold, against.confidence
+    )
+
+
 def comparison(session: Session, row: MeasurementRow, against: Against) -> Comparison:
     """`row` against the run before it and its baseline window, gated (docs/formulas.md,
     "Statistics")."""
@@ -191,13 +200,7 @@ def comparison(session: Session, row: MeasurementRow, against: Against) -> Compa
             f" on {against.branch}" if against.branch else ""
         )
         return Comparison(**common, regression=False, explanation=explanation + " to compare with.")
-    new = _sample(row)
-    gate = gate_against_window(
-        new,
-        [_sample(r) for r in runs],
-        against.threshold,
-        against.confidence,
-    )
+    gate = judged(row, runs, against)
     window = BaselineWindow(
         source=against.source,
         requested=1 if against.baseline_id is not None else against.window,
@@ -221,5 +224,5 @@ def comparison(session: Session, row: MeasurementRow, against: Against) -> Compa
         test=gate.test,
         p_value=gate.time_test.p_value,
         efficiency_p_value=gate.efficiency_test.p_value,
-        explanation=_explain(gate, window, against, len(new.repeats)),
+        explanation=_explain(gate, window, against, len(row.measured_values)),
     )

@@ -18,6 +18,7 @@ from app.engine import efficiency
 from app.engine.compare import (
     DEFAULT_CONFIDENCE,
     DEFAULT_WINDOW,
+    WindowGate,
     fit_overhead,
     mean_rate,
     mean_ratio,
@@ -37,7 +38,7 @@ from app.schemas.measurement_bodies import (
     encode_cursor,
 )
 from app.services.alarms import gate_record
-from app.services.baselines import Against, comparison, seconds_of
+from app.services.baselines import Against, comparison, judged, seconds_of
 from app.services.catalogs import Catalogs
 
 HISTORY_LIMIT = 1000  # runs shown per workload, newest kept
@@ -164,6 +165,18 @@ def workloads(sessions: sessionmaker[Session], ids: list[int]) -> dict[int, dict
     """The workloads of the listed measurements `ids` (the list page shows their sizes)."""
     with transaction(sessions) as session:
         return store.workloads(session, ids)
+
+
+def regressions(sessions: sessionmaker[Session], ids: list[int]) -> dict[int, WindowGate]:
+    """Which of the listed measurements `ids` the regression gate calls regressions, with its
+    decision on each: judged as each one's own page judges it (against the latest runs of its
+    workload before it, on any branch, at the default window, threshold and confidence), the
+    windows of a whole page read in one query."""
+    against = Against()
+    with transaction(sessions) as session:
+        windows = store.windows(session, ids, size=against.window)
+    decisions = {id_: judged(run, runs, against) for id_, (run, runs) in windows.items() if runs}
+    return {id_: gate for id_, gate in decisions.items() if gate.regression}
 
 
 def _point(run: store.Run) -> HistoryPoint:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from app import formatting as fmt
 from app.engine import Chip, Floor, ridge_intensity
 from app.engine.cache import MIB
 from app.schemas.answers import Check, ExpectedTime
-from app.web.labels import Key, Label, draw_labels, legend, place_labels
+from app.web.labels import Key, Label, draw_labels, legend, overlap, place_labels
 from app.web.svg import (
     HEIGHT,
     WIDTH,
@@ -36,9 +37,8 @@ BOX = Box(left=64, top=16, right=WIDTH - 16, bottom=HEIGHT - 48)
 
 def _box(width: int) -> Box:
     """The plot area of a chart `width` wide: BOX, or a phone's (NARROW) nearly square."""
-    if width >= WIDTH:
-        return replace(BOX, right=width - 16)
-    return Box(left=BOX.left, top=BOX.top, right=width - 12, bottom=width - 24)
+    box = replace(BOX, right=width - 16)  # room for the last tick's label on its right
+    return box if width >= WIDTH else replace(box, bottom=width - 24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,24 +162,49 @@ def _roof(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label]
     roof's line as a box that no label may cross."""
     peak = data.roof.flops_per_s
     ridge = ridge_intensity(peak, data.bandwidth)
-    svg.polyline([(x(x.lo), y(data.bandwidth * x.lo)), (x(ridge), y(peak))], "slope")
+    start, end = (x(x.lo), y(data.bandwidth * x.lo)), (x(ridge), y(peak))
+    svg.polyline([start, end], "slope")
     svg.line(x(ridge), y(peak), x(x.hi), y(peak), "roof-used")
-    memory = f"memory {fmt.rate(data.bandwidth, 'B/s')}"
+    memory = Label(
+        start[0] + 8, start[1] - 8, f"memory {fmt.rate(data.bandwidth, 'B/s')}", "label-used"
+    )
+    # right of the slope where it passes the label's top, the label's highest point (the
+    # slope rises to the right, so it is further left everywhere lower): never across it
+    top = memory.box().top
+    if end[1] < top < start[1]:
+        crossing = start[0] + (top - start[1]) * (end[0] - start[0]) / (end[1] - start[1])
+        memory = replace(memory, x=max(memory.x, crossing + 6))
     roof = f"{data.roof.label} peak {fmt.rate(peak, 'FLOP/s')}"
-    labels = [
-        Label(x.end - 4, y(peak) - 6, roof, "label-used", "end"),
-        Label(x(x.lo) + 8, y(data.bandwidth * x.lo) - 8, memory, "label-used"),
-    ]
+    labels = [Label(x.end - 4, y(peak) - 6, roof, "label-used", "end"), memory]
     if data.cache is None:
-        return labels, [_band(x(ridge), x.end, y(peak))]
+        return labels, [_band(x(ridge), x.end, y(peak)), *_along(start, end)]
     cache = data.cache
     knee = ridge_intensity(peak, cache.bandwidth)  # where the cache's slope meets the roof
-    svg.polyline([(x(x.lo), y(cache.bandwidth * x.lo)), (x(knee), y(peak))], "cache-slope")
+    cache_start, cache_end = (x(x.lo), y(cache.bandwidth * x.lo)), (x(knee), y(peak))
+    svg.polyline([cache_start, cache_end], "cache-slope")
     text = (
         f"{cache.name} {fmt.number(cache.size_bytes / MIB)} MiB {fmt.rate(cache.bandwidth, 'B/s')}"
     )
-    labels.append(Label(x(x.lo) + 8, y(cache.bandwidth * x.lo) - 8, text, "cache-label"))
-    return labels, [_band(x(min(ridge, knee)), x.end, y(peak))]
+    labels.append(Label(cache_start[0] + 8, cache_start[1] - 8, text, "cache-label"))
+    boxes = [_band(x(min(ridge, knee)), x.end, y(peak)), *_along(start, end)]
+    return labels, [*boxes, *_along(cache_start, cache_end)]
+
+
+_STEP = 4.0  # px of height each box of a sloped line covers
+
+
+def _along(start: tuple[float, float], end: tuple[float, float]) -> list[Box]:
+    """A sloped line as boxes that no label may overlap: one for each _STEP px of its height,
+    as wide as the line runs over it (and a little more, for its stroke)."""
+    steps = max(1, math.ceil(abs(end[1] - start[1]) / _STEP))
+    corners = [
+        (start[0] + (end[0] - start[0]) * i / steps, start[1] + (end[1] - start[1]) * i / steps)
+        for i in range(steps + 1)
+    ]
+    return [
+        Box(min(ax, bx) - 1, min(ay, by), max(ax, bx) + 1, max(ay, by))
+        for (ax, ay), (bx, by) in pairwise(corners)
+    ]
 
 
 def _band(left: float, right: float, at: float) -> Box:
@@ -197,15 +222,38 @@ def _floor(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label
     return [Label(x.start + 6, at - 6, text, "floor-label")], [_band(x.start, x.end, at)]
 
 
-def _beside(x: Scale, at: float, baseline: float, text: str) -> Label:
-    """A point's label: right of it, or left where the plot has no room on its right."""
-    label = Label(at + 9, baseline, text)
-    return label if label.box().right <= x.end else replace(label, x=at - 9, anchor="end")
+Side = str  # where a point's label goes: "right", "left", "above" or "below" it
 
 
-def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Label], list[Key]]:
+def _beside(
+    x: Scale, at: tuple[float, float], text: str, sides: tuple[Side, ...], blocked: list[Box]
+) -> Label:
+    """A point's label, on the first of `sides` where it fits in the plot and covers no line
+    or point (`blocked`); on the first where it fits when none is free (placed later)."""
+    px, py = at
+    candidates = {
+        "right": Label(px + 9, py + 4, text),
+        "left": Label(px - 9, py + 4, text, anchor="end"),
+        "above": Label(px, py - 9, text, anchor="middle"),
+        "below": Label(px, py + 18, text, anchor="middle"),
+    }
+    fitting = [
+        candidates[side]
+        for side in sides
+        if x.start <= candidates[side].box().left and candidates[side].box().right <= x.end
+    ]
+    free = [c for c in fitting if not any(overlap(c.box(), b) for b in blocked)]
+    return (free or fitting or [candidates[sides[0]]])[0]
+
+
+_POINT = 5.0  # px, the radius of the chart's points (svg.point's)
+
+
+def _points(
+    svg: Svg, data: RooflineData, x: Scale, y: Scale, lines: list[Box]
+) -> tuple[list[Label], list[Key]]:
     """The ridge, expected, realistic (with the published range) and measured points, their
-    labels and their legend entries."""
+    labels (each beside its point, off the `lines` and the points) and legend entries."""
     peak = data.roof.flops_per_s
     ridge = ridge_intensity(peak, data.bandwidth)
     label = f"ridge {fmt.number(ridge)} FLOP/B"
@@ -219,7 +267,10 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Labe
     expected = data.flops / data.expected_time_s
     svg.line(x(ai), y(y.lo), x(ai), y(expected), "grid")
     svg.point(x(ai), y(expected), "expected", f"expected {fmt.rate(expected, 'FLOP/s')}")
-    labels.append(_beside(x, x(ai), y(expected) + 4, "expected"))
+    # each point's label and the sides it may go to, in order, once every point is drawn
+    beside: list[tuple[tuple[float, float], str, tuple[Side, ...]]] = [
+        ((x(ai), y(expected)), "expected", ("right", "left", "above"))
+    ]
     keys.append(Key("expected (roofline time)", "expected", "dot"))
     if data.realistic_range_s and data.realistic_time_s:
         low, high = data.realistic_range_s
@@ -228,7 +279,7 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Labe
         label = f"published runs {fmt.rate(data.flops / high, 'FLOP/s')} to "
         label += fmt.rate(data.flops / low, "FLOP/s")
         svg.point(x(ai), y(realistic), "realistic", label, r=4)
-        labels.append(Label(x(ai) - 9, y(realistic) + 4, "realistic", "label", "end"))
+        beside.append(((x(ai), y(realistic)), "realistic", ("left", "right", "below")))
         keys += [Key("realistic", "realistic", "dot"), Key("published runs", "published")]
     if data.measured_time_s:
         achieved = data.flops / data.measured_time_s
@@ -237,9 +288,15 @@ def _points(svg: Svg, data: RooflineData, x: Scale, y: Scale) -> tuple[list[Labe
         if Label(0, 0, text).width > (x.end - x.start) * 0.7:  # a phone's chart: the share
             text = f"measured ({share:.0%} of roofline)"
         svg.point(x(ai), y(achieved), "measured", f"measured {fmt.rate(achieved, 'FLOP/s')}")
-        labels.insert(0, _beside(x, x(ai), y(achieved) + 4, text))
+        beside.insert(0, ((x(ai), y(achieved)), text, ("right", "left", "above", "below")))
         keys.append(Key("measured", "measured", "dot"))
-    return labels, keys
+    dots = [
+        Box(px - _POINT, py - _POINT, px + _POINT, py + _POINT)
+        for px, py in [(x(ridge), y(peak)), *(at for at, _, _ in beside)]
+    ]
+    points = [_beside(x, at, text, sides, lines + dots) for at, text, sides in beside]
+    measured = 1 if data.measured_time_s else 0  # the measured point's label comes first
+    return [*points[:measured], *labels, *points[measured:]], keys
 
 
 def roofline_svg(data: RooflineData, width: int = WIDTH) -> str:
@@ -252,9 +309,9 @@ def roofline_svg(data: RooflineData, width: int = WIDTH) -> str:
     axis_titles(svg, box, "arithmetic intensity (FLOP/B)", "FLOP/s")
     roof_labels, lines = _roof(svg, data, x, y)
     floor_labels, floor_lines = _floor(svg, data, x, y)
-    point_labels, point_keys = _points(svg, data, x, y)
+    point_labels, point_keys = _points(svg, data, x, y, lines + floor_lines)
     # the labels stay inside the plot's frame (outside it are the ticks and axis titles), and
-    # off the roof's and the floor's lines, which would strike them through
+    # off the roof's, the slope's and the floor's lines, which would strike them through
     inside = [
         replace(a, x=a.x - box.left, y=a.y - box.top)
         for a in point_labels + roof_labels + floor_labels

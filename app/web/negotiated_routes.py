@@ -8,10 +8,12 @@ comparison's, the others to the check form's), with the question's parameters.""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 from starlette.routing import Match
@@ -35,13 +37,25 @@ from app.web import catalog_pages, pages
 
 class BrowserRoute(APIRoute):
     """A route that matches only requests preferring text/html over JSON (a browser), unless
-    the query asks for the JSON (`format=json`)."""
+    the query asks for the JSON (`format=json`); a parameter out of range is a 422 page
+    naming it, as the JSON route's 422 does."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         match, child = super().matches(scope)
         if match is not Match.NONE and not wants_page(Headers(scope=scope), scope["query_string"]):
             return Match.NONE, {}
         return match, child
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def page_or_refusal(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                return pages.bad_parameters(request, exc.errors())
+
+        return page_or_refusal
 
 
 router = APIRouter(include_in_schema=False, route_class=BrowserRoute)
@@ -94,7 +108,14 @@ def workload(
 _Name = Annotated[str, Path(max_length=100)]
 _Version = Annotated[str | None, Query(max_length=64)]
 # the calculations a GET asks (a transformer's query, the check form's parameters)
-CALCULATIONS = ("/check", "/expected-time", "/memory-fit", "/optimal-batch", "/scaling")
+CALCULATIONS = (
+    "/check",
+    "/expected-time",
+    "/memory-fit",
+    "/max-context",
+    "/optimal-batch",
+    "/scaling",
+)
 
 
 @router.get("/chips", response_class=HTMLResponse)

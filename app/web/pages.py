@@ -4,7 +4,7 @@ route shares (an unknown address, the database unreachable)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 from urllib.parse import urlencode
@@ -18,7 +18,12 @@ from starlette.exceptions import HTTPException
 
 from app.catalog.names import UnknownName
 from app.engine import EngineError, Phase
-from app.engine.compare import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, DEFAULT_WINDOW
+from app.engine.compare import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WINDOW,
+    WindowGate,
+)
 from app.engine.units import ms_from_seconds
 from app.http.negotiation import wants_html
 from app.http.responses import RETRY_AFTER_S, StrictJSONResponse
@@ -42,6 +47,15 @@ PAGING = ("offset", "cursor")
 def not_found(request: Request, message: str) -> HTMLResponse:
     """A 404 page."""
     return render(request, "error.html", {"title": "Not found", "message": message}, 404)
+
+
+def bad_parameters(request: Request, errors: Sequence[Any]) -> HTMLResponse:
+    """A 422 page naming each parameter out of range and why (the JSON route's 422 in words)."""
+    problems = "; ".join(
+        f"{error['loc'][-1]}: {error['msg']}" if error.get("loc") else str(error.get("msg"))
+        for error in errors
+    )
+    return render(request, "error.html", {"title": "Bad request", "message": problems}, 422)
 
 
 def _list_errors(exc: ValidationError) -> dict[str, str]:
@@ -76,9 +90,12 @@ def _list_context(
     page: MeasurementPage | None = None,
     given: dict[str, str] | None = None,
     sizes: dict[int, str] | None = None,
+    *,
+    regressed: dict[int, WindowGate] | None = None,
 ) -> dict[str, object]:
     """The template's context; `given`: the query, whose filters the paging links keep;
-    `sizes`: each listed measurement's workload sizes by id."""
+    `sizes`: each listed measurement's workload sizes by id; `regressed`: the gate's decision
+    on each listed regression, by id."""
     given = given or {}
     newest = {k: v for k, v in given.items() if k not in PAGING}
     return {
@@ -89,6 +106,9 @@ def _list_context(
         "older": newest | {"cursor": page.next} if page and page.next else None,
         "phase_options": PHASES,
         "sizes": sizes or {},
+        "regressed": regressed or {},
+        "window": DEFAULT_WINDOW,  # what history.regressions judges each listed run by
+        "threshold": DEFAULT_THRESHOLD,
     }
 
 
@@ -109,9 +129,11 @@ def measurement_list(
     page = history.listing(
         sessions, filters, limit=query.limit, offset=query.offset, after=query.after
     )
-    stored = history.workloads(sessions, [m.id for m in page.items])
-    sizes = {id_: _size(workload) for id_, workload in stored.items()}
-    return render(request, "measurements.html", _list_context(values, {}, page, given, sizes))
+    ids = [m.id for m in page.items]
+    sizes = {id_: _size(workload) for id_, workload in history.workloads(sessions, ids).items()}
+    regressed = history.regressions(sessions, ids)
+    context = _list_context(values, {}, page, given, sizes, regressed=regressed)
+    return render(request, "measurements.html", context)
 
 
 def _chart(catalogs: Catalogs, expectation: dict[str, object], measured: float) -> str | None:

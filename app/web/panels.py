@@ -12,7 +12,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from app import formatting as fmt
-from app.web.labels import GLYPH_EM, LABEL_SIZE, Key, Label, draw_labels, legend, place_labels
+from app.web.labels import (
+    GLYPH_EM,
+    LABEL_GAP,
+    LABEL_SIZE,
+    Key,
+    Label,
+    draw_labels,
+    legend,
+    place_labels,
+)
 from app.web.svg import (
     WIDTH,
     Box,
@@ -28,6 +37,7 @@ from app.web.svg import (
 _PANEL_HEIGHT = 170
 _GAP = 64
 _TOP = 16
+_RING = 7  # px, the radius of a ring around a marked point (a dot's is 3.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +160,11 @@ def _thinned(ticks: Sequence[tuple[float, str]], room: float) -> Sequence[tuple[
     return ticks[:: math.ceil(len(ticks) / fit)]
 
 
-def _panel(svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel) -> list[Label]:
-    """Draw one panel; returns its marker labels (placed with the others)."""
+def _panel(
+    svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel
+) -> tuple[list[Label], list[Box]]:
+    """Draw one panel; returns its marker labels (placed with the others) and the boxes of
+    its rings, which a label must leave readable."""
     y, y_ticks = _y_scale(box, panel)
     axes(svg, box, x, y, xs=[], ys=y_ticks)
     for value, label in _thinned(axis.ticks, box.right - box.left):
@@ -160,21 +173,52 @@ def _panel(svg: Svg, box: Box, x: Scale, axis: XAxis, panel: Panel) -> list[Labe
     axis_titles(svg, box, axis.title, panel.y_title)
     for band in panel.bands:
         _band(svg, x, y, band)
-    labels = [_marker(svg, box, x, y, marker) for marker in panel.markers]
+    verticals = [x(m.x) for m in panel.markers if m.x is not None and x.lo <= m.x <= x.hi]
+    ringed = {vx for series in panel.series if not series.line for vx, _ in series.points}
+    labels = [
+        _marker(svg, box, x, y, marker, verticals=verticals, ringed=marker.x in ringed)
+        for marker in panel.markers
+    ]
     for series in panel.series:
         _series(svg, x, y, series)
-    return [label for label in labels if label is not None]
+    rings = [
+        Box(px - _RING, py - _RING, px + _RING, py + _RING)
+        for series in panel.series
+        if not series.line
+        for px, py in ((x(vx), y(vy)) for vx, vy in series.points)
+    ]
+    return [label for label in labels if label is not None], rings
 
 
-def _marker(svg: Svg, box: Box, x: Scale, y: Scale, marker: Marker) -> Label | None:
+def _marker(
+    svg: Svg,
+    box: Box,
+    x: Scale,
+    y: Scale,
+    marker: Marker,
+    *,
+    verticals: Sequence[float],
+    ringed: bool,
+) -> Label | None:
+    """Draw a marker's line; returns its label: beside a vertical line, never across it (and
+    clear of the ring a point on it wears, when `ringed`); at the right end of a horizontal
+    one, left of any vertical line (`verticals`) it would cross."""
     if marker.x is not None and x.lo <= marker.x <= x.hi:
         px = x(marker.x)
         svg.line(px, box.top, px, box.bottom, marker.cls)
-        return Label(px + 4, box.top + 12, marker.label, f"{marker.cls}-label")
+        gap = _RING + LABEL_GAP if ringed else 4
+        label = Label(px + gap, box.top + 12, marker.label, f"{marker.cls}-label")
+        if label.box().right > box.right:  # beside its line on the left, never across it
+            return replace(label, x=px - gap, anchor="end")
+        return label
     if marker.y is not None:
         py = y(marker.y)
         svg.line(box.left, py, box.right, py, marker.cls)
-        return Label(box.right - 4, py - 4, marker.label, f"{marker.cls}-label", "end")
+        label = Label(box.right - 4, py - 4, marker.label, f"{marker.cls}-label", "end")
+        for px in sorted(verticals, reverse=True):
+            if label.box().left - 4 <= px <= label.box().right + 4:
+                label = replace(label, x=px - 4)
+        return label
     return None
 
 
@@ -192,7 +236,7 @@ def _series(svg: Svg, x: Scale, y: Scale, series: Series) -> None:
     pixels = [(x(px), y(py)) for px, py in series.points]
     if not series.line:  # rings, drawn over the points they mark
         for (px, py), (vx, _) in zip(pixels, series.points, strict=True):
-            svg.point(px, py, f"ring-{series.cls}", f"{series.name}: {fmt.number(vx, 4)}", r=7)
+            svg.point(px, py, f"ring-{series.cls}", f"{series.name}: {fmt.number(vx, 4)}", r=_RING)
         return
     if len(pixels) > 1:
         svg.polyline(pixels, f"series-{series.cls}")
@@ -231,9 +275,13 @@ def stacked_svg(title: str, axis: XAxis, panels: Sequence[Panel], width: int = W
     for index, panel in enumerate(panels):
         top = _TOP + index * (_PANEL_HEIGHT + _GAP)
         box = Box(left=64, top=top, right=width - 16, bottom=top + _PANEL_HEIGHT)
-        labels = _panel(svg, box, x, axis, panel)
+        labels, rings = _panel(svg, box, x, axis, panel)
         inside = [replace(a, x=a.x - box.left, y=a.y - box.top) for a in labels]
-        placed = place_labels(inside, box.right - box.left, box.bottom - box.top)
+        around = [
+            Box(r.left - box.left, r.top - box.top, r.right - box.left, r.bottom - box.top)
+            for r in rings
+        ]
+        placed = place_labels(inside, box.right - box.left, box.bottom - box.top, around)
         draw_labels(svg, [replace(a, x=a.x + box.left, y=a.y + box.top) for a in placed])
     left = 64 if width >= WIDTH else 8
     bottom = legend(svg, _keys(panels), left, height - _GAP + 44, width - 8)

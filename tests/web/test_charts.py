@@ -5,6 +5,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from statistics import fmean
 from xml.etree import ElementTree
 
 import pytest
@@ -12,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import Bound
+from app.engine.compare import mean_ratio
 from app.schemas.answers import ExpectedTime
 from app.schemas.comparison import Comparison as ChipComparison
-from app.schemas.comparison_bodies import Comparison
+from app.schemas.comparison_bodies import BaselineWindow, Comparison
 from app.schemas.measurement_bodies import HistoryPoint, Means, WorkloadComparison
 from app.schemas.planning_answers import OptimalBatchAnswer, ScalingAnswer, SweepRow
 from app.web import charts, svg
@@ -215,44 +217,58 @@ def test_sweep_chart_marks_the_questions_batch_and_the_latency_limit():
     assert 'class="you"' in document  # the user's batch, past the sweep: the axis reaches it
 
 
-def test_history_chart_plots_time_and_fraction_of_roofline():
+def _history(
+    times_s: list[float], expected_s: float, comparison: Comparison, step: timedelta
+) -> WorkloadComparison:
+    """A workload's history of runs `times_s` long (roofline `expected_s`), stored `step`
+    apart, and its latest run's `comparison`."""
     start = datetime(2026, 1, 1, tzinfo=UTC)
     points = [
         HistoryPoint(
             id=i,
-            created_at=start + timedelta(hours=i),
-            measured_time_s=0.010 + 0.001 * i,
-            expected_time_s=0.008,
-            ratio=(0.010 + 0.001 * i) / 0.008,
-            efficiency=0.008 / (0.010 + 0.001 * i),
-            verdict="near_roofline",
+            created_at=start + step * i,
+            measured_time_s=t,
+            expected_time_s=expected_s,
+            ratio=t / expected_s,
+            efficiency=expected_s / t,
+            verdict="faster_than_roofline" if t < expected_s else "room_to_improve",
             tokens_per_s=None,
             label=None,
             branch=None,
             git_commit=None,
             catalog_version="v",
         )
-        for i in range(1, 4)
+        for i, t in enumerate(times_s, start=1)
     ]
-    comparison = WorkloadComparison(
+    return WorkloadComparison(
         workload_key="k" * 64,
         chip_id="c",
         workload={},
-        count=3,
+        count=len(points),
         history=points,
-        best=points[0],
+        best=min(points, key=lambda p: p.measured_time_s),
         latest=points[-1],
-        means=Means(time_s=0.012, tokens_per_s=None, efficiency=0.66, ratio=1.5),
-        comparison=Comparison(
-            previous_id=2,
-            change_vs_previous=0.09,
-            baseline_id=None,
-            change_vs_baseline=None,
-            threshold=0.1,
-            regression=False,
+        means=Means(
+            time_s=fmean(times_s),
+            tokens_per_s=None,
+            efficiency=mean_ratio([p.efficiency for p in points]),
+            ratio=mean_ratio([p.ratio for p in points]),
         ),
+        comparison=comparison,
         overhead=None,
     )
+
+
+def test_history_chart_plots_time_and_fraction_of_roofline():
+    latest = Comparison(
+        previous_id=2,
+        change_vs_previous=0.09,
+        baseline_id=None,
+        change_vs_baseline=None,
+        threshold=0.1,
+        regression=False,
+    )
+    comparison = _history([0.011, 0.012, 0.013], 0.008, latest, timedelta(hours=1))
     document = history_svg(comparison, by="time")
     parse(document)
     assert document.count('class="dot-b"><title>') == 3
@@ -263,6 +279,78 @@ def test_history_chart_plots_time_and_fraction_of_roofline():
     by_run = history_svg(comparison)
     assert "run (evenly spaced, oldest first)" in by_run and ">#3</text>" in by_run
     assert re.search(r"measured ms: 11 at 1<", by_run)
+
+
+def _regressed_history() -> WorkloadComparison:
+    """Six runs of 9.47 ms of roofline work at 30, 30, 1, 30, 30, 40 ms: the third faster
+    than the roofline (fraction 9.47, the top of its panel), the last +33% against the median
+    30 ms of the five before it, a regression."""
+    expected = 0.00947
+    window = BaselineWindow(
+        source="previous",
+        requested=10,
+        runs=5,
+        run_ids=[5, 4, 3, 2, 1],
+        samples=5,
+        median_time_s=0.030,
+        spread_time_s=0.0,
+        median_efficiency=expected / 0.030,
+    )
+    latest = Comparison(
+        previous_id=5,
+        change_vs_previous=1 / 3,
+        baseline_id=None,
+        change_vs_baseline=None,
+        threshold=0.1,
+        regression=True,
+        regressed_on=["time", "efficiency"],
+        window=window,
+        change_vs_median=1 / 3,
+    )
+    times = [0.030, 0.030, 0.001, 0.030, 0.030, 0.040]
+    return _history(times, expected, latest, timedelta(minutes=1))
+
+
+@pytest.mark.parametrize("width", [svg.NARROW, svg.WIDTH])
+def test_the_regressed_runs_label_sits_beside_its_line_clear_of_the_rings(width):
+    document = history_svg(_regressed_history(), width)
+    root = parse(document)
+    marker_xs = {
+        float(line.get("x1", 0))
+        for line in root.iter(f"{{{NS['s']}}}line")
+        if line.get("class") == "regressed" and line.get("x1") == line.get("x2")
+    }
+    assert len(marker_xs) == 1  # the regressed run's line, in both panels
+    (marker_x,) = marker_xs
+    rings = [
+        svg.Box(
+            float(c.get("cx", 0)) - 7,
+            float(c.get("cy", 0)) - 7,
+            float(c.get("cx", 0)) + 7,
+            float(c.get("cy", 0)) + 7,
+        )
+        for c in root.iter(f"{{{NS['s']}}}circle")
+        if c.get("class", "").startswith("ring-")
+    ]
+    assert len(rings) == 4  # the regression and the timing error, in each panel
+    labels = [
+        t
+        for t in root.iter(f"{{{NS['s']}}}text")
+        if t.get("class") in {"regressed-label", "limit-label"}
+    ]
+    assert [t.text for t in labels].count("regression #6 +33%") == 2 and len(labels) == 3
+    for text in labels:
+        box = Label(
+            float(text.get("x", 0)),
+            float(text.get("y", 0)),
+            text.text or "",
+            anchor=text.get("text-anchor", "start"),
+        ).box()
+        # the last run's line is at the right of the chart: its label ends left of it, and the
+        # roofline's label stops short of it, struck by no line of a marker
+        assert box.right < marker_x, (text.text, box, marker_x)
+        for ring in rings:
+            assert not overlap(box, ring), (text.text, box, ring)
 
 
 @pytest.mark.parametrize(
@@ -475,6 +563,52 @@ def test_roofline_labels_never_overlap_and_stay_inside(  # noqa: PLR0917
         for b in boxes[i + 1 :]:
             assert not overlap(a, b), (a, b)
     assert_legend_covers_every_mark(document)
+
+
+@pytest.mark.parametrize("width", [svg.NARROW, svg.WIDTH])
+def test_roofline_labels_cover_no_point_and_cross_no_slope(width):
+    # a 4096 x 4096 x 4096 bf16 matmul on an H100: 2 x 4096^3 = 1.374e11 FLOPs over
+    # 3 x 4096^2 x 2 B = 1.007e8 B, 1,365 FLOP/B, right of the ridge (989e12 / 3.35e12 = 295
+    # FLOP/B): 1.374e11 / 989e12 = 139 us expected; measured 900 us (15%), far under the roof.
+    # On a phone's chart no side of the measured point has room for its label but below it,
+    # and left of the realistic point runs the slope
+    flops, expected = 2 * 4096**3, 2 * 4096**3 / 989e12
+    data = RooflineData(
+        "H100",
+        3.35e12,
+        Roof("bf16 matrix", 989e12),
+        flops,
+        3 * 4096**2 * 2,
+        expected,
+        measured_time_s=900e-6,
+        realistic_time_s=expected * 1.2,
+        realistic_range_s=(expected * 1.1, expected * 1.8),
+    )
+    root = parse(roofline_svg(data, width))
+    dots = [
+        svg.Box(
+            float(c.get("cx", 0)) - float(c.get("r", 0)),
+            float(c.get("cy", 0)) - float(c.get("r", 0)),
+            float(c.get("cx", 0)) + float(c.get("r", 0)),
+            float(c.get("cy", 0)) + float(c.get("r", 0)),
+        )
+        for c in root.iter(f"{{{NS['s']}}}circle")
+    ]
+    assert len(dots) == 4  # ridge, expected, realistic, measured
+    (slope,) = [p for p in root.iter(f"{{{NS['s']}}}polyline") if p.get("class") == "slope"]
+    (x0, y0), (x1, y1) = [
+        tuple(map(float, xy.split(","))) for xy in slope.get("points", "").split()
+    ]
+    along = [(x0 + (x1 - x0) * i / 400, y0 + (y1 - y0) * i / 400) for i in range(401)]
+    boxes = placed_boxes(roofline_svg(data, width))
+    assert len(boxes) == 6
+    for box in boxes:
+        for dot in dots:
+            assert not overlap(box, dot), (box, dot)
+        crossed = [
+            (px, py) for px, py in along if box.left < px < box.right and box.top < py < box.bottom
+        ]
+        assert crossed == [], box
 
 
 def test_every_chart_has_a_legend_entry_for_every_mark(client):

@@ -118,7 +118,8 @@ def test_an_unknown_address_is_a_page_with_ways_on_to_a_browser(client):
 def test_a_calculation_address_leads_a_browser_to_its_form_with_the_answer(client):
     # asked once by a JSON client first, so that its answer is stored: the browser still gets
     # the page (a stored answer is never served to a browser)
-    for path in ("/check", "/expected-time", "/memory-fit", "/optimal-batch", "/scaling"):
+    calculations = ("/check", "/expected-time", "/memory-fit", "/max-context", "/optimal-batch")
+    for path in (*calculations, "/scaling"):
         assert client.get(f"{path}?{QUESTION}", headers=CURL).headers["content-type"] == (
             "application/json"
         )
@@ -147,3 +148,19 @@ def test_the_measurement_pages_json_link_gives_json(client):
     answer = client.get(link.group(1), headers=HTML)
     assert answer.headers["content-type"] == "application/json"
     assert answer.json()["id"] == stored.json()["id"]
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/measurements?limit=0", "limit: Input should be greater than or equal to 1"),
+        ("/measurements/abc", "measurement_id: Input should be a valid integer"),
+        ("/chips?catalog_version=" + "x" * 65, "catalog_version: String should have at most 64"),
+    ],
+)
+def test_a_parameter_out_of_range_is_a_page_naming_it_to_a_browser(client, path, says):
+    page = client.get(path, headers=HTML)
+    assert page.status_code == 422 and f'<p class="error">{says}' in _page(page)
+    assert 'id="ways-on"' in page.text
+    answer = client.get(path, headers=CURL)  # a JSON client's 422 is unchanged
+    assert answer.status_code == 422 and answer.json()["detail"][0]["loc"][-1] in says

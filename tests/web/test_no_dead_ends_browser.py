@@ -7,7 +7,7 @@ import json
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.test_readable import screen  # noqa: F401  (the fixture: both widths)
+from tests.web.test_readable import screen, store  # noqa: F401  (screen: both widths)
 
 QUESTION = "chip=h100&model=llama-3.1-8b&batch=8"
 # address -> the heading the page opens with
@@ -23,13 +23,44 @@ ADDRESSES = {
 }
 
 
+# the GET addresses of the API that are for programs, which no page links to: JSON to anyone
+PROGRAMS = {"/health", "/catalog/versions"}
+
+
 def test_every_address_a_browser_reaches_is_a_page_that_fits(screen, url):  # noqa: F811
     width = screen.viewport_size["width"]
-    for path, heading in ADDRESSES.items():
+    stored = store(url)
+    run, key = stored["id"], stored["workload_key"]
+    addresses = {
+        **ADDRESSES,
+        "/": "Does my runtime make sense?",
+        "/comparison": "Compare chips",
+        "/catalog": "Chip catalog",
+        "/trace": "Check a profiler trace",
+        "/history": "Stored measurements",
+        f"/history/{key}": "Workload history",
+        "/measurements": "Stored measurements",
+        f"/measurements/{run}": f"Measurement {run}",
+        f"/workloads/{key}": "Workload history",
+        f"/max-context?{QUESTION}": "Does my runtime make sense?",
+        "/measurements?limit=0": "Bad request",  # a 422 page naming the parameter
+    }
+    for path, heading in addresses.items():
         response = screen.goto(url + path)
         assert response and response.headers["content-type"].startswith("text/html"), path
         expect(screen.locator("h1").first).to_have_text(heading)
-        assert screen.locator("main a").count() > 0, path  # a way on
+        assert screen.locator("main a, main form").count() > 0, path  # a way on
+        assert screen.evaluate("document.documentElement.scrollWidth") <= width, path
+    # every GET address of the API (none left out as the API grows), asked as a browser asks
+    # it: a page, but for the few for programs
+    paths = [
+        p for p, ops in httpx.get(f"{url}/openapi.json").json()["paths"].items() if "get" in ops
+    ]
+    assert set(paths) >= PROGRAMS
+    names = {"chip": "h100", "model": "llama-3.1-8b", "measurement_id": run, "workload_key": key}
+    for path in set(paths) - PROGRAMS:
+        response = screen.goto(url + path.format(**names))
+        assert response and response.headers["content-type"].startswith("text/html"), path
         assert screen.evaluate("document.documentElement.scrollWidth") <= width, path
     # the calculation's address answers at the form, with the question's answer
     screen.goto(f"{url}/check?{QUESTION}&measured_ms=30")

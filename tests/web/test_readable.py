@@ -69,12 +69,48 @@ def upload_trace(page: Page, url: str, name: str = "mixed.json") -> None:
     expect(page.locator("#trace-result")).to_be_visible()
 
 
+# in the page: the text of each verdict tag and mark in the lists ("near roofline", "▲
+# regression +33.3%") and of each verdict said in a sentence that the browser laid out on
+# more than one line
+BROKEN_PHRASES = r"""() => {
+  const broken = [];
+  for (const phrase of document.querySelectorAll('main .tag, main .flag, main code.phrase')) {
+    const range = document.createRange();
+    range.selectNodeContents(phrase);
+    const tops = new Set(Array.from(range.getClientRects())
+      .filter(r => r.width > 0).map(r => Math.round(r.top)));
+    if (tops.size > 1) broken.push(phrase.textContent);
+  }
+  return broken;
+}"""
+
+
+def test_verdicts_and_marks_are_whole_in_the_lists(screen, url):
+    # Llama 3.1 8B decoding at batch 16 on an A100: a roofline of about 9.5 ms, so 12 ms is
+    # near it, 30 ms room to improve, 1 ms faster than it (a timing error), 300 ms an order
+    # of magnitude slower. Each against the median of the runs before it: 30 ms against 12 ms
+    # (+150%) and 300 ms against 12 ms (of 12, 30, 1) are regressions, marked in the list;
+    # the workload's page marks its latest run's alone
+    for ms in (12, 30, 1, 300):
+        stored = store(url, measured_ms=ms)
+    for path, regressions in (("/history", 2), (f"/history/{stored['workload_key']}", 1)):
+        screen.goto(url + path)
+        tags = screen.locator("#runs .tag")
+        for words in ("near roofline", "room to improve", "faster than roofline"):
+            expect(tags.filter(has_text=words).first).to_be_visible()
+        expect(tags.filter(has_text="order of magnitude slower").first).to_be_visible()
+        expect(screen.locator("#runs .flag-regressed")).to_have_count(regressions)
+        expect(screen.locator("#runs .flag-error")).to_have_count(1)
+        assert screen.evaluate(BROKEN_PHRASES) == [], path
+
+
 def test_words_are_never_split_across_lines(screen, url):
     # each verdict in its words, and the trace's operator names (aten::linear, aten::cos)
     for measured in ("30", "12", "1", "300"):
         screen.goto(f"{url}/?chip=a100&model=llama-3.1-8b&batch=8&measured_ms={measured}")
         expect(screen.locator("#verdict code").first).to_be_visible()
         assert screen.evaluate(SPLIT_WORDS) == [], measured
+        assert screen.evaluate(BROKEN_PHRASES) == [], measured  # nor a verdict's phrase
     upload_trace(screen, url)
     expect(screen.locator("#trace-ops code").first).to_be_visible()
     assert screen.evaluate(SPLIT_WORDS) == []
@@ -112,7 +148,7 @@ SHOWN = """e => {
 }"""
 
 
-def test_no_page_is_wider_than_a_phone(phone375, url):
+def test_no_page_is_wider_than_the_screen(screen, url):
     stored = store(url)
     pages = [
         "/",
@@ -129,13 +165,14 @@ def test_no_page_is_wider_than_a_phone(phone375, url):
         "/trace",
         "/history/no-such-workload",
     ]
+    screen_width = screen.viewport_size["width"]
     for path in pages:
-        phone375.goto(url + path)
-        width = phone375.evaluate("document.documentElement.scrollWidth")
-        assert width <= PHONE, f"{path} is {width} px wide on a {PHONE} px screen"
-    upload_trace(phone375, url)
-    width = phone375.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE, f"the trace's answer is {width} px wide on a {PHONE} px screen"
+        screen.goto(url + path)
+        width = screen.evaluate("document.documentElement.scrollWidth")
+        assert width <= screen_width, f"{path} is {width} px wide on a {screen_width} px screen"
+    upload_trace(screen, url)
+    width = screen.evaluate("document.documentElement.scrollWidth")
+    assert width <= screen_width, f"the trace's answer is {width} px on a {screen_width} px screen"
 
 
 def test_phone_tables_show_what_the_user_came_for(phone375, url):

@@ -1,5 +1,6 @@
 """Regressions where people scan (issue 37 item 5): the regressed run and faster-than-roofline
-timing errors are marked, with words, in the history lists and on the workload chart; the
+timing errors are marked, with words, in the history lists (the list of stored measurements
+judging each run as its own page does) and on the workload chart; the
 chart spaces runs evenly by default (a toggle gives wall-clock time); the baseline window is
 drawn as its median and threshold band. In headless Chromium at 375 and 1280 px, and through
 the ASGI app.
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from tests.web.test_readable import screen  # noqa: F401  (the fixture: both widths)
+from tests.web.test_readable import SHOWN, screen  # noqa: F401  (screen: both widths)
 
 TIMES_MS = (30, 30, 1, 30, 30, 40)
 
@@ -85,12 +86,34 @@ def test_the_regression_and_timing_errors_are_marked_where_people_scan(screen, u
     expect(screen).to_have_url(re.compile(r"axis=time"))
     expect(screen.locator("#history svg:visible text.axis").first).to_have_text("time (UTC)")
     expect(screen.locator("#history svg:visible circle.ring-regressed")).to_have_count(2)
-    # the measurement list marks the timing error too
+
+
+def test_the_list_of_stored_runs_marks_the_regressed_run_and_the_timing_error(screen, url):  # noqa: F811
+    stored = _store_all(lambda path, json: httpx.post(url + path, json=json, timeout=30))
+    last, error = stored[-1]["id"], stored[2]["id"]
+    # the list marks the regressed run, judged as its own page judges it (against the runs
+    # before it: +33.3% here too), and the timing error; each on the screen as drawn
     screen.goto(f"{url}/history")
-    flags = screen.locator("#runs .flag-error")
-    expect(flags).to_have_count(1)
-    expect(flags).to_be_visible()
+    regressed = screen.locator("#runs tbody tr.regressed")
+    expect(regressed).to_have_count(1)
+    expect(regressed.get_by_role("link", name=str(last), exact=True)).to_be_visible()
+    flag = regressed.locator(".flag-regressed")
+    expect(flag).to_have_text("▲ regression +33.3%")
+    assert flag.evaluate(SHOWN)
+    # the words are what a screen reader says: the mark beside them is hidden from it
+    expect(flag.locator('[aria-hidden="true"]')).to_have_text("▲")
+    errors = screen.locator("#runs tbody tr", has=screen.locator(".flag-error"))
+    expect(errors).to_have_count(1)
+    expect(errors.get_by_role("link", name=str(error), exact=True)).to_be_visible()
+    expect(errors.locator(".flag-error")).to_have_text("⚠ timing error")
+    assert errors.locator(".flag-error").evaluate(SHOWN)
     assert screen.evaluate("document.documentElement.scrollWidth") <= screen.viewport_size["width"]
+    # under the list, what each mark means
+    expect(screen.locator("#marks")).to_contain_text("against the latest 10 runs of its workload")
+    expect(screen.locator("#marks")).to_contain_text("faster than the roofline allows")
+    # the measurement's own page says the same
+    screen.get_by_role("link", name=str(last), exact=True).click()
+    expect(screen.locator("#regression")).to_contain_text("yes")
 
 
 def test_the_chart_axis_is_a_parameter_of_the_workload_page(client):
