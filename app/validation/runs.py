@@ -11,7 +11,8 @@ reported rate, so the time is the one the source measured for that work):
   TFLOP/s -> flops / (value * 1e12); GB/s -> bytes / (value * 1e9);
   MFU -> flops / (value * catalog peak); s, ms -> the value itself;
   out_tok/s (generate rows) -> batch * gen_len / value; out_tok/s/chip -> the same over
-  value * tp; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value;
+  value * tp; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value,
+  (training rows, all chips together) -> tokens_per_step / value;
   tok/s/chip (training rows) -> tokens_per_step / (chips * value).
 Transformer rows (decode, prefill, generate) use the engine's `estimate` on a catalog model.
 Training rows are `custom` work of 6 N D FLOPs per step (Kaplan et al. 2020,
@@ -81,6 +82,8 @@ PROFILES = {
     "megatron-deepspeed": Software.MEGATRON,
     "maxtext": Software.MAXTEXT,
     "gpt-fast": Software.COMPILED,
+    "vllm": Software.VLLM,
+    "sglang": Software.SGLANG,
 }
 # Attention rows by the kernel they ran: FlashAttention-2 issues Ampere's warp-level MMA on
 # every chip; FlashAttention-3 and cuDNN use the chip's fastest path.
@@ -217,6 +220,8 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
         return float(row.params["batch"] * row.params["gen_len"]) / (value * tp)
     if unit == "tok/s":  # decode: batch new tokens per step; prefill: batch x seq_len prompt tokens
         p = row.params
+        if row.workload == "training":  # one step's tokens over all the chips together
+            return float(p["tokens_per_step"]) / value
         tokens = p["batch"] if p["phase"] == "decode" else p["batch"] * p["seq_len"]
         return float(tokens) / value
     if unit == "tok/s/chip":  # training: one step's tokens over the chips, at this rate per chip
@@ -239,7 +244,7 @@ def _roofline(
         batch=p["batch"],
         seq_len=p["seq_len"],
         gen_len=p.get("gen_len", 1),
-        precision=Precision(dtype, dtype, dtype),
+        precision=Precision(dtype, Dtype(p.get("weights", dtype)), dtype),
         tp=p.get("tp", 1),
         software=row.profile,
     )
