@@ -310,7 +310,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "10,977 tokens, limited by latency (memory alone allows 58,406)",
+        "10,985 tokens, limited by latency (memory alone allows 58,406)",
         "max-context?chip=a100",
         (
             F("max_context", "{:,} tokens"),
@@ -397,7 +397,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "8 -> 64 GPUs give only 4x? speedup 3.99x at 50% efficiency, every count fits",
+        "8 -> 64 GPUs give only 4x? speedup 4.11x at 51% efficiency, every count fits",
         "/scaling?",
         (
             F("points.0.chips", "{} ->"),
