@@ -9,35 +9,36 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.6837, 1.0418, 2.2602, 34, 5),
     },
     "decode": {
-        "typical": (1.3265, 1.1596, 2.2914, 15, 3),
-        "tensorrt-llm": (1.461, 1.2771, 2.5237, 5, 1),
-        "compiled": (1.3269, 1.1599, 2.292, 8, 1),
+        "typical": (1.5079, 1.2383, 2.4821, 41, 5),
+        "tensorrt-llm": (1.461, 1.1998, 2.4049, 5, 1),
+        "llama.cpp": (1.2406, 1.0188, 2.0422, 3, 2),
+        "compiled": (1.5315, 1.2577, 2.521, 33, 2),
     },
     "elementwise": {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
     },
     "generate": {
-        "typical": (1.3739, 1.04, 1.9733, 163, 11),
-        "tensorrt-llm": (1.4974, 1.1335, 2.1506, 34, 4),
-        "vllm": (1.3872, 1.0501, 1.9925, 9, 3),
-        "llama.cpp": (1.0862, 0.8222, 1.5601, 20, 1),
+        "typical": (1.3566, 0.9926, 1.9882, 167, 12),
+        "tensorrt-llm": (1.4974, 1.0957, 2.1946, 34, 4),
+        "vllm": (1.3872, 1.0151, 2.0332, 9, 3),
+        "llama.cpp": (1.0862, 0.7948, 1.592, 20, 1),
     },
     "matmul": {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.2813, 0.9794, 2.2993, 38, 5),
-        "tensorrt-llm": (1.669, 1.2757, 2.9951, 12, 2),
-        "llama.cpp": (1.1552, 0.883, 2.073, 26, 3),
+        "typical": (1.2924, 0.7478, 2.9272, 44, 6),
+        "tensorrt-llm": (1.669, 0.9657, 3.78, 12, 2),
+        "llama.cpp": (1.2342, 0.7141, 2.7952, 32, 4),
     },
     "training": {
-        "typical": (1.8436, 1.5353, 2.6555, 58, 11),
-        "megatron": (2.0635, 1.7184, 2.9722, 26, 5),
-        "maxtext": (1.3219, 1.1008, 1.904, 22, 2),
+        "typical": (1.9238, 1.509, 2.9391, 212, 14),
+        "megatron": (2.0635, 1.6185, 3.1525, 26, 5),
+        "maxtext": (1.3406, 1.0515, 2.0481, 25, 3),
     },
 }
 
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6813, 1.6416)
+STACK_SPREAD: tuple[float, float] = (0.7068, 1.5587)
