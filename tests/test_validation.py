@@ -160,9 +160,7 @@ def test_quantised_weights_and_whole_group_token_rates() -> None:
 
 
 def test_recomputation_and_attention_add_training_flops() -> None:
-    r = next(
-        r for r in RESULTS if r.row.id == "llmfoundry-mpt7b-h100-sxm5-80gb-bf16-seq4096-8gpu"
-    )
+    r = next(r for r in RESULTS if r.row.id == "llmfoundry-mpt7b-h100-sxm5-80gb-bf16-seq4096-8gpu")
     # MPT-7B (6667247616 params, 32 layers of width 4096) at 4096 tokens, activation
     # checkpointing on: per token the forward is 2 N = 1.3334e10 plus causal attention
     # 2 x 32 x 4096 x 4096 = 1.0737e9, 1.4408e10 in all; 4 passes (forward, recomputed forward,

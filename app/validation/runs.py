@@ -213,9 +213,8 @@ def training_flops_per_token(p: dict[str, Any]) -> float:
     """A training row's FLOPs per token (module docstring): passes x the forward's 2 N, plus
     causal attention's 2 L d seq where the row names the model's layers and width; 3 passes
     (forward, activation and weight gradients: 6 N), 4 with activation recomputation."""
-    forward = 2.0 * p["params"] + 2.0 * p.get("layers", 0) * p.get("d_model", 0) * p.get(
-        "seq_len", 0
-    )
+    attention = 2.0 * float(p.get("layers", 0) * p.get("d_model", 0) * p.get("seq_len", 0))
+    forward = 2.0 * float(p["params"]) + attention
     return (4.0 if p.get("recompute", False) else 3.0) * forward
 
 
