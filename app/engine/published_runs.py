@@ -11,7 +11,7 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
     "decode": {
         "typical": (1.5079, 1.2383, 2.4821, 41, 5),
         "tensorrt-llm": (1.461, 1.1998, 2.4049, 5, 1),
-        "llama.cpp": (1.2406, 1.0188, 2.0422, 3, 2),
+        "llama.cpp": (1.1703, 0.9611, 1.9265, 3, 2),
         "compiled": (1.5315, 1.2577, 2.521, 33, 2),
     },
     "elementwise": {
