@@ -9,10 +9,10 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.6837, 1.0418, 2.2602, 34, 5),
     },
     "decode": {
-        "typical": (1.5079, 1.2383, 2.4821, 41, 5),
-        "tensorrt-llm": (1.461, 1.1998, 2.4049, 5, 1),
-        "llama.cpp": (1.1703, 0.9611, 1.9265, 3, 2),
-        "compiled": (1.5315, 1.2577, 2.521, 33, 2),
+        "typical": (1.4922, 1.1626, 2.4563, 44, 7),
+        "tensorrt-llm": (1.461, 1.1383, 2.4049, 5, 1),
+        "llama.cpp": (1.1978, 0.9332, 1.9716, 4, 3),
+        "compiled": (1.5315, 1.1932, 2.521, 33, 2),
     },
     "elementwise": {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
@@ -27,9 +27,9 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.2924, 0.7478, 2.9272, 44, 6),
-        "tensorrt-llm": (1.669, 0.9657, 3.78, 12, 2),
-        "llama.cpp": (1.2342, 0.7141, 2.7952, 32, 4),
+        "typical": (1.2923, 0.9433, 2.9512, 45, 7),
+        "tensorrt-llm": (1.669, 1.2183, 3.8114, 12, 2),
+        "llama.cpp": (1.2266, 0.8954, 2.8011, 33, 5),
     },
     "training": {
         "typical": (1.9238, 1.509, 2.9391, 212, 14),
@@ -41,4 +41,4 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.7068, 1.5587)
+STACK_SPREAD: tuple[float, float] = (0.7014, 1.5703)
