@@ -13,7 +13,17 @@ from app.engine.units import Dtype, Unit
 # at::opmath_type<Half> and <BFloat16> are float), so where a chip publishes no narrow vector
 # rate, the fp32 vector peak is the one that bounds them.
 _NARROW = frozenset(
-    {Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.FP4, Dtype.INT4, Dtype.MXFP4}
+    {
+        Dtype.BF16,
+        Dtype.FP16,
+        Dtype.FP8,
+        Dtype.INT8,
+        Dtype.FP4,
+        Dtype.INT4,
+        Dtype.MXFP4,
+        Dtype.Q4_0,
+        Dtype.Q8_0,
+    }
 )
 
 

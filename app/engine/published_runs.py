@@ -9,32 +9,36 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.6837, 1.0418, 2.2602, 34, 5),
     },
     "decode": {
-        "typical": (1.3269, 1.0987, 2.2312, 14, 3),
-        "tensorrt-llm": (1.461, 1.2097, 2.4567, 5, 1),
-        "compiled": (1.3269, 1.0987, 2.2312, 8, 1),
+        "typical": (1.4922, 1.1626, 2.4563, 44, 7),
+        "tensorrt-llm": (1.461, 1.1383, 2.4049, 5, 1),
+        "llama.cpp": (1.1978, 0.9332, 1.9716, 4, 3),
+        "compiled": (1.5315, 1.1932, 2.521, 33, 2),
     },
     "elementwise": {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
     },
     "generate": {
-        "typical": (1.4974, 1.0711, 2.1163, 34, 4),
-        "tensorrt-llm": (1.4974, 1.0711, 2.1163, 34, 4),
+        "typical": (1.3566, 0.9926, 1.9882, 167, 12),
+        "tensorrt-llm": (1.4974, 1.0957, 2.1946, 34, 4),
+        "vllm": (1.3872, 1.0151, 2.0332, 9, 3),
+        "llama.cpp": (1.0862, 0.7948, 1.592, 20, 1),
     },
     "matmul": {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.6794, 1.2923, 2.8359, 13, 3),
-        "tensorrt-llm": (1.669, 1.2842, 2.8183, 12, 2),
+        "typical": (1.6794, 0.7981, 3.1468, 45, 7),
+        "tensorrt-llm": (1.669, 0.7931, 3.1272, 12, 2),
+        "llama.cpp": (1.7913, 0.8513, 3.3564, 33, 5),
     },
     "training": {
-        "typical": (1.7408, 1.4497, 2.1901, 53, 10),
-        "megatron": (2.0635, 1.7184, 2.596, 26, 5),
-        "maxtext": (1.3219, 1.1008, 1.663, 22, 2),
+        "typical": (1.9238, 1.509, 2.9391, 212, 14),
+        "megatron": (2.0635, 1.6185, 3.1525, 26, 5),
+        "maxtext": (1.3406, 1.0515, 2.0481, 25, 3),
     },
 }
 
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6182, 1.7764)
+STACK_SPREAD: tuple[float, float] = (0.7095, 1.5703)

@@ -42,7 +42,8 @@ class Precision:
     weights in `weights`; embeddings, lm_head, norms and biases stay in `compute`, as GPTQ,
     AWQ and bitsandbytes leave them (and a checkpoint that quantises its experts alone leaves
     the other linear weights too: `linear_sizes`). Quantisation scales are not counted, but
-    in MXFP4's size, whose 8-bit scale per 32 values is part of the format.
+    in the sizes of the block formats that carry them: MXFP4's 8-bit scale per 32 values,
+    llama.cpp's Q4_0 and Q8_0 fp16 scale per 32.
 
     `sparse`: the blocks' linear weights (attention projections, MLPs, routers and experts)
     are 2:4 structured-sparse, stored compressed in `weights` (`sparse_bytes`), their

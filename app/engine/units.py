@@ -5,7 +5,8 @@ Humans get formatted values only at the edges (API docs, HTML pages).
 
 - GB = 1e9 bytes, GiB = 2**30 bytes; bandwidths are decimal (1 TB/s = 1e12 bytes/s).
 - Dtype sizes (docs/formulas.md#units): fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1,
-  fp4/int4 0.5 bytes; mxfp4 0.53125 (4-bit values and one 8-bit scale per 32 of them).
+  fp4/int4 0.5 bytes; mxfp4 0.53125 (4-bit values and one 8-bit scale per 32 of them);
+  llama.cpp's q4_0 0.5625 and q8_0 1.0625 (one fp16 scale per 32 values).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class Dtype(StrEnum):
     FP4 = "fp4"
     INT4 = "int4"
     MXFP4 = "mxfp4"  # a storage format of weights (gpt-oss's experts), not a peak's dtype
+    Q4_0 = "q4_0"  # llama.cpp's (GGUF) storage formats of weights, not peaks' dtypes
+    Q8_0 = "q8_0"
 
 
 class Unit(StrEnum):
@@ -73,6 +76,11 @@ DTYPE_BYTES: dict[Dtype, float] = {
     # OCP Microscaling Formats (MX) v1.0: blocks of 32 FP4 (E2M1) values sharing one 8-bit
     # (E8M0) scale: (32 x 4 + 8) / 32 = 4.25 bits an element
     Dtype.MXFP4: (32 * 4 + 8) / 32 / BITS_PER_BYTE,
+    # ggml's block formats (ggml/src/ggml-common.h, https://github.com/ggml-org/llama.cpp):
+    # block_q4_0 is one fp16 scale and 32 4-bit values, 2 + 16 = 18 bytes (4.5 bits an
+    # element); block_q8_0 one fp16 scale and 32 int8 values, 2 + 32 = 34 bytes (8.5 bits)
+    Dtype.Q4_0: (16 + 32 * 4) / 32 / BITS_PER_BYTE,
+    Dtype.Q8_0: (16 + 32 * 8) / 32 / BITS_PER_BYTE,
 }
 
 

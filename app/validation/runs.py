@@ -11,13 +11,20 @@ reported rate, so the time is the one the source measured for that work):
   TFLOP/s -> flops / (value * 1e12); GB/s -> bytes / (value * 1e9);
   MFU -> flops / (value * catalog peak); s, ms -> the value itself;
   out_tok/s (generate rows) -> batch * gen_len / value; out_tok/s/chip -> the same over
-  value * tp; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value;
+  value * tp; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value,
+  (training rows, all chips together) -> tokens_per_step / value;
   tok/s/chip (training rows) -> tokens_per_step / (chips * value).
 Transformer rows (decode, prefill, generate) use the engine's `estimate` on a catalog model.
 Training rows are `custom` work of 6 N D FLOPs per step (Kaplan et al. 2020,
 https://arxiv.org/abs/2001.08361, eq. 2.1: forward + backward ~ 6 FLOPs per parameter per
 token), split evenly over the chips, reading each chip's bf16 weight shard once (2 N / chips
-bytes); attention FLOPs are left out, as in the sources' own MFU accounting.
+bytes); attention FLOPs are left out, as in the sources' own MFU accounting, except where a
+row names the model's layers L, width d and sequence length: then each token's forward adds
+causal attention's 2 L d seq FLOPs (Q K^T and the scores times V, 2 d seq each per layer, half
+of it masked; Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198, count 4 b s^2 h per
+layer unmasked). A row that recomputes activations runs the forward twice: 4 passes of the
+forward's FLOPs instead of 3 (the "HFU" accounting of Chowdhery et al. 2022,
+https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them.
 """
 
 from __future__ import annotations
@@ -69,9 +76,11 @@ KINDS = {
 }
 # The CSV's stacks by the engine profile they are runs of. NIM and NeMo inference serve
 # through TensorRT-LLM; NeMo and Megatron-Bridge train with Megatron-Core; gpt-fast decodes
-# under torch.compile (reduce-overhead: CUDA graphs). Kernel rows (a single GEMM, attention
-# or copy) are typical whatever launched them: a stack changes only their fixed costs,
-# which these large kernels do not feel.
+# under torch.compile (reduce-overhead: CUDA graphs) and torchtitan's compiled runs train
+# under it. Stacks without an engine profile (lmdeploy, ExLlama, optimum-habana,
+# llm-foundry) are typical tuned software. Kernel rows (a single GEMM, attention or copy)
+# are typical whatever launched them: a stack changes only their fixed costs, which these
+# large kernels do not feel.
 PROFILES = {
     "tensorrt-llm": Software.TENSORRT_LLM,
     "nim": Software.TENSORRT_LLM,
@@ -81,6 +90,9 @@ PROFILES = {
     "megatron-deepspeed": Software.MEGATRON,
     "maxtext": Software.MAXTEXT,
     "gpt-fast": Software.COMPILED,
+    "torchtitan-compile": Software.COMPILED,
+    "vllm": Software.VLLM,
+    "sglang": Software.SGLANG,
 }
 # Attention rows by the kernel they ran: FlashAttention-2 issues Ampere's warp-level MMA on
 # every chip; FlashAttention-3 and cuDNN use the chip's fastest path.
@@ -190,11 +202,20 @@ def work(row: Measurement) -> Work:
     if row.workload == "triad":  # a = b + s c: saxpy's 2 FLOPs and 3 arrays per element
         return saxpy(p["elements"], Dtype(p["dtype"]))
     if row.workload == "training":
-        flops = 6.0 * p["params"] * p["tokens_per_step"] / p["chips"]
+        flops = training_flops_per_token(p) * p["tokens_per_step"] / p["chips"]
         bytes_moved = 2.0 * p["params"] / p["chips"]
         step = custom(flops, bytes_moved, Dtype(p["dtype"]), Unit.MATRIX)
         return replace(step, kind=Kind.TRAINING)
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
+
+
+def training_flops_per_token(p: dict[str, Any]) -> float:
+    """A training row's FLOPs per token (module docstring): passes x the forward's 2 N, plus
+    causal attention's 2 L d seq where the row names the model's layers and width; 3 passes
+    (forward, activation and weight gradients: 6 N), 4 with activation recomputation."""
+    attention = 2.0 * float(p.get("layers", 0) * p.get("d_model", 0) * p.get("seq_len", 0))
+    forward = 2.0 * float(p["params"]) + attention
+    return (4.0 if p.get("recompute", False) else 3.0) * forward
 
 
 def measured_seconds(row: Measurement, roof: Roofline) -> float:
@@ -217,6 +238,8 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
         return float(row.params["batch"] * row.params["gen_len"]) / (value * tp)
     if unit == "tok/s":  # decode: batch new tokens per step; prefill: batch x seq_len prompt tokens
         p = row.params
+        if row.workload == "training":  # one step's tokens over all the chips together
+            return float(p["tokens_per_step"]) / value
         tokens = p["batch"] if p["phase"] == "decode" else p["batch"] * p["seq_len"]
         return float(tokens) / value
     if unit == "tok/s/chip":  # training: one step's tokens over the chips, at this rate per chip
@@ -239,7 +262,7 @@ def _roofline(
         batch=p["batch"],
         seq_len=p["seq_len"],
         gen_len=p.get("gen_len", 1),
-        precision=Precision(dtype, dtype, dtype),
+        precision=Precision(dtype, Dtype(p.get("weights", dtype)), dtype),
         tp=p.get("tp", 1),
         software=row.profile,
     )

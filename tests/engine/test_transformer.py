@@ -128,6 +128,21 @@ def test_weight_only_quantisation_shrinks_the_streamed_weights():
     assert bf16_kv.bytes - fp8_kv.bytes == pytest.approx(1025 * 65_536)
 
 
+def test_llama_cpp_block_formats_stream_their_scales():
+    # GGUF Q4_0 holds 32 4-bit weights and one fp16 scale in 18 bytes (0.5625 a weight), Q8_0
+    # 32 int8 weights and one in 34 (1.0625): the blocks' 6,979,321,856 linear weights stream
+    # 3,925,868,544 and 7,415,529,472 bytes, embeddings and lm_head in bf16 as for int4:
+    # + (525,336,576 + 266,240) * 2 = 1,051,205,632, + the cached token read and written
+    kv = 2 * 131_072
+    q4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.Q4_0))
+    q8 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.Q8_0))
+    assert q4.bytes == pytest.approx(3_925_868_544 + 1_051_205_632 + kv)
+    assert q8.bytes == pytest.approx(7_415_529_472 + 1_051_205_632 + kv)
+    # the scales are what a bare int4 (0.5 a weight) leaves out: 0.0625 x 6,979,321,856
+    w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
+    assert q4.bytes - w4.bytes == pytest.approx(436_207_616)
+
+
 def test_moe_decode_reads_more_experts_as_the_batch_grows():
     # one token touches k=2 of 8 experts; 8 tokens touch 8 (1 - (3/4)^8) = 7.2 on average
     assert experts_touched(8, 2, 1) == pytest.approx(2)
