@@ -28,6 +28,9 @@ PAGES = {
     "catalog": "/catalog",
     "history": "/history",
     "trace": "/trace",
+    "table": "/table",
+    "chip": "/chips/a100",
+    "model": "/models/llama-3.1-8b",
 }
 WIDTHS = {"phone": 375, "desktop": 1280}
 
