@@ -17,7 +17,7 @@ from app.engine import (
     kv_bytes_per_token,
     param_counts,
 )
-from app.engine.transformer import decode, experts_touched, prefill
+from app.engine.transformer import decode, experts_touched, prefill, prefill_terms
 from tests.engine.chips import A100, H100
 from tests.engine.models import BERT, LLAMA_8B, MISTRAL_7B, MIXTRAL
 
@@ -151,6 +151,16 @@ def test_moe_decode_reads_more_experts_as_the_batch_grows():
     many = decode(MIXTRAL, 64, 1, BF16).bytes
     counts = param_counts(MIXTRAL)
     assert one < many < 2 * counts.total * 1.01
+
+
+def test_moe_prefill_prices_its_experts_by_the_tokens_each_computes():
+    # Mixtral prefill of 2,048 tokens: 4,096 expert-tokens touch all 8 experts (8 (1 - 0.75^
+    # 2048) = 8), M = 512 rows each; the experts' FLOPs are k = 2 experts a token,
+    # 2 x 2 x (3 x 4096 x 14336 = 176,160,768) x 32 layers x 2,048 = 46,179,488,366,592, and
+    # their bytes all 8 experts once: 32 x 8 x 176,160,768 x 2 B = 90,194,313,216
+    experts = next(t for t in prefill_terms(MIXTRAL, 1, 2048, BF16) if t.name == "experts")
+    assert experts.flops == pytest.approx(46_179_488_366_592)
+    assert experts.bytes == pytest.approx(90_194_313_216)
 
 
 def test_tensor_parallel_splits_the_work_and_adds_all_reduce_time():
