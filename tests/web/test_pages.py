@@ -802,9 +802,11 @@ def test_a_chip_page_shows_its_cache_and_its_peaks_from_their_parts(client):
     assert 'Last-level cache (L2) bandwidth</th><td class="num">7.22 TB/s' in page
     # 108 SMs x 1.41 GHz x 2,048 FLOP per SM per cycle = 311.9e12, shown as the listed 312
     derivation = page.split('id="peak-derivation"')[1]
-    row = re.search(r"<th scope=\"row\">bf16 matrix</th>(.*?)</tr>", derivation, re.S)
+    row = re.search(
+        r"<th scope=\"row\" class=\"head\">bf16 matrix</th>(.*?)</tr>", derivation, re.S
+    )
     assert row is not None
-    cells = re.findall(r"<td class=\"num\">([^<]*)</td>", row.group(1))
+    cells = re.findall(r"<td class=\"num[^\"]*\"[^>]*>([^<]*)</td>", row.group(1))
     times = "\N{MULTIPLICATION SIGN}"
     assert cells == [
         "108 SMs",
