@@ -1,0 +1,60 @@
+"""Power-limited chips (T4 70 W, L4 72 W): their sustained matrix fractions are their own
+measurements of long GEMM runs under the power cap, not a bigger sibling's fraction.
+Every expected value is derived by hand in the comment beside it."""
+
+import pytest
+
+from app.catalog.loader import load_chip_catalog
+from app.engine import Bound, Dtype, matmul, place
+from app.settings import Settings
+
+CATALOG = load_chip_catalog(Settings().chip_catalog)
+
+# chip, board power (W), its measurement's source key, measured TFLOP/s, peak TFLOP/s
+POWER_LIMITED = [
+    ("t4", 70, "t4-gemm-forum", 24.0, 65.0),  # cuBLAS fp16 4096^3, 100 iterations
+    ("l4", 72, "l4-matmul", 56.90, 121.0),  # torch bf16 10240^3
+]
+
+
+@pytest.mark.parametrize(("chip_id", "watts", "source", "measured", "peak"), POWER_LIMITED)
+def test_the_sustained_fraction_is_the_chips_own_measurement(
+    chip_id, watts, source, measured, peak
+):
+    record = CATALOG.resolve(chip_id)
+    figure = record.entry.sustained.matrix
+    assert record.entry.board_power_w is not None
+    assert record.entry.board_power_w.value == watts
+    assert figure.source == source
+    assert CATALOG.catalog.sources[source].kind == "measurement"
+    assert CATALOG.catalog.sources[source].url.startswith("https://")
+    # T4: 24.0 / 65 = 0.3692 -> 0.369; L4: 56.90 / 121 = 0.4702 -> 0.470
+    assert record.chip.sustained_matrix == pytest.approx(measured / peak, abs=5e-4)
+    # no per-dtype override: the one measured fraction is every matrix dtype's
+    assert dict(record.chip.sustained_matrix_by_dtype) == {}
+
+
+def test_a_4096_cubed_fp16_gemm_on_a_t4():
+    # 2 x 4096^3 = 137,438,953,472 FLOPs; A, B read and C written, 3 x 4096^2 x 2 bytes =
+    # 100,663,296 B. Ideal: compute 137,438,953,472 / 65e12 = 2.1144 ms, memory
+    # 100,663,296 / 320e9 = 0.3146 ms: compute-bound, 2.1144 ms. Sustained: compute
+    # 2.1144 / 0.369 = 5.7302 ms, memory 0.3146 / 0.833 = 0.3776 ms: 5.7302 ms, i.e.
+    # 137,438,953,472 / 5.7302 ms = 23.985 TFLOP/s, the ~24 the forum measured at this shape
+    t4 = CATALOG.resolve("t4").chip
+    roof = place(matmul(4096, 4096, 4096, Dtype.FP16), t4)
+    assert roof.bound is Bound.COMPUTE
+    assert roof.flops == 2 * 4096**3
+    assert roof.expected_time == pytest.approx(2.114445e-3, rel=1e-5)
+    assert roof.sustained_time == pytest.approx(5.730204e-3, rel=1e-5)
+    assert roof.flops / roof.sustained_time == pytest.approx(23.985e12, rel=1e-4)
+
+
+def test_a_4096_cubed_bf16_gemm_on_an_l4():
+    # 137,438,953,472 FLOPs / 121e12 = 1.13586 ms ideal (memory 100,663,296 / 300e9 =
+    # 0.3355 ms); sustained 1.13586 / 0.470 = 2.41672 ms against memory 0.3355 / 0.829 =
+    # 0.4048 ms: 2.41672 ms, 56.87 TFLOP/s
+    l4 = CATALOG.resolve("l4").chip
+    roof = place(matmul(4096, 4096, 4096, Dtype.BF16), l4)
+    assert roof.bound is Bound.COMPUTE
+    assert roof.expected_time == pytest.approx(1.135859e-3, rel=1e-5)
+    assert roof.sustained_time == pytest.approx(2.416722e-3, rel=1e-5)
