@@ -24,7 +24,9 @@ causal attention's 2 L d seq FLOPs (Q K^T and the scores times V, 2 d seq each p
 of it masked; Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198, count 4 b s^2 h per
 layer unmasked). A row that recomputes activations runs the forward twice: 4 passes of the
 forward's FLOPs instead of 3 (the "HFU" accounting of Chowdhery et al. 2022,
-https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them.
+https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them. In a
+row narrower than 16 bits (fp8) the attention FLOPs run at the bf16 peak, as the engine's fp8
+training step runs them (docs/formulas.md#fp8-training).
 """
 
 from __future__ import annotations
