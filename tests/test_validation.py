@@ -117,14 +117,15 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
     # 35%, 78-90% inside with a median width <= 1.6x. Reached honestly on 535 rows from 45
     # sources, with llama.cpp's fp16 GEMMs at the fp16-accumulate peak on GeForce cards:
-    # 17.1%, prefill 43.5% the worst kind (llama.cpp prompts differ by chip class, which one
+    # 16.8% (17.1% before fp8 training rows ran attention at the bf16 peak), prefill 43.5%
+    # the worst kind (llama.cpp prompts differ by chip class, which one
     # median per stack and kind does not model: Apple M2 Ultra / M3 Max at 1.2-1.6x the ideal,
     # RTX 3090/4090 at 2.1-4.1x, the A100 PCIe at 2.7-4.0x), attention 20.3%, p90 50.2%,
     # 77.9% inside at a median width of 2.05x (on the 181 rows from 28 sources before the
     # llama.cpp, lmdeploy, vLLM, Gaudi, ExLlama, gpt-fast, llm-foundry, torchtitan and MaxText
     # A3 tables were added: 13.7%, p90 45.1%, 83% inside, 2.00x). None is met. These bounds
     # hold what is reached, so that a change that makes it worse fails
-    assert median_error(PREDICTIONS) <= 0.172
+    assert median_error(PREDICTIONS) <= 0.169
     for kind in {p.result.row.kind for p in PREDICTIONS}:
         of_kind = [p for p in PREDICTIONS if p.result.row.kind is kind]
         assert median_error(of_kind) <= 0.44, kind

@@ -3,9 +3,9 @@
 The FLOPs and bytes of a prefill, a decode step and a training step (transformer.py,
 training/step.py) are sums of these terms, so a breakdown adds up to the totals by
 construction. Each term's time is its own roofline at the step's peak (a sparse linear
-layer's at the sparse rate), max(FLOPs / peak, bytes / bandwidth), plus the seconds it
-spends beside the roofs (a collective, a pipeline's idle slots); its share is that time over
-the sum of the terms' times.
+layer's at the sparse rate, fp8 training's attention at the bf16 peak), max(FLOPs / peak,
+bytes / bandwidth), plus the seconds it spends beside the roofs (a collective, a pipeline's
+idle slots); its share is that time over the sum of the terms' times.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.hardware import Chip
-from app.engine.roofline import Bound, Roofline, roofline_time
+from app.engine.roofline import WIDE, Bound, Roofline, roofline_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class Term:
     seconds: float = 0.0  # beside the roofs: a collective, pipeline idle
     regime: Bound | None = None  # what `seconds` are (communication, overhead)
     sparse: bool = False  # products of 2:4 sparse weights: at the sparse rate
+    wide: bool = False  # products kept at 16 bits in a narrower step: at the WIDE peak
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +51,20 @@ def totals(terms: Sequence[Term]) -> tuple[float, float]:
 
 def shares(terms: Sequence[Term], roof: Roofline, chip: Chip | None = None) -> tuple[Share, ...]:
     """The terms on `roof`'s peak and bandwidth: each one's time, share and regime. Where some
-    are products of sparse weights the step's peak is a blend: each term is then at `chip`'s
-    own rate for it, sparse or dense (the chip as the step's software drives it)."""
-    dense = sparse = roof.peak.flops_per_s
-    if chip is not None and any(t.sparse for t in terms):
+    are products of sparse weights, or kept at 16 bits in a narrower step, the step's peak is
+    a blend: each term is then at `chip`'s own rate for it, sparse, wide or dense (the chip as
+    the step's software drives it)."""
+    dense = sparse = wide = roof.peak.flops_per_s
+    if chip is not None and any(t.sparse or t.wide for t in terms):
         dense = chip.peak(roof.peak.dtype, roof.peak.unit).flops_per_s
-        sparse = chip.sparse_peak(roof.peak.dtype).flops_per_s
+        if any(t.sparse for t in terms):
+            sparse = chip.sparse_peak(roof.peak.dtype).flops_per_s
+        if any(t.wide for t in terms):
+            wide = chip.peak(WIDE, roof.peak.unit).flops_per_s
     placed = []
     for term in terms:
-        compute = term.flops / (sparse if term.sparse else dense)
+        rate = sparse if term.sparse else wide if term.wide else dense
+        compute = term.flops / rate
         memory = term.bytes / roof.memory_bandwidth
         regime = term.regime or (Bound.COMPUTE if compute >= memory else Bound.MEMORY)
         placed.append((term, roofline_time(compute, memory) + term.seconds, regime))

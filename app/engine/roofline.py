@@ -17,6 +17,10 @@ from app.engine.stacks import Kind
 from app.engine.tiling import fill
 from app.engine.units import Dtype, Unit
 
+# the dtype of the products that narrower training keeps at 16 bits: attention's score and
+# value products, which fp8 training libraries leave in bf16 (docs/formulas.md#fp8-training)
+WIDE = Dtype.BF16
+
 
 class Bound(StrEnum):
     """What limits the work (its regime): a roof (compute, memory), the collectives on the
@@ -46,6 +50,9 @@ class Work:
     # of `flops`, those of products whose weights are 2:4 structured-sparse: at
     # Chip.sparse_peak (docs/formulas.md#structured-sparsity); the rest at the dense peak
     sparse_flops: float = 0.0
+    # of `flops`, those of products that run at the 16-bit (`WIDE`) matrix peak in work of a
+    # narrower dtype: attention's in fp8 training (docs/formulas.md#fp8-training)
+    wide_flops: float = 0.0
 
     def __add__(self, other: Work) -> Work:
         if (self.dtype, self.unit) != (other.dtype, other.unit):
@@ -59,6 +66,7 @@ class Work:
             self.kernels + other.kernels,
             warp_mma=self.warp_mma and other.warp_mma,
             sparse_flops=self.sparse_flops + other.sparse_flops,
+            wide_flops=self.wide_flops + other.wide_flops,
         )  # no longer one GEMM: no tiling
 
     def scaled(self, factor: float) -> Work:
@@ -72,6 +80,7 @@ class Work:
             self.kernels,
             warp_mma=self.warp_mma,
             sparse_flops=self.sparse_flops * factor,
+            wide_flops=self.wide_flops * factor,
         )
 
 
@@ -201,23 +210,28 @@ def critical_path(
 def on_the_roofs(work: Work, chip: Chip) -> tuple[Peak, float, float]:
     """The peak `work` runs at on `chip`, and its compute and memory times at the peaks.
 
-    Its sparse FLOPs run at the chip's sparse rate and the others at the dense peak; work of
-    both (a step whose linear layers are sparse and whose attention is not) runs at their
-    blend, its FLOPs over the sum of the two compute times."""
+    Its sparse FLOPs run at the chip's sparse rate, its wide ones at the `WIDE` matrix peak
+    and the others at the dense peak; work of several (a step whose linear layers are sparse
+    and whose attention is not, or whose linear layers are fp8 and whose attention is bf16)
+    runs at their blend, its FLOPs over the sum of the compute times."""
     if not work.bytes > 0:
         raise InvalidInput("bytes", "must be > 0: every kernel reads or writes memory")
     if work.flops < 0:
         raise InvalidInput("flops", "must be >= 0")
     memory_time = work.bytes / chip.memory_bandwidth
+    compute_time = 0.0
     if work.sparse_flops:  # asked first: a chip without the sparse rate is refused on it
         sparse = chip.sparse_peak(work.dtype)
         if work.sparse_flops == work.flops:
             return sparse, work.flops / sparse.flops_per_s, memory_time
+        compute_time += work.sparse_flops / sparse.flops_per_s
+    if work.wide_flops:
+        compute_time += work.wide_flops / chip.peak(WIDE, work.unit).flops_per_s
     dense = chip.peak(work.dtype, work.unit)
-    if not work.sparse_flops:
-        return dense, work.flops / dense.flops_per_s, memory_time
-    dense_flops = work.flops - work.sparse_flops
-    compute_time = work.sparse_flops / sparse.flops_per_s + dense_flops / dense.flops_per_s
+    rest = work.flops - work.sparse_flops - work.wide_flops
+    compute_time += rest / dense.flops_per_s
+    if rest == work.flops or not compute_time:  # all at the dense peak, or too few to time
+        return dense, compute_time, memory_time
     return blend(dense, work.flops, compute_time), compute_time, memory_time
 
 

@@ -24,7 +24,9 @@ causal attention's 2 L d seq FLOPs (Q K^T and the scores times V, 2 d seq each p
 of it masked; Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198, count 4 b s^2 h per
 layer unmasked). A row that recomputes activations runs the forward twice: 4 passes of the
 forward's FLOPs instead of 3 (the "HFU" accounting of Chowdhery et al. 2022,
-https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them.
+https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them. In a
+row narrower than 16 bits (fp8) the attention FLOPs run at the bf16 peak, as the engine's fp8
+training step runs them (docs/formulas.md#fp8-training).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from app.engine import (
     realize,
     saxpy,
 )
+from app.engine.training import attention_at_wide
 from app.engine.units import GIGA, TERA, seconds_from_ms
 from app.engine.workload import generate_realism, pass_realism
 
@@ -202,20 +205,25 @@ def work(row: Measurement) -> Work:
     if row.workload == "triad":  # a = b + s c: saxpy's 2 FLOPs and 3 arrays per element
         return saxpy(p["elements"], Dtype(p["dtype"]))
     if row.workload == "training":
-        flops = training_flops_per_token(p) * p["tokens_per_step"] / p["chips"]
+        linear, attention_flops = training_flops_per_token(p)
+        per_chip = p["tokens_per_step"] / p["chips"]
         bytes_moved = 2.0 * p["params"] / p["chips"]
-        step = custom(flops, bytes_moved, Dtype(p["dtype"]), Unit.MATRIX)
-        return replace(step, kind=Kind.TRAINING)
+        dtype = Dtype(p["dtype"])
+        step = custom((linear + attention_flops) * per_chip, bytes_moved, dtype, Unit.MATRIX)
+        # narrower than 16 bits, attention's products run at the bf16 peak (fp8 training)
+        wide = attention_flops * per_chip if attention_at_wide(dtype) else 0.0
+        return replace(step, kind=Kind.TRAINING, wide_flops=wide)
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
 
 
-def training_flops_per_token(p: dict[str, Any]) -> float:
-    """A training row's FLOPs per token (module docstring): passes x the forward's 2 N, plus
-    causal attention's 2 L d seq where the row names the model's layers and width; 3 passes
-    (forward, activation and weight gradients: 6 N), 4 with activation recomputation."""
-    attention = 2.0 * float(p.get("layers", 0) * p.get("d_model", 0) * p.get("seq_len", 0))
-    forward = 2.0 * float(p["params"]) + attention
-    return (4.0 if p.get("recompute", False) else 3.0) * forward
+def training_flops_per_token(p: dict[str, Any]) -> tuple[float, float]:
+    """A training row's FLOPs per token (module docstring), those of the linear layers and
+    those of attention: passes x the forward's 2 N, and passes x causal attention's
+    2 L d seq where the row names the model's layers and width; 3 passes (forward, activation
+    and weight gradients: 6 N), 4 with activation recomputation."""
+    passes = 4.0 if p.get("recompute", False) else 3.0
+    attention_flops = 2.0 * float(p.get("layers", 0) * p.get("d_model", 0) * p.get("seq_len", 0))
+    return passes * 2.0 * float(p["params"]), passes * attention_flops
 
 
 def measured_seconds(row: Measurement, roof: Roofline) -> float:

@@ -35,7 +35,7 @@ from app.engine.training.options import (
     Parallelism,
     Training,
 )
-from app.engine.training.step import TrainingStep, training_step
+from app.engine.training.step import TrainingStep, attention_at_wide, training_step
 
 __all__ = [
     "ALL_LINEAR",
@@ -57,6 +57,7 @@ __all__ = [
     "TrainingStep",
     "activation_bytes",
     "activation_bytes_per_layer",
+    "attention_at_wide",
     "communication",
     "layout",
     "lora_params",

@@ -10,7 +10,15 @@ from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.realism import Fitted, fitted, realistic_communication
-from app.engine.roofline import Bound, Roofline, Work, on_the_roofs, place, roofline_time
+from app.engine.roofline import (
+    WIDE,
+    Bound,
+    Roofline,
+    Work,
+    on_the_roofs,
+    place,
+    roofline_time,
+)
 from app.engine.stacks import Kind, Software
 from app.engine.training.collectives import Communication, communication
 from app.engine.training.footprint import (
@@ -24,7 +32,7 @@ from app.engine.training.footprint import (
 from app.engine.training.layout import Layout, layout
 from app.engine.training.options import Lora, Training
 from app.engine.transformer import Precision, prefill_terms, residual_bytes
-from app.engine.units import Unit
+from app.engine.units import Dtype, Unit, dtype_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +192,15 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
     saved = micro * 2 * sum(activations)
     residual = micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
     update = params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
-    work = Work(sum(computed), weight_reads + saved + residual + update, dtype, Unit.MATRIX)
+    # in a step narrower than 16 bits, attention's products stay at 16 bits
+    wide = [name == "attention" and attention_at_wide(dtype) for name, _ in named]
+    work = Work(
+        sum(computed),
+        weight_reads + saved + residual + update,
+        dtype,
+        Unit.MATRIX,
+        wide_flops=sum(f for f, w in zip(computed, wide, strict=True) if w),
+    )
 
     _, compute_time, memory_time = on_the_roofs(work, chip)
     busy = roofline_time(compute_time, memory_time)  # the compute and memory terms, overlapped
@@ -211,8 +227,8 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
         idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
         terms = (
             *(
-                Term(name, count, flops)
-                for (name, count), flops in zip(named, computed, strict=True)
+                Term(name, count, flops, wide=w)
+                for (name, count), flops, w in zip(named, computed, wide, strict=True)
             ),
             *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
             *_beside_the_roofs(comm, roof, idle),
@@ -237,6 +253,14 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
         given_mfu=training.mfu,
         terms=terms,
     )
+
+
+def attention_at_wide(dtype: Dtype) -> bool:
+    """Whether a training step in `dtype` keeps attention's score and value products at 16
+    bits (`WIDE`): in one narrower than that, as fp8 training libraries (Transformer Engine,
+    torchao.float8) run only the linear layers' GEMMs in fp8 and leave attention to a bf16
+    kernel (docs/formulas.md#fp8-training)."""
+    return dtype_bytes(dtype) < dtype_bytes(WIDE)
 
 
 def _time_at_mfu(model_flops: float, chips: int, roof: Roofline, mfu: float) -> float:
