@@ -19,9 +19,10 @@ stacks."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.engine import Backend, Fitted, Kind, Software
 from app.engine.realism import (
@@ -257,6 +258,20 @@ def leave_one_source_out(results: list[Result]) -> list[Prediction]:
     return [Prediction.of(r, lookup(tables[r.row.source], r)) for r in results]
 
 
+def _literal(entries: Mapping[Any, Any], depth: int) -> list[str]:
+    """The lines of a dict literal of `entries`, nested mappings whose leaves are entries (each
+    as (median, low, high, runs, sources)), indented `depth` levels."""
+    pad = "    " * depth
+    lines = []
+    for key, value in entries.items():
+        if isinstance(value, Fitted):
+            e = value
+            lines.append(f'{pad}"{key}": ({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources}),')
+        else:
+            lines += [f'{pad}"{key}": {{', *_literal(value, depth + 1), f"{pad}}},"]
+    return lines
+
+
 def render(table: Table) -> str:
     """app/engine/published_runs.py for `table`."""
     lines = [
@@ -268,28 +283,15 @@ def render(table: Table) -> str:
         "",
         "FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {",
     ]
-    for kind, entries in table.entries.items():
-        lines.append(f'    "{kind}": {{')
-        for profile, e in entries.items():
-            values = f"({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources})"
-            lines.append(f'        "{profile}": {values},')
-        lines.append("    },")
     lines += [
+        *_literal(table.entries, 1),
         "}",
         "",
         "# The same of a stack on one vendor's backend, where established (5 runs, 2 sources):",
         "# kind -> stack -> backend -> entry.",
         "ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {",
+        *_literal(table.on_backend, 1),
     ]
-    for kind, stacks in table.on_backend.items():
-        lines.append(f'    "{kind}": {{')
-        for profile, backends in stacks.items():
-            lines.append(f'        "{profile}": {{')
-            for backend, e in backends.items():
-                values = f"({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources})"
-                lines.append(f'            "{backend}": {values},')
-            lines.append("        },")
-        lines.append("    },")
     low, high = table.spread
     lines += [
         "}",
