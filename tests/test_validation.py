@@ -116,22 +116,23 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # leave one source out, centre and range width: each row predicted by a table that never
     # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
     # 35%, 78-90% inside with a median width <= 1.6x. Reached honestly on 535 rows from 45
-    # sources, with llama.cpp's fp16 GEMMs at the fp16-accumulate peak on GeForce cards:
-    # 16.8% (17.1% before fp8 training rows ran attention at the bf16 peak), prefill 43.5%
-    # the worst kind (llama.cpp prompts differ by chip class, which one
-    # median per stack and kind does not model: Apple M2 Ultra / M3 Max at 1.2-1.6x the ideal,
-    # RTX 3090/4090 at 2.1-4.1x, the A100 PCIe at 2.7-4.0x), attention 20.3%, p90 50.2%,
-    # 77.9% inside at a median width of 2.05x (on the 181 rows from 28 sources before the
-    # llama.cpp, lmdeploy, vLLM, Gaudi, ExLlama, gpt-fast, llm-foundry, torchtitan and MaxText
-    # A3 tables were added: 13.7%, p90 45.1%, 83% inside, 2.00x). None is met. These bounds
-    # hold what is reached, so that a change that makes it worse fails
-    assert median_error(PREDICTIONS) <= 0.169
+    # sources, with llama.cpp's fp16 GEMMs at the fp16-accumulate peak on GeForce cards and a
+    # stack's own entry per backend where established (llama.cpp prefill: Metal on Apple at
+    # 1.15x the sustained kernels, CUDA on NVIDIA at 2.48x) and fp8 training's attention at
+    # the bf16 peak: 16.6%, prefill 24.0% the worst kind, attention 20.3%, p90 48.5%, 77.9%
+    # inside at a median width of 2.02x (one entry
+    # per stack over every backend: 17.1%, prefill 43.5%, p90 50.2%, 77.9% inside, 2.05x; on
+    # the 181 rows from 28 sources before the llama.cpp, lmdeploy, vLLM, Gaudi, ExLlama,
+    # gpt-fast, llm-foundry, torchtitan and MaxText A3 tables were added: 13.7%, p90 45.1%,
+    # 83% inside, 2.00x). None is met. These bounds hold what is reached, so that a change
+    # that makes it worse fails
+    assert median_error(PREDICTIONS) <= 0.167
     for kind in {p.result.row.kind for p in PREDICTIONS}:
         of_kind = [p for p in PREDICTIONS if p.result.row.kind is kind]
-        assert median_error(of_kind) <= 0.44, kind
-    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.51
+        assert median_error(of_kind) <= 0.24, kind
+    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.485
     assert 0.775 <= inside_share(PREDICTIONS) <= 0.9
-    assert median_width(PREDICTIONS) <= 2.06
+    assert median_width(PREDICTIONS) <= 2.02
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
@@ -200,7 +201,7 @@ def test_a_prediction_is_the_engines_own_answer_for_its_table() -> None:
     # and realistic_range_s (the published ratios, the row's fixed costs and their spread)
     table = fit(RESULTS)
     for r in RESULTS:
-        p = Prediction.of(r, lookup(table, r.row.kind, r.row.profile))
+        p = Prediction.of(r, lookup(table, r))
         roof = r.roofline
         expected = (roof.realistic_time, roof.realistic_low, roof.realistic_high)
         assert (p.realistic, p.low, p.high) == pytest.approx(expected, rel=1e-9), r.row.id
@@ -258,7 +259,7 @@ def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
     assert 0.4 < low < 1 < high < 2.5
     typical = Fitted(*FITTED["decode"]["typical"])
     # vLLM has no decode runs of its own: typical's median, its range widened to the spread
-    vllm, used = fitted(Kind.DECODE, Software.VLLM)
+    vllm, used, _ = fitted(Kind.DECODE, Software.VLLM)
     assert used is Software.TYPICAL
     assert vllm.ratio == typical.ratio
     assert vllm.low == pytest.approx(min(typical.low, typical.ratio * low))
@@ -266,12 +267,12 @@ def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
     assert vllm.low < typical.low or vllm.high > typical.high  # wider on one side at least
     # llama.cpp's own decode runs are 4 from 3 sources, fewer than a handful: its own median,
     # widened
-    llama_cpp, used = fitted(Kind.DECODE, Software.LLAMA_CPP)
+    llama_cpp, used, _ = fitted(Kind.DECODE, Software.LLAMA_CPP)
     own = Fitted(*FITTED["decode"]["llama.cpp"])
     assert used is Software.LLAMA_CPP and own.runs < 5 and not own.established
     assert llama_cpp.high == pytest.approx(max(own.high, own.ratio * high))
     # Megatron's training runs (26 by 5 sources) stand for it: its own range, untouched
-    megatron, _ = fitted(Kind.TRAINING, Software.MEGATRON)
+    megatron, _, _ = fitted(Kind.TRAINING, Software.MEGATRON)
     assert megatron == Fitted(*FITTED["training"]["megatron"]) and megatron.established
     # a single kernel's runs are every stack's own: eager's matmul range is typical's
     assert fitted(Kind.MATMUL, Software.EAGER)[0] == Fitted(*FITTED["matmul"]["typical"])

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from app.catalog.names import NameIndex
 from app.catalog.schema import ChipCatalog, ChipEntry, ModelCatalog, ModelEntry
-from app.engine import Architecture, Chip, Dtype, EngineError, architecture_from_config
+from app.engine import Architecture, Backend, Chip, Dtype, EngineError, architecture_from_config
 
 
 class CatalogError(Exception):
@@ -120,6 +120,7 @@ def _engine_chip(entry: ChipEntry) -> Chip:
         sustained_matrix_by_dtype={d: f.value for d, f in entry.sustained.matrix_by_dtype.items()},
         compute_units=int(entry.compute_units.value) if entry.compute_units else None,
         warp_mma=entry.sustained.warp_mma.value if entry.sustained.warp_mma else 1.0,
+        backend=next((b for b in Backend if b == entry.vendor.lower()), None),
         cache_name=cache.name if cache else "L2",
         cache_bytes=cache.size_bytes.value if cache and cache.size_bytes else None,
         cache_bandwidth=(

@@ -33,7 +33,7 @@ from app.engine.kernels import (
 from app.engine.memory import MemoryBreakdown
 from app.engine.realism import Fitted, Realism, fitted, place_kernel, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, place
-from app.engine.stacks import Kind, Software
+from app.engine.stacks import Backend, Kind, Software
 from app.engine.transformer import Phase, Precision, kv_bytes_per_token
 from app.engine.units import Dtype, Unit, dtype_bytes
 from app.engine.verdict import AgainstPublished, Floor, Judgement, Verdict, efficiency, judge
@@ -46,6 +46,7 @@ __all__ = [
     "Architecture",
     "Attention",
     "AttentionKernel",
+    "Backend",
     "Bound",
     "Chip",
     "Dtype",

@@ -222,7 +222,9 @@ def search(
     max_batch = largest_fitting_batch(arch, chip, spec, one.memory)
     point: Callable[[int], SweepPoint]
     if lines:
-        one_pass = _OnePass.through(one, unbounded, Practice.of(pass_realism(arch, spec)))
+        one_pass = _OnePass.through(
+            one, unbounded, Practice.of(pass_realism(arch, spec, chip.backend))
+        )
         ridge = _decided(one_pass.compute_bound, one_pass.ridge_guess(), compute_bound)
         near = _decided(
             lambda b: one_pass.reaches(b, target), one_pass.reach_guess(target), near_asymptote

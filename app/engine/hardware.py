@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from app.engine.errors import Unsupported
-from app.engine.stacks import FP16_ACCUMULATE, Software
+from app.engine.stacks import FP16_ACCUMULATE, Backend, Software
 from app.engine.units import Dtype, Unit
 
 # Pointwise kernels in fp16/bf16/fp8/int8 compute in fp32 registers (PyTorch's
@@ -107,6 +107,9 @@ class Chip:
     cache_name: str = "L2"
     cache_bytes: float | None = None
     cache_bandwidth: float | None = None
+    # the vendor's software backend (the catalog's vendor), which picks a stack's published
+    # ratio on it where runs of the stack on that backend were published; None: unknown
+    backend: Backend | None = None
 
     def peak(self, dtype: Dtype, unit: Unit) -> Peak:
         """The peak for `dtype` on `unit`, following the fallbacks of docs/formulas.md#the-roofline;

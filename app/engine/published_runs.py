@@ -27,14 +27,49 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.6794, 0.7981, 3.1468, 45, 7),
-        "tensorrt-llm": (1.669, 0.7931, 3.1272, 12, 2),
-        "llama.cpp": (1.7913, 0.8513, 3.3564, 33, 5),
+        "typical": (1.6794, 0.7981, 2.1762, 45, 7),
+        "tensorrt-llm": (1.669, 0.7931, 2.1627, 12, 2),
+        "llama.cpp": (1.7913, 0.8513, 2.3212, 33, 5),
     },
     "training": {
         "typical": (1.9238, 1.509, 2.9391, 212, 14),
         "megatron": (2.0635, 1.6185, 3.1525, 26, 5),
         "maxtext": (1.3406, 1.0515, 2.0481, 25, 3),
+    },
+}
+
+# The same of a stack on one vendor's backend, where established (5 runs, 2 sources):
+# kind -> stack -> backend -> entry.
+ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
+    "decode": {
+        "compiled": {
+            "nvidia": (1.5315, 1.1932, 2.521, 31, 2),
+        },
+    },
+    "generate": {
+        "tensorrt-llm": {
+            "nvidia": (1.4974, 1.0957, 2.1946, 34, 4),
+        },
+        "vllm": {
+            "nvidia": (1.3872, 1.0151, 2.0332, 9, 3),
+        },
+    },
+    "prefill": {
+        "tensorrt-llm": {
+            "nvidia": (1.669, 0.7931, 2.1627, 12, 2),
+        },
+        "llama.cpp": {
+            "nvidia": (2.4829, 1.1799, 3.2173, 17, 3),
+            "apple": (1.1454, 0.5443, 1.4842, 16, 3),
+        },
+    },
+    "training": {
+        "megatron": {
+            "nvidia": (2.0635, 1.6185, 3.1525, 26, 5),
+        },
+        "maxtext": {
+            "google": (1.3219, 1.0368, 2.0195, 22, 2),
+        },
     },
 }
 

@@ -21,6 +21,20 @@ class Software(StrEnum):
     MAXTEXT = "maxtext"
 
 
+class Backend(StrEnum):
+    """The vendor's software backend a stack runs on, by the chip's vendor: CUDA on NVIDIA,
+    ROCm on AMD, Metal on Apple, the Gaudi SynapseAI stack on Intel, XLA on Google's TPUs.
+    One stack reaches different shares of the roofline on different backends (its kernels
+    are written per backend), so the published-runs table has a stack's own median per
+    backend where enough runs of it were published (docs/formulas.md#realistic-time)."""
+
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    APPLE = "apple"
+    INTEL = "intel"
+    GOOGLE = "google"
+
+
 class Kind(StrEnum):
     """Kinds of work whose published runs reach different shares of the sustained roofline."""
 

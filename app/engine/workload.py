@@ -16,7 +16,7 @@ from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, place
-from app.engine.stacks import Kind, Software
+from app.engine.stacks import Backend, Kind, Software
 from app.engine.steps import combine, place_steps
 from app.engine.training import (
     Layout,
@@ -268,9 +268,15 @@ def training_memory_needed(
     )
 
 
-def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: int = 1) -> Realism:
-    """How `forwards` forward passes run on the spec's software: their kernels, and, under
-    tensor parallelism, the two all-reduces of every layer (Shoeybi et al. 2019)."""
+def _realism(
+    kind: Kind,
+    arch: Architecture,
+    spec: TransformerSpec,
+    backend: Backend | None,
+    forwards: int = 1,
+) -> Realism:
+    """How `forwards` forward passes run on the spec's software on `backend`: their kernels,
+    and, under tensor parallelism, the two all-reduces of every layer (Shoeybi et al. 2019)."""
     tp_collectives = 2 * arch.layers if spec.tp > 1 else 0
     return Realism(
         kind,
@@ -279,19 +285,21 @@ def _realism(kind: Kind, arch: Architecture, spec: TransformerSpec, forwards: in
         steps=forwards,
         collectives=tp_collectives * forwards,
         across_nodes=spec.tp > spec.training.parallel.chips_per_node,
+        backend=backend,
     )
 
 
-def pass_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
-    """How one forward pass of `spec`, a prefill or a decode step, runs on its software."""
+def pass_realism(arch: Architecture, spec: TransformerSpec, backend: Backend | None) -> Realism:
+    """How one forward pass of `spec`, a prefill or a decode step, runs on its software on
+    `backend`."""
     kind = Kind.PREFILL if spec.phase is Phase.PREFILL else Kind.DECODE
-    return _realism(kind, arch, spec)
+    return _realism(kind, arch, spec, backend)
 
 
-def generate_realism(arch: Architecture, spec: TransformerSpec) -> Realism:
+def generate_realism(arch: Architecture, spec: TransformerSpec, backend: Backend | None) -> Realism:
     """How a generate request of `spec`, its prefill then one step per new token, runs on its
-    software."""
-    return _realism(Kind.GENERATE, arch, spec, forwards=1 + spec.gen_len)
+    software on `backend`."""
+    return _realism(Kind.GENERATE, arch, spec, backend, forwards=1 + spec.gen_len)
 
 
 def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
@@ -331,7 +339,7 @@ def estimate(
             ttft = roof.expected_time
         else:
             tpot = roof.expected_time
-        roof = realize(roof, pass_realism(arch, spec))
+        roof = realize(roof, pass_realism(arch, spec, chip.backend))
     elif spec.phase is Phase.GENERATE:
         first = _prefill(arch, chip, spec, spec.batch)
         steps = _decode_steps(arch, chip, spec)
@@ -339,7 +347,7 @@ def estimate(
         tokens = spec.batch * spec.gen_len
         ttft = first.expected_time
         tpot = steps.expected_time / spec.gen_len
-        roof = realize(roof, generate_realism(arch, spec))
+        roof = realize(roof, generate_realism(arch, spec, chip.backend))
     else:
         step = _training(arch, chip, spec, breakdown)
         roof = step.roofline

@@ -13,6 +13,7 @@ from pydantic import (
 
 from app.engine import (
     AgainstPublished,
+    Backend,
     Bound,
     Dtype,
     Floor,
@@ -214,6 +215,13 @@ class ExpectedTime(_Displayed):
         Software.TYPICAL,
         description="The stack whose published runs set the realistic ratio: the stack's "
         "own where runs were published, else typical (tuned software as published).",
+    )
+    published_backend: Backend | None = Field(
+        None,
+        description="The chip's backend (its vendor's: nvidia, amd, apple, intel, google) "
+        "whose runs of the stack set the realistic ratio, where the stack has its own entry "
+        "on it (established: 5 runs by 2 sources); null where the stack's runs on every "
+        "backend (or typical software's) set it.",
     )
     published_runs: int = Field(0, description="Published runs behind the realistic ratio.")
     ceilings: Literal["datasheet", "empirical"] = Field(

@@ -4,7 +4,17 @@ so that the form, the API and the CLI can never silently disagree."""
 from __future__ import annotations
 
 from app import formatting as fmt
-from app.engine import AttentionKernel, Chip, Kind, Phase, Roofline, Software, Unit, fitted
+from app.engine import (
+    AttentionKernel,
+    Backend,
+    Chip,
+    Kind,
+    Phase,
+    Roofline,
+    Software,
+    Unit,
+    fitted,
+)
 from app.engine.copies import PAGEABLE_OVER_PINNED, PINNED_LINK_FRACTION, Direction
 from app.engine.hardware import SPARSE_SPEEDUP
 from app.engine.kernels import sparse_bytes
@@ -118,10 +128,12 @@ _BELOW_SUSTAINED = (
 )
 
 
-def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]:
-    """What the realistic time assumed of the stack and the chip: the roofline's fractions,
-    peak and kernels."""
-    published, used = fitted(kind, stack)
+def _stack_lines(
+    kind: Kind, stack: Software, backend: Backend | None, roof: Roofline
+) -> tuple[str, ...]:
+    """What the realistic time assumed of the stack and the chip: which published runs set its
+    ratio, the roofline's fractions, peak and kernels."""
+    published, used, on = fitted(kind, stack, backend)
     below = _BELOW_SUSTAINED * (published.ratio < 1)
     took = (
         f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
@@ -134,6 +146,12 @@ def _stack_lines(kind: Kind, stack: Software, roof: Roofline) -> tuple[str, ...]
     )
     if published.runs == 0:
         lines = [f"no published runs of {kind} work: realistic = the sustained-kernel time"]
+    elif on is not None:
+        lines = [
+            f"stack {stack} on {on} chips: published {kind} runs of it on {on}'s backend "
+            f"take {took}{below} (its runs on other backends are not counted: a stack's "
+            "kernels are written per backend)"
+        ]
     elif kind in KERNEL_KINDS:
         lines = [
             f"published {kind} kernels take {took} whoever launched them: the stack changes "
@@ -235,12 +253,13 @@ def assumptions(
     workload: TransformerWorkload | KernelWorkload | OpsWorkload | CopyWorkload,
     kind: Kind,
     stack: Software,
+    backend: Backend | None,
     roof: Roofline,
 ) -> list[str]:
-    """What the numbers of `workload` on `stack` assumed."""
+    """What the numbers of `workload` on `stack` on a chip of `backend` assumed."""
     if isinstance(workload, CopyWorkload):
-        return _copy_lines(workload, kind, stack, roof)
-    lines = [*_workload_lines(workload, roof), *_stack_lines(kind, stack, roof)]
+        return _copy_lines(workload, kind, stack, backend, roof)
+    lines = [*_workload_lines(workload, roof), *_stack_lines(kind, stack, backend, roof)]
     if isinstance(workload, OpsWorkload):
         lines.append(
             f"the realistic time of all the ops from published {kind} runs: the kind of the op "
@@ -249,11 +268,16 @@ def assumptions(
     return lines
 
 
-def _copy_lines(workload: CopyWorkload, kind: Kind, stack: Software, roof: Roofline) -> list[str]:
+def _copy_lines(
+    workload: CopyWorkload, kind: Kind, stack: Software, backend: Backend | None, roof: Roofline
+) -> list[str]:
     """A device copy is a copy kernel (read and write); a host copy crosses the host link at
     the share of it that copies from pinned or pageable memory reach (app/engine/copies.py)."""
     if workload.direction is Direction.D2D:
-        return ["a copy kernel: each byte read and written once", *_stack_lines(kind, stack, roof)]
+        return [
+            "a copy kernel: each byte read and written once",
+            *_stack_lines(kind, stack, backend, roof),
+        ]
     return [
         "the copy crosses one direction of the host link, half its bidirectional total; its "
         "device side (a write for h2d, a read for d2h) runs meanwhile",

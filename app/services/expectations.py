@@ -84,11 +84,12 @@ BREAKDOWN_WARNING = [
 ]
 
 
-def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, object]:
-    published, used = fitted(kind, stack)
+def _roofline_fields(roof: Roofline, kind: Kind, stack: Software, chip: Chip) -> dict[str, object]:
+    published, used, on = fitted(kind, stack, chip.backend)
     return {
         "stack": stack,
         "published_stack": used,
+        "published_backend": on,
         "published_runs": published.runs,
         "flops": roof.flops,
         "bytes": roof.bytes,
@@ -205,14 +206,14 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
                 *(BREAKDOWN_WARNING if request.breakdown and not result.terms else []),
             ],
             "assumptions": [
-                *assumptions(model.workload, kind, request.stack, roof),
+                *assumptions(model.workload, kind, request.stack, chip.backend, roof),
                 *fed.feeding_assumptions(feeding),
                 *sparsity_lines(model.workload, chip.run_by(request.stack), roof),
                 *accumulation_lines(chip, request.stack, roof),
                 *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
-            **_roofline_fields(roof, kind, request.stack),
+            **_roofline_fields(roof, kind, request.stack, chip),
             **transformer_fields(result, chip.run_by(request.stack), request.breakdown),
             **fed.feeding_fields(feeding),
             **_what_if(roof, alternatives),
@@ -239,11 +240,11 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             "workload": request.workload,
             "explanation": [*ops_lines(ops), *roofline_lines(roof)],
             "assumptions": [
-                *assumptions(request.workload, ops.kind, request.stack, roof),
+                *assumptions(request.workload, ops.kind, request.stack, chip.backend, roof),
                 *accumulation_lines(chip, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
-            **_roofline_fields(roof, ops.kind, request.stack),
+            **_roofline_fields(roof, ops.kind, request.stack, chip),
             **ops_fields(ops),
             **_what_if(roof, alternatives),
         }
@@ -255,10 +256,10 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             "workload": request.workload,
             "explanation": copy_lines(request.workload, chip, roof),
             "assumptions": [
-                *assumptions(request.workload, kind, request.stack, roof),
+                *assumptions(request.workload, kind, request.stack, chip.backend, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
-            **_roofline_fields(roof, kind, request.stack),
+            **_roofline_fields(roof, kind, request.stack, chip),
         }
         return _Placed(fields, roof, facts=copy_facts(request.workload, chip), chip=chip)
     if isinstance(request.workload, InputPipelineWorkload):
@@ -267,7 +268,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             **common,
             "workload": request.workload,
             **fed.input_fields(pipe),
-            **_roofline_fields(roof, Kind.COPY, request.stack),
+            **_roofline_fields(roof, Kind.COPY, request.stack, chip),
         }
         return _Placed(fields, roof, facts=fed.facts_of(pipe), chip=chip)
     work, filled = kernel_work(request.workload)
@@ -280,12 +281,12 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         "workload": filled,
         "explanation": roofline_lines(roof),
         "assumptions": [
-            *assumptions(filled, work.kind, request.stack, roof),
+            *assumptions(filled, work.kind, request.stack, chip.backend, roof),
             *sparsity_lines(filled, chip.run_by(request.stack), roof),
             *accumulation_lines(chip, request.stack, roof),
             *ceilings_assumptions(resolved.measured),
         ],
-        **_roofline_fields(roof, work.kind, request.stack),
+        **_roofline_fields(roof, work.kind, request.stack, chip),
         **_what_if(roof, alternatives),
     }
     return _Placed(fields, roof, None, _kernel_facts(filled, work, chip), alternatives, chip=chip)

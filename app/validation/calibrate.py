@@ -5,23 +5,29 @@ row is also predicted, centre and range, by a table that never saw its source.
 A row's ratio is (measured - fixed costs - communication) / sustained-kernel busy time, with
 the fixed costs and communication the engine adds for it (app/engine/realism.py). Per kind of
 work, `typical` is the median over every row of the kind; a stack gets its own median where
-at least MIN_OWN_RUNS of its runs were published. The range is the 10th to 90th percentile of
-how far the runs of the kind fell from what a fit without their source predicted (all
-kinds pooled for a kind published by fewer than MIN_SOURCES sources). Cross-validated, that
-whole fit is redone without the predicted row's source: the range's width too comes only
-from the other sources. An entry the engine deems not established (`Fitted.established`), or
-one borrowed from typical software, is widened to the stack spread (`stack_spread`): how far
-a run fell from the median of its kind's runs on other stacks."""
+at least MIN_OWN_RUNS of its runs were published, and its own on one vendor's backend where
+its runs there make an established entry (ESTABLISHED_RUNS runs by ESTABLISHED_SOURCES
+sources: the rule that lets a stack's entry keep its own range). The range is the 10th to
+90th percentile of how far the runs of the kind fell from what a fit without their source
+predicted (all kinds pooled for a kind published by fewer than MIN_SOURCES sources).
+Cross-validated, that whole fit is redone without the predicted row's source: the range's
+width too comes only from the other sources. An entry the engine deems not established
+(`Fitted.established`), or one borrowed from typical software, is widened to the stack
+spread (`stack_spread`): how far a run fell from the median of its kind's runs on other
+stacks."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from app.engine import Fitted, Kind, Software
+from app.engine import Backend, Fitted, Kind, Software
 from app.engine.realism import (
+    ESTABLISHED_RUNS,
+    ESTABLISHED_SOURCES,
     KERNEL_KINDS,
     MIN_OWN_RUNS,
     Practice,
@@ -35,14 +41,19 @@ MIN_SOURCES = 3  # sources of a kind before its range is its own (else: all kind
 DECIMALS = 4  # of the ratios in the engine's table
 ROUNDING = 10.0**-DECIMALS
 Entries = dict[Kind, dict[Software, Fitted]]
+OnBackend = dict[Kind, dict[Software, dict[Backend, Fitted]]]
+# an entry of the table: a stack over every backend (None) or on one
+Cell = tuple[Software, Backend | None]
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """The fitted entries per kind and stack, and the stack spread (STACK_SPREAD) that widens
-    an entry that is not established or is borrowed from another stack."""
+    """The fitted entries per kind and stack, those per kind, stack and backend, and the stack
+    spread (STACK_SPREAD) that widens an entry that is not established or is borrowed from
+    another stack."""
 
     entries: Entries
+    on_backend: OnBackend
     spread: tuple[float, float]
 
 
@@ -80,35 +91,49 @@ def _deciles(values: list[float]) -> tuple[float, float]:
     return ordered[cut], ordered[-1 - cut]
 
 
-def medians(results: Iterable[Result]) -> dict[Kind, dict[Software, list[Result]]]:
+def _own(cell: Cell, rows: list[Result]) -> bool:
+    """Whether `rows` of a kind give `cell` its own entry: typical always, a stack from
+    MIN_OWN_RUNS runs, a stack on one backend where established."""
+    stack, backend = cell
+    if backend is not None:
+        sources = len({r.row.source for r in rows})
+        return len(rows) >= ESTABLISHED_RUNS and sources >= ESTABLISHED_SOURCES
+    return stack is Software.TYPICAL or len(rows) >= MIN_OWN_RUNS
+
+
+def medians(results: Iterable[Result]) -> dict[Kind, dict[Cell, list[Result]]]:
     """The rows behind each entry: every row of a kind for typical, a stack's own rows where
-    at least MIN_OWN_RUNS were published."""
-    groups: dict[Kind, dict[Software, list[Result]]] = {}
+    at least MIN_OWN_RUNS were published, a stack's rows on one backend where established."""
+    groups: dict[Kind, dict[Cell, list[Result]]] = {}
     for r in results:
-        by_stack = groups.setdefault(r.row.kind, {Software.TYPICAL: []})
-        by_stack[Software.TYPICAL].append(r)
+        by_cell = groups.setdefault(r.row.kind, {(Software.TYPICAL, None): []})
+        by_cell[Software.TYPICAL, None].append(r)
         if r.row.profile is not Software.TYPICAL:
-            by_stack.setdefault(r.row.profile, []).append(r)
+            by_cell.setdefault((r.row.profile, None), []).append(r)
+            if r.realism.backend is not None:
+                by_cell.setdefault((r.row.profile, r.realism.backend), []).append(r)
     return {
-        kind: {
-            p: rows
-            for p, rows in by_stack.items()
-            if p is Software.TYPICAL or len(rows) >= MIN_OWN_RUNS
-        }
-        for kind, by_stack in sorted(groups.items())
+        kind: {cell: rows for cell, rows in by_cell.items() if _own(cell, rows)}
+        for kind, by_cell in sorted(groups.items())
     }
 
 
-def _points(results: Iterable[Result]) -> dict[Kind, dict[Software, float]]:
+def _points(results: Iterable[Result]) -> dict[Kind, dict[Cell, float]]:
     return {
-        kind: {p: statistics.median(ratio(r) for r in rows) for p, rows in by_stack.items()}
-        for kind, by_stack in medians(results).items()
+        kind: {cell: statistics.median(ratio(r) for r in rows) for cell, rows in by_cell.items()}
+        for kind, by_cell in medians(results).items()
     }
 
 
-def _point(points: dict[Kind, dict[Software, float]], kind: Kind, profile: Software) -> float:
-    entries = points.get(kind, {})
-    return entries.get(profile, entries.get(Software.TYPICAL, 1.0))
+def _point(points: dict[Kind, dict[Cell, float]], result: Result) -> float:
+    """The median `points` predict for `result`, in the engine's order (`published_entry`):
+    its stack's on its backend, its stack's, typical software's."""
+    entries = points.get(result.row.kind, {})
+    profile = result.row.profile
+    for cell in ((profile, result.realism.backend), (profile, None), (Software.TYPICAL, None)):
+        if cell in entries:
+            return entries[cell]
+    return 1.0
 
 
 def fit(results: Iterable[Result]) -> Table:
@@ -123,24 +148,28 @@ def fit(results: Iterable[Result]) -> Table:
     }
     surprise: dict[Kind, list[float]] = {}
     for r in rows:
-        predicted = _point(left_out[r.row.source], r.row.kind, r.row.profile)
+        predicted = _point(left_out[r.row.source], r)
         surprise.setdefault(r.row.kind, []).append(ratio(r) / predicted)
     pooled = [q for qs in surprise.values() for q in qs]
     table: Entries = {}
-    for kind, by_stack in medians(rows).items():
+    on_backend: OnBackend = {}
+    for kind, by_cell in medians(rows).items():
         sources = len({r.row.source for r in rows if r.row.kind is kind})
         low, high = _deciles(surprise[kind] if sources >= MIN_SOURCES else pooled)
-        table[kind] = {
-            profile: Fitted(
-                ratio=round(points[kind][profile], DECIMALS),
-                low=round(points[kind][profile] * low, DECIMALS),
-                high=round(points[kind][profile] * high, DECIMALS),
+        table[kind] = {}
+        for (profile, backend), group in by_cell.items():
+            entry = Fitted(
+                ratio=round(points[kind][profile, backend], DECIMALS),
+                low=round(points[kind][profile, backend] * low, DECIMALS),
+                high=round(points[kind][profile, backend] * high, DECIMALS),
                 runs=len(group),
                 sources=len({r.row.source for r in group}),
             )
-            for profile, group in by_stack.items()
-        }
-    return Table(table, stack_spread(rows))
+            if backend is None:
+                table[kind][profile] = entry
+            else:
+                on_backend.setdefault(kind, {}).setdefault(profile, {})[backend] = entry
+    return Table(table, on_backend, stack_spread(rows))
 
 
 def stack_spread(rows: list[Result]) -> tuple[float, float]:
@@ -165,9 +194,19 @@ def stack_spread(rows: list[Result]) -> tuple[float, float]:
     return round(low, DECIMALS), round(high, DECIMALS)
 
 
-def lookup(table: Table, kind: Kind, profile: Software) -> Fitted:
-    """The entry the engine would use from `table` (`published_entry`)."""
-    return published_entry(kind, profile, table.entries.get(kind, {}), table.spread)[0]
+def lookup(table: Table, result: Result) -> Fitted:
+    """The entry the engine would use from `table` for `result`'s kind, stack and backend
+    (`published_entry`)."""
+    kind, profile = result.row.kind, result.row.profile
+    on_backend = table.on_backend.get(kind, {}).get(profile)
+    return published_entry(
+        kind,
+        profile,
+        table.entries.get(kind, {}),
+        table.spread,
+        on_backend=on_backend,
+        backend=result.realism.backend,
+    )[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +255,21 @@ def leave_one_source_out(results: list[Result]) -> list[Prediction]:
         source: fit(r for r in results if r.row.source != source)
         for source in {r.row.source for r in results}
     }
-    return [
-        Prediction.of(r, lookup(tables[r.row.source], r.row.kind, r.row.profile)) for r in results
-    ]
+    return [Prediction.of(r, lookup(tables[r.row.source], r)) for r in results]
+
+
+def _literal(entries: Mapping[Any, Any], depth: int) -> list[str]:
+    """The lines of a dict literal of `entries`, nested mappings whose leaves are entries (each
+    as (median, low, high, runs, sources)), indented `depth` levels."""
+    pad = "    " * depth
+    lines = []
+    for key, value in entries.items():
+        if isinstance(value, Fitted):
+            e = value
+            lines.append(f'{pad}"{key}": ({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources}),')
+        else:
+            lines += [f'{pad}"{key}": {{', *_literal(value, depth + 1), f"{pad}}},"]
+    return lines
 
 
 def render(table: Table) -> str:
@@ -232,12 +283,15 @@ def render(table: Table) -> str:
         "",
         "FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {",
     ]
-    for kind, entries in table.entries.items():
-        lines.append(f'    "{kind}": {{')
-        for profile, e in entries.items():
-            values = f"({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources})"
-            lines.append(f'        "{profile}": {values},')
-        lines.append("    },")
+    lines += [
+        *_literal(table.entries, 1),
+        "}",
+        "",
+        "# The same of a stack on one vendor's backend, where established (5 runs, 2 sources):",
+        "# kind -> stack -> backend -> entry.",
+        "ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {",
+        *_literal(table.on_backend, 1),
+    ]
     low, high = table.spread
     lines += [
         "}",

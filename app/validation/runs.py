@@ -261,7 +261,7 @@ def _roofline(
     chip = chips.resolve(row.chip).chip
     if row.workload != "transformer":
         kernel = work(row)
-        realism = Realism(kernel.kind, row.profile, kernel.kernels)
+        realism = Realism(kernel.kind, row.profile, kernel.kernels, backend=chip.backend)
         return realize(place(kernel, chip), realism), realism
     p = row.params
     dtype = Dtype(p["dtype"])
@@ -275,9 +275,8 @@ def _roofline(
         software=row.profile,
     )
     arch = models.resolve(p["model"]).arch
-    realism = (
-        generate_realism(arch, spec) if spec.phase is Phase.GENERATE else pass_realism(arch, spec)
-    )
+    of_phase = generate_realism if spec.phase is Phase.GENERATE else pass_realism
+    realism = of_phase(arch, spec, chip.backend)
     return estimate(arch, chip, spec).roofline, realism
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.engine.published_runs import FITTED, STACK_SPREAD
+from app.engine.published_runs import FITTED, ON_BACKEND, STACK_SPREAD
 
 DECODE = {"chip": "h100", "model": "llama-8b"}  # batch 1 after 2048 tokens: memory-bound
 LAUNCH_LOW, LAUNCH_HIGH = 0.9 / 2.31, 6.7 / 2.31  # the fixed costs' spread (realism.py)
@@ -60,12 +60,44 @@ def test_a_stack_with_too_few_runs_keeps_its_median_and_says_it_is_thin(client):
 
 
 def test_an_established_stack_says_nothing_of_widening(client):
-    # Megatron's training runs: 26 by 5 sources; typical decode: 44 by 7
+    # Megatron's training runs: 26 by 5 sources, all on NVIDIA chips (its own entry on
+    # nvidia, established); typical decode: 44 by 7
     params = {"chip": "h100", "model": "llama-8b", "phase": "training", "seq_len": 2048}
     megatron = client.get("/expected-time", params={**params, "stack": "megatron"}).json()
     typical = _decode(client, "typical")
     for body in (megatron, typical):
         assert not any("widened" in a for a in body["assumptions"])
     assert any(
-        a.startswith("stack megatron: published training runs") for a in megatron["assumptions"]
+        a.startswith("stack megatron on nvidia chips: published training runs of it")
+        for a in megatron["assumptions"]
+    )
+
+
+def test_a_stack_with_established_runs_on_the_chips_backend_uses_them(client):
+    # llama.cpp prompt processing: its established runs on Apple's Metal and on NVIDIA's CUDA
+    # each set its ratio on chips of that backend (ON_BACKEND), and the assumption says
+    # which; an AMD chip, without a handful of them, takes the stack's over every backend
+    params = {"model": "llama-2-7b", "phase": "prefill", "seq_len": 512, "stack": "llama.cpp"}
+    answers = {
+        chip: client.get("/expected-time", params={**params, "chip": chip}).json()
+        for chip in ("apple-m2-ultra", "rtx-4090", "mi300x")
+    }
+    for chip, backend in (("apple-m2-ultra", "apple"), ("rtx-4090", "nvidia")):
+        answer = answers[chip]
+        median, _, _, runs, sources = ON_BACKEND["prefill"]["llama.cpp"][backend]
+        assert (answer["published_stack"], answer["published_backend"]) == ("llama.cpp", backend)
+        assert answer["published_runs"] == runs
+        assert (
+            f"stack llama.cpp on {backend} chips: published prefill runs of it on {backend}'s "
+            f"backend take {median:.2f}x the sustained-kernel time ({runs} runs, {sources} "
+            "sources)"
+        ) in "\n".join(answer["assumptions"])
+        # the median scales the sustained kernels: realistic = busy x median + fixed costs
+        busy, fixed = answer["sustained_time_s"], answer["overhead_time_s"]
+        assert answer["realistic_time_s"] == pytest.approx(busy * median + fixed)
+    mi300x = answers["mi300x"]
+    assert mi300x["published_backend"] is None
+    assert mi300x["published_runs"] == FITTED["prefill"]["llama.cpp"][3]
+    assert any(
+        a.startswith("stack llama.cpp: published prefill runs") for a in mi300x["assumptions"]
     )

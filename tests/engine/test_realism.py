@@ -127,7 +127,7 @@ def test_work_without_published_runs_is_its_sustained_time_plus_fixed_costs():
 
 def test_the_published_ratio_scales_the_busy_time_and_its_range():
     # a kind with published runs: realistic = busy x median + fixed, range at the deciles
-    published, used = fitted(Kind.MATMUL, Software.EAGER)
+    published, used, _ = fitted(Kind.MATMUL, Software.EAGER)
     assert used is Software.TYPICAL  # no stack-specific matmul entry: typical's is used
     roof = place(custom(1e12, 1e9, Dtype.BF16, Unit.MATRIX), A100)
     busy = roof.realistic_time
@@ -198,17 +198,17 @@ def test_a_forward_pass_realism_follows_every_field_it_reads():
     """pass_realism reads the kind, model, stack, tp and chips per node: each of them
     changes what it says."""
     spec = TransformerSpec(phase=Phase.DECODE, tp=8)
-    base = pass_realism(LLAMA_8B, spec)
+    base = pass_realism(LLAMA_8B, spec, None)
     assert base == Realism(Kind.DECODE, Software.TYPICAL, 32 * 9 + 4, 1, 64, False)
     apart = TransformerSpec(
         phase=Phase.DECODE, tp=8, training=Training(parallel=Parallelism(chips_per_node=4))
     )
-    assert pass_realism(LLAMA_8B, apart).across_nodes
-    assert pass_realism(LLAMA_8B, TransformerSpec(phase=Phase.DECODE)).collectives == 0
-    assert pass_realism(LLAMA_8B, TransformerSpec(phase=Phase.PREFILL)).kind is Kind.PREFILL
+    assert pass_realism(LLAMA_8B, apart, None).across_nodes
+    assert pass_realism(LLAMA_8B, TransformerSpec(phase=Phase.DECODE), None).collectives == 0
+    assert pass_realism(LLAMA_8B, TransformerSpec(phase=Phase.PREFILL), None).kind is Kind.PREFILL
     eager = TransformerSpec(phase=Phase.DECODE, software=Software.EAGER)
-    assert pass_realism(LLAMA_8B, eager).kernels == 32 * 40 + 8
-    assert pass_realism(GPT2, spec).kernels == GPT2.layers * 9 + 4
+    assert pass_realism(LLAMA_8B, eager, None).kernels == 32 * 40 + 8
+    assert pass_realism(GPT2, spec, None).kernels == GPT2.layers * 9 + 4
 
 
 def test_realized_is_the_roofline_with_its_realistic_figures_replaced():

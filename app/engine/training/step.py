@@ -120,7 +120,7 @@ def step_plan(
         adapters=adapters,
         model_flops=forward * (passes - (1 if recompute else 0)) + adapters,
         tokens=tokens,
-        published=fitted(Kind.TRAINING, software)[0],
+        published=fitted(Kind.TRAINING, software, chip.backend)[0],
     )
 
 
