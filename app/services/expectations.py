@@ -21,6 +21,7 @@ from app.engine import (
     place,
     place_kernel,
 )
+from app.engine.cache import cache_roof_time
 from app.engine.compare import summarise_times
 from app.engine.fit import max_batch
 from app.engine.fusion import OpsEstimate
@@ -84,7 +85,8 @@ BREAKDOWN_WARNING = [
 ]
 
 
-def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, object]:
+def _roofline_fields(roof: Roofline, kind: Kind, stack: Software, chip: Chip) -> dict[str, object]:
+    """The answer's roofline figures, and `chip`'s cache roof where the work fits in it."""
     published, used = fitted(kind, stack)
     return {
         "stack": stack,
@@ -111,6 +113,7 @@ def _roofline_fields(roof: Roofline, kind: Kind, stack: Software) -> dict[str, o
         "sustained_compute_fraction": roof.sustained_compute,
         "sustained_memory_fraction": roof.sustained_memory,
         "bound": roof.bound,
+        "cache_roof_time_s": cache_roof_time(roof, chip),
     }
 
 
@@ -212,7 +215,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
                 *model.notes,
                 *ceilings_assumptions(resolved.measured),
             ],
-            **_roofline_fields(roof, kind, request.stack),
+            **_roofline_fields(roof, kind, request.stack, chip),
             **transformer_fields(result, chip.run_by(request.stack), request.breakdown),
             **fed.feeding_fields(feeding),
             **_what_if(roof, alternatives),
@@ -243,7 +246,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
                 *accumulation_lines(chip, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
-            **_roofline_fields(roof, ops.kind, request.stack),
+            **_roofline_fields(roof, ops.kind, request.stack, chip),
             **ops_fields(ops),
             **_what_if(roof, alternatives),
         }
@@ -258,7 +261,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
                 *assumptions(request.workload, kind, request.stack, roof),
                 *ceilings_assumptions(resolved.measured),
             ],
-            **_roofline_fields(roof, kind, request.stack),
+            **_roofline_fields(roof, kind, request.stack, chip),
         }
         return _Placed(fields, roof, facts=copy_facts(request.workload, chip), chip=chip)
     if isinstance(request.workload, InputPipelineWorkload):
@@ -267,7 +270,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             **common,
             "workload": request.workload,
             **fed.input_fields(pipe),
-            **_roofline_fields(roof, Kind.COPY, request.stack),
+            **_roofline_fields(roof, Kind.COPY, request.stack, chip),
         }
         return _Placed(fields, roof, facts=fed.facts_of(pipe), chip=chip)
     work, filled = kernel_work(request.workload)
@@ -285,7 +288,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             *accumulation_lines(chip, request.stack, roof),
             *ceilings_assumptions(resolved.measured),
         ],
-        **_roofline_fields(roof, work.kind, request.stack),
+        **_roofline_fields(roof, work.kind, request.stack, chip),
         **_what_if(roof, alternatives),
     }
     return _Placed(fields, roof, None, _kernel_facts(filled, work, chip), alternatives, chip=chip)
