@@ -1,5 +1,5 @@
-"""A training step from the form can be fed by the input pipeline (docs/formulas.md#input-
-pipeline), with the input pipeline kind's own fields: read only when the step is said to be
+"""A training step from the form can be fed by the input pipeline, with the input pipeline
+kind's own fields (docs/formulas.md#input-pipeline): read only when the step is said to be
 fed by it, errors at their fields; in Chromium, the fields show for training alone."""
 
 import re
