@@ -54,6 +54,16 @@ def cache_roof(roof: Roofline, chip: Chip) -> CacheRoof | None:
     return CacheRoof(chip.cache_name, chip.cache_bytes, chip.cache_bandwidth, roof.bytes, time)
 
 
+def cache_roof_time(roof: Roofline, chip: Chip) -> float | None:
+    """The cache roof's time where it is a bandwidth roof of its own: `roof`'s working set
+    fits in `chip`'s last-level cache and the cache's bandwidth is catalogued; None where the
+    cache's size or bandwidth is unknown, or the working set does not fit."""
+    cache = cache_roof(roof, chip)
+    if cache is None or cache.bandwidth is None or not cache.fits:
+        return None
+    return cache.time
+
+
 def cache_resident(roof: Roofline, chip: Chip | None, measured_time: float) -> CacheRoof | None:
     """The cache roof that explains a run faster than its (memory) roofline time: the run's
     working set fits in the cache and the run is not faster than the cache roof. None where

@@ -43,13 +43,14 @@ OVER = f"over the {MAX_DISTINCT} distinct operators analysed"
 
 @dataclass(slots=True)
 class Modelled:
-    """The calls of one operator with one set of shapes: `roofline` one call's on the chip,
+    """The calls of one operator with one set of shapes: `roofline` one call's on `chip`,
     realized on the stack (`placed` before)."""
 
     op: Op
     work: Work
     placed: Roofline
     roofline: Roofline
+    chip: Chip
     count: int = 0
     measured: float = 0.0
 
@@ -69,8 +70,9 @@ class Modelled:
         return self.measured - self.expected_time
 
     def judgement(self) -> Judgement:
-        """Its mean call judged against one call's roofline."""
-        return judge(self.roofline, self.measured / self.count)
+        """Its mean call judged against one call's roofline, and the chip's cache (a call
+        whose bytes fit in it, timed back to back, may be cache-resident)."""
+        return judge(self.roofline, self.measured / self.count, chip=self.chip)
 
 
 @dataclass(slots=True)
@@ -170,7 +172,7 @@ class _Model:
             message = str(getattr(error, "message", error))
             return NotModelled(name, UNKNOWN if "unknown operator" in message else message)
         realized = realize(placed, Realism(work.kind, self.software, kernels=1))
-        return Modelled(op, work, placed, realized)
+        return Modelled(op, work, placed, realized, self.chip)
 
 
 def analyse(trace: TraceEvents, chip: Chip, software: Software = Software.EAGER) -> TraceAnalysis:
@@ -202,7 +204,12 @@ def analyse(trace: TraceEvents, chip: Chip, software: Software = Software.EAGER)
         view = replace(kernels[0], op_cpu_time=units)
         copies = host_copies(kernels[2], chip)
     result = _summary(
-        groups.values(), view, events=trace.count, skipped=trace.skipped, software=software
+        groups.values(),
+        view,
+        events=trace.count,
+        skipped=trace.skipped,
+        software=software,
+        chip=chip,
     )
     if view is None:
         return result
@@ -317,8 +324,11 @@ def _summary(
     events: int,
     skipped: int,
     software: Software,
+    chip: Chip,
 ) -> TraceAnalysis:
-    """The groups that took time, sorted, and the modelled ones judged as a whole."""
+    """The groups that took time, sorted, and the modelled ones judged as a whole on `chip`
+    (whose cache may explain a whole faster than its roofline: their bytes, each call's
+    counted again, bound the working set from above)."""
     modelled: list[Modelled] = []
     merged: dict[tuple[str, str], NotModelled] = {}
     for g in groups:
@@ -337,7 +347,7 @@ def _summary(
         calls = sum(m.count for m in modelled)
         parts = in_sequence([_times(m.placed, m.count) for m in modelled])
         whole = realize(parts, Realism(lead.work.kind, software, kernels=calls))
-        judgement = judge(whole, sum(m.measured for m in modelled))
+        judgement = judge(whole, sum(m.measured for m in modelled), chip=chip)
     not_modelled = sorted(merged.values(), key=lambda n: n.measured, reverse=True)
     return TraceAnalysis(
         tuple(modelled), tuple(not_modelled), kernels, events, whole, judgement, skipped

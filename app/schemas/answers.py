@@ -230,6 +230,12 @@ class ExpectedTime(_Displayed):
     sustained_compute_fraction: float
     sustained_memory_fraction: float
     bound: Bound = Field(description="compute, memory, communication, overhead or input.")
+    cache_roof_time_s: float | None = Field(
+        None,
+        description="The roofline time with every byte read at the bandwidth of the chip's "
+        "last-level cache (the cache roof, which a run timed back to back can reach): null "
+        "where the bytes do not fit in that cache or its bandwidth is not catalogued.",
+    )
     memory_required_bytes: float | None = None
     memory_available_bytes: float | None = None
     fits: bool | None = None

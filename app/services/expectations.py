@@ -21,6 +21,7 @@ from app.engine import (
     place,
     place_kernel,
 )
+from app.engine.cache import cache_roof_time
 from app.engine.compare import summarise_times
 from app.engine.fit import max_batch
 from app.engine.fusion import OpsEstimate
@@ -85,6 +86,7 @@ BREAKDOWN_WARNING = [
 
 
 def _roofline_fields(roof: Roofline, kind: Kind, stack: Software, chip: Chip) -> dict[str, object]:
+    """The answer's roofline figures, and `chip`'s cache roof where the work fits in it."""
     published, used, on = fitted(kind, stack, chip.backend)
     return {
         "stack": stack,
@@ -112,6 +114,7 @@ def _roofline_fields(roof: Roofline, kind: Kind, stack: Software, chip: Chip) ->
         "sustained_compute_fraction": roof.sustained_compute,
         "sustained_memory_fraction": roof.sustained_memory,
         "bound": roof.bound,
+        "cache_roof_time_s": cache_roof_time(roof, chip),
     }
 
 

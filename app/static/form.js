@@ -12,16 +12,20 @@
   const model = document.getElementById("f-model");
   const config = document.getElementById("f-config");
   const covers = document.getElementById("f-measured_ms-covers");
+  const fed = document.getElementById("f-fed");
 
   // data-kinds and data-phases list where an element applies (absent: everywhere);
-  // a phase restricts a transformer's fields only
+  // a phase restricts a transformer's fields only, and data-fed (the input pipeline's) to a
+  // transformer fed by one
   const listed = (element, name, value) => {
     const list = element.dataset[name];
     return list === undefined || list.split(" ").includes(value);
   };
   const appliesHere = (element) =>
     listed(element, "kinds", kind.value) &&
-    (kind.value !== "transformer" || listed(element, "phases", phase.value));
+    (kind.value !== "transformer" ||
+      (listed(element, "phases", phase.value) &&
+        (element.dataset.fed === undefined || (fed && fed.value === "true"))));
   // an element applies when it and every scoped element around it do
   const applies = (element) => {
     for (let e = element; e && e !== form; e = e.parentElement) {
@@ -31,7 +35,7 @@
   };
 
   const update = () => {
-    for (const element of form.querySelectorAll("[data-kinds], [data-phases]")) {
+    for (const element of form.querySelectorAll("[data-kinds], [data-phases], [data-fed]")) {
       element.hidden = !appliesHere(element);
     }
     for (const control of form.querySelectorAll("input, select, textarea")) {
@@ -59,6 +63,7 @@
 
   kind.addEventListener("change", update);
   phase.addEventListener("change", update);
+  if (fed) fed.addEventListener("change", update);
   if (config) config.addEventListener("input", update);
   update();
 })();

@@ -48,6 +48,8 @@ INPUT_FIELDS = (
     *("sample_bytes", "samples_per_step", "storage", "read_bytes_per_s", "iops"),
     *("block_bytes", "decode_s_per_sample", "workers", "device_bytes_per_sample"),
 )
+# a training step's switch: whether the input pipeline's fields feed it (its `input_pipeline`)
+FED = "fed"
 # the optimal batch's latency bound (GET /optimal-batch), each for the phase it bounds
 LATENCY_FIELDS = {"max_tpot_ms": Phase.DECODE, "max_ttft_ms": Phase.PREFILL}
 _ROWWISE = {"rows": "rows", "cols": "cols", "dtype": "dtype"}
@@ -90,13 +92,16 @@ FIELDS: dict[str, dict[str, str]] = {
         "pinned": "input_pinned",  # the copy's `pinned` is a field of its own
     },
 }
+PIPELINE_FIELDS = tuple(FIELDS["input_pipeline"].values())
 _SERVING = (Phase.DECODE, Phase.PREFILL, Phase.GENERATE)
 # form field -> the transformer phases it applies to (absent: every phase). Training keeps
 # its weights dense in the compute dtype and holds no KV cache; the new tokens are generate's.
 PHASES_OF: dict[str, tuple[str, ...]] = {
     "gen_len": (Phase.GENERATE,),
     **dict.fromkeys(("weight_dtype", "kv_dtype", "sparsity"), _SERVING),
-    **dict.fromkeys((*TRAINING_FIELDS, *SCALING_FIELDS), (Phase.TRAINING,)),
+    **dict.fromkeys((*TRAINING_FIELDS, *SCALING_FIELDS, FED), (Phase.TRAINING,)),
+    # a transformer reads the input pipeline's fields in training only (its own kind, always)
+    **dict.fromkeys(PIPELINE_FIELDS, (Phase.TRAINING,)),
     **{name: (phase,) for name, phase in LATENCY_FIELDS.items()},
 }
 # What one measured time covers: a transformer's phase, else one call of a kernel
@@ -165,6 +170,7 @@ DEFAULTS: dict[str, str] = {
     "attn_batch": _text(AttentionWorkload.model_fields["batch"].default),
     **{"heads": "32", "kv_heads": "", "q_len": "4096", "kv_len": "", "head_dim": "128"},
     **_declared(AttentionWorkload, ("causal", "implementation")),
+    FED: "false",
     "copy_bytes": "1e9",
     **_declared(CopyWorkload, ("direction", "pinned", "overlap_s")),
     # 256 ImageNet JPEGs of 110 kB from local NVMe: the form's own example
@@ -185,25 +191,30 @@ def _kinds_using(name: str) -> tuple[str, ...]:
 # form field -> the workload kinds it applies to (absent: every kind)
 KINDS_OF: dict[str, tuple[str, ...]] = {
     **{name: kinds for name in DEFAULTS if 0 < len(kinds := _kinds_using(name)) < len(KINDS)},
-    **dict.fromkeys((*LATENCY_FIELDS, *SCALING_FIELDS), ("transformer",)),
+    **dict.fromkeys((*LATENCY_FIELDS, *SCALING_FIELDS, FED), ("transformer",)),
+    **dict.fromkeys(PIPELINE_FIELDS, ("transformer", "input_pipeline")),
 }
 
 
-def applies(name: str, kind: str, phase: str) -> bool:
+def applies(name: str, kind: str, phase: str, *, fed: bool = False) -> bool:
     """Whether the form field `name` is read for a workload of `kind` (and `phase`, for a
-    transformer): the page shows the same fields (templates/_fields.html, static/form.js)."""
+    transformer, whose input pipeline's fields are read where it is `fed` by one): the page
+    shows the same fields (templates/_fields.html, static/form.js)."""
     if kind not in KINDS_OF.get(name, (kind,)):
         return False
-    return kind != "transformer" or phase in PHASES_OF.get(name, (phase,))
+    if kind != "transformer":
+        return True
+    return phase in PHASES_OF.get(name, (phase,)) and (fed or name not in PIPELINE_FIELDS)
 
 
 def applicable(values: Mapping[str, str]) -> dict[str, str]:
     """The non-empty values that apply to the chosen kind and phase, in the form's order."""
     kind, phase = values.get("kind", ""), values.get("phase", "")
+    fed = values.get(FED) == "true"
     return {
         name: values[name]
         for name in DEFAULTS
-        if values.get(name) and name not in STORE_FIELDS and applies(name, kind, phase)
+        if values.get(name) and name not in STORE_FIELDS and applies(name, kind, phase, fed=fed)
     }
 
 
@@ -244,13 +255,21 @@ def _workload(values: Mapping[str, str]) -> dict[str, Any]:
     stands in for the catalog model."""
     kind = values.get("kind", "transformer")
     given = applicable(values)
-    workload: dict[str, Any] = {"kind": kind}
-    for schema_name, form_name in FIELDS.get(kind, {}).items():
-        if form_name in given:
-            workload[schema_name] = field_value(schema_name, given[form_name])
+    workload = {"kind": kind, **_fields_of(kind, given)}
     if "config" in workload:
         workload.pop("model", None)
+    if kind == "transformer" and given.get(FED) == "true":
+        workload["input_pipeline"] = _fields_of("input_pipeline", given)
     return workload
+
+
+def _fields_of(kind: str, given: Mapping[str, str]) -> dict[str, Any]:
+    """The schema's values of `kind`'s fields among those `given`."""
+    return {
+        schema_name: field_value(schema_name, given[form_name])
+        for schema_name, form_name in FIELDS.get(kind, {}).items()
+        if form_name in given
+    }
 
 
 def latency_bounds(values: Mapping[str, str]) -> LatencyBounds:
@@ -333,6 +352,8 @@ def _validation_errors(exc: ValidationError, kind: str) -> dict[str, str]:
             # the workload as a whole: a transformer's model (neither model nor config given)
             whole = "model" if kind == "transformer" else GENERAL
             name = _form_name(kind, loc[2]) if len(loc) > 2 else whole
+            if loc[2:3] == ["input_pipeline"]:  # a training step's, by the same form names
+                name = _form_name("input_pipeline", loc[3]) if len(loc) > 3 else GENERAL
         elif loc and loc[0] in DEFAULTS:
             name = loc[0]
         elif "measured" in message:

@@ -24,7 +24,7 @@ from app.schemas.requests import (
 from app.services import expectations, planning
 from app.services.catalogs import Catalogs
 from app.web.charts import data_of, roofline_svg
-from app.web.forms import FIELDS, SCALING_FIELDS, covers, errors_of, scaling_of
+from app.web.forms import FED, FIELDS, SCALING_FIELDS, covers, errors_of, scaling_of
 from app.web.svg import for_page
 from app.web.trends import scaling_svg, sweep_svg
 
@@ -143,11 +143,21 @@ def compute(
 
 
 def workload_params(workload: dict[str, Any], chip_id: str) -> dict[str, str]:
-    """Form values that describe a stored workload, to check it again from the form."""
+    """Form values that describe a stored workload, to check it again from the form (a
+    training step's input pipeline by the input pipeline kind's fields)."""
     kind = str(workload.get("kind", ""))
-    params = {"chip": chip_id, "kind": kind}
+    params = {"chip": chip_id, "kind": kind, **_form_texts(workload, kind)}
+    pipeline = workload.get("input_pipeline")
+    if kind == "transformer" and isinstance(pipeline, dict):
+        params |= {FED: "true", **_form_texts(pipeline, "input_pipeline")}
+    return params
+
+
+def _form_texts(fields: dict[str, Any], kind: str) -> dict[str, str]:
+    """The form's text of each of `kind`'s fields among `fields`."""
+    params: dict[str, str] = {}
     for schema_name, form_name in FIELDS.get(kind, {}).items():
-        value = workload.get(schema_name)
+        value = fields.get(schema_name)
         if isinstance(value, dict):  # a pasted config
             params[form_name] = json.dumps(value)
         elif isinstance(value, bool):

@@ -55,7 +55,7 @@ def test_a_gemv_too_large_for_the_l2_at_that_rate_is_still_a_timing_error(client
 def test_a_cache_roof_with_a_bandwidth_bounds_the_run_from_below(client):
     # a bf16 GEMV on an A100 SXM4 80GB: (4,000 + 4,000) x 2 + 16,000,000 x 2 = 32,016,000 B in
     # its 40 MiB L2; memory roof 32,016,000 / 2.039e12 = 15.70 us, L2 roof 32,016,000 /
-    # 7.219e12 = 4.435 us (1.28e8 FLOPs / 312e12 = 0.41 us of compute)
+    # 7.219e12 = 4.435 us (3.2e7 FLOPs / 312e12 = 0.10 us of compute)
     gemv = {"kind": "matmul", "m": 1, "n": 4_000, "k": 4_000, "dtype": "bf16"}
     l2_roof = 32_016_000 / 7.219e12
     at_roof = check(client, "a100", gemv, l2_roof)
@@ -90,3 +90,31 @@ def test_the_catalog_answer_holds_the_cache_and_the_peak_derivation(client):
     product = mi300x["compute_units"]["value"] * derivation["clock_hz"]["value"] * per_cu
     assert product == pytest.approx(mi300x["peak_flops_per_s"]["matrix"]["bf16"]["value"], 1e-3)
     assert client.get("/chips/l4").json()["peak_derivation"] is None
+
+
+A100_GEMV = {"kind": "matmul", "m": 1, "n": 4_000, "k": 4_000, "dtype": "bf16"}
+
+
+def test_the_cache_roof_time_is_in_the_answer_where_the_work_fits_and_a_bandwidth_is_known(
+    client,
+):
+    # the A100 GEMV above: 32,016,000 B in the 40 MiB (41,943,040 B) L2; its cache roof is
+    # max(3.2e7 FLOPs / 312e12 = 0.103 us, 32,016,000 / 7.219e12 = 4.435 us) = 4.435 us
+    body = {"chip": "a100", "workload": A100_GEMV}
+    expected = client.post("/expected-time", json=body).json()
+    assert expected["cache_roof_time_s"] == pytest.approx(32_016_000 / 7.219e12)
+    assert expected["expected_time_s"] == pytest.approx(32_016_000 / 2.039e12)  # 15.70 us
+    checked = check(client, "a100", A100_GEMV, 10e-6)
+    assert checked["cache_roof_time_s"] == expected["cache_roof_time_s"]
+    assert checked["verdict"] == "cache_resident"
+
+
+def test_no_cache_roof_time_where_the_work_does_not_fit_or_no_bandwidth_is_known(client):
+    # k = 6,000: (6,000 + 24,000,000 + 4,000) x 2 = 48,020,000 B, over the A100's 41,943,040 B
+    too_large = {**A100_GEMV, "k": 6_000}
+    answer = client.post("/expected-time", json={"chip": "a100", "workload": too_large}).json()
+    assert answer["bytes"] == 48_020_000
+    assert answer["cache_roof_time_s"] is None
+    # the L40S GEMV fits in its 96 MiB L2, but no source gives the L2's bandwidth
+    l40s = check(client, "l40s", GEMV, AT_3_3_TBPS)
+    assert l40s["verdict"] == "cache_resident" and l40s["cache_roof_time_s"] is None
