@@ -66,9 +66,9 @@ class Settings(BaseSettings):
     a second, a hundred times what the slowest calculation takes."""
     table_row_budget_s: float = Field(0.0005, gt=0, le=0.1)
     """What a benchmark table's wait adds to calculation_budget_s per row (POST /check/table,
-    the /table page): a table is one calculation a row, each a kernel placed and judged in
-    about 50 us of one core of the development machine; half a millisecond, ten times that,
-    lets a table of 10,000 rows (6 s in all) finish on a machine busy with other work."""
+    the /table page): a table is one small calculation a row (a single kernel placed and
+    judged), so its wait grows with its rows, up to 6 s for the 10,000 a table may hold; a
+    request of one row still waits about one calculation's budget."""
 
     @property
     def hosts(self) -> list[str]:
