@@ -1,7 +1,9 @@
 """Pages, JSON answers (computed or stored) and /docs' files are gzipped for a client that
 accepts it, and sent as they are to one that does not; the security headers either way."""
 
+import asyncio
 import gzip
+import zlib
 from typing import Any
 
 import pytest
@@ -60,3 +62,47 @@ def test_a_stored_answer_is_gzipped_too(plain: TestClient) -> None:
     stored = plain.get(ANSWER)
     assert (stored.content, catalogs.answers.hits) == (computed[0], 2)
     assert "content-encoding" not in stored.headers
+
+
+def test_a_large_answer_is_gzipped_off_the_event_loop(
+    plain: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2,000-row table's answer (about 1 MB of JSON) compresses in a worker thread, so the
+    event loop goes on answering others meanwhile; a small answer compresses in place."""
+    compressed: list[tuple[int, bool]] = []  # (bytes, on the event loop)
+    opened = zlib.compressobj
+
+    class Watched:
+        def __init__(self, *args: Any) -> None:
+            self.inner = opened(*args)
+
+        def compress(self, data: bytes) -> bytes:
+            compressed.append((len(data), _on_event_loop()))
+            return self.inner.compress(data)
+
+        def flush(self, *args: Any) -> bytes:
+            return self.inner.flush(*args)
+
+    monkeypatch.setattr(zlib, "compressobj", Watched)
+    table = "label,M,N,K,dtype,ms\n" + "square,4096,4096,4096,bf16,0.5\n" * 2000
+    answered = plain.post(
+        "/check/table?chip=h100",
+        content=table,
+        headers={"content-type": "text/csv", "accept-encoding": "gzip"},
+    )
+    assert answered.status_code == 200 and answered.headers["content-encoding"] == "gzip"
+    assert len(answered.json()["rows"]) == 2000
+    ((size, on_loop),) = compressed
+    assert size > 128 * 1024 and not on_loop
+    compressed.clear()
+    assert plain.get(ANSWER, headers={"accept-encoding": "gzip"}).status_code == 200
+    ((size, on_loop),) = compressed
+    assert size < 128 * 1024 and on_loop
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # a worker thread runs no event loop
+        return False
+    return True
