@@ -77,10 +77,11 @@ def table_svg(
         lines += roof_lines
     _points(svg, placed, x, y)
     worst = sorted((r for r in placed if r.rank is not None), key=lambda r: r.rank or 0)
-    for row in worst[:NAMED]:
-        cx, cy = x(row.arithmetic_intensity or 0.0), y(row.achieved_flops_per_s or 0.0)
-        svg.point(cx, cy, f"pt-{row.verdict} named", _tooltip(row), r=4)
-        labels.append(Label(cx + 7, cy + 4, f"#{row.rank}"))
+    for (cx, cy), named in _by_point(worst[:NAMED], x, y).items():
+        # named rows at one place (one shape timed again) share a ring and a label: "#1, #3"
+        tips = "\n".join(_tooltip(row) for row in named)
+        svg.point(cx, cy, f"pt-{named[0].verdict} named", tips, r=4)
+        labels.append(Label(cx + 7, cy + 4, ", ".join(f"#{row.rank}" for row in named)))
     _draw_placed(svg, box, labels, lines)
     verdicts = {row.verdict for row in placed}
     keys = [
@@ -104,6 +105,17 @@ def _points(svg: Svg, rows: Sequence[TableRow], x: Scale, y: Scale) -> None:
         groups.setdefault(str(row.verdict), {})[at] = None
     for verdict, circles in groups.items():
         svg.add(f'<g class="pt-{verdict}">{"".join(circles)}</g>')
+
+
+def _by_point(
+    rows: Sequence[TableRow], x: Scale, y: Scale
+) -> dict[tuple[float, float], list[TableRow]]:
+    """`rows` by where they are drawn, to a tenth of a pixel (as `_points` shares circles)."""
+    at: dict[tuple[float, float], list[TableRow]] = {}
+    for row in rows:
+        cx, cy = x(row.arithmetic_intensity or 0.0), y(row.achieved_flops_per_s or 0.0)
+        at.setdefault((round(cx, 1), round(cy, 1)), []).append(row)
+    return at
 
 
 def _words(verdict: object) -> str:

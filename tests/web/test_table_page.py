@@ -105,7 +105,10 @@ def test_upload_a_file_of_three_hundred_rows(page, url, tmp_path, shot):
         "cs => cs.map(c => c.getAttribute('cx') + ',' + c.getAttribute('cy'))"
     )
     assert 50 < len(places) <= 299 and len(set(places)) == len(places)
-    expect(chart.locator("circle.named")).to_have_count(5)
+    # the five rows that lost most are the largest matmuls, at one place: one ring names them
+    expect(chart.locator("circle.named")).to_have_count(1)
+    assert len(chart.locator("circle.named title").text_content().splitlines()) == 5
+    expect(chart.locator("text", has_text="#1, #2, #3, #4, #5")).to_have_count(1)
     shot(page, "table-upload")
 
 
@@ -185,3 +188,22 @@ def test_a_paste_as_large_as_a_table_may_be(tmp_path):
     assert page.status_code == 200 and "2,000 rows on" in page.text
     over = client.post("/table", data=asked | {"text": text * 2}, headers=ORIGIN)
     assert over.status_code == 413
+
+
+def test_named_rows_at_one_place_share_a_ring_and_a_label(client):
+    """The same shape timed three times alike (square, 0.5 ms: 361.1 us lost each, ranks 1-3)
+    is one place on the chart: one ring, labelled "#1, #2, #3", whose tooltip names all three;
+    fast (rank 4) keeps its own."""
+    square = "square,4096,4096,4096,bf16,0.5,,,\n"
+    pasted = PASTED.splitlines()[0] + "\n" + square * 3 + "fast,4096,4096,4096,bf16,0.15,,,\n"
+    asked = {"chip": "h100", "stack": "typical", "text": pasted}
+    answered = client.post("/table", data=asked, headers=ORIGIN)
+    assert answered.status_code == 200
+    chart = answered.text[answered.text.index('id="table-chart"') :]
+    rings = re.findall(r'class="pt-\w+ named"><title>([^<]*)</title>', chart)
+    assert len(rings) == 2 * 2  # two places, drawn at a desktop's width and a phone's
+    assert rings[0].splitlines() == [
+        f"#{rank} row {rank} square: 27.8% of the roofline, 361 µs lost, room to improve"
+        for rank in (1, 2, 3)
+    ]
+    assert ">#1, #2, #3</text>" in chart and ">#4</text>" in chart
