@@ -96,6 +96,9 @@ PROFILES = {
     "torchtitan-compile": Software.COMPILED,
     "vllm": Software.VLLM,
     "sglang": Software.SGLANG,
+    # Hugging Face transformers `generate` without torch.compile dispatches every op from Python
+    "hf-transformers": Software.EAGER,
+    "pytorch-eager": Software.EAGER,
 }
 # Attention rows by the kernel they ran: FlashAttention-2 issues Ampere's warp-level MMA on
 # every chip; FlashAttention-3 and cuDNN use the chip's fastest path.
