@@ -59,6 +59,7 @@ from app.engine import (
     realize,
     saxpy,
 )
+from app.engine.realism import KERNEL_KINDS
 from app.engine.training import attention_at_wide
 from app.engine.units import GIGA, TERA, seconds_from_ms
 from app.engine.workload import generate_realism, pass_realism
@@ -96,7 +97,8 @@ PROFILES = {
     "torchtitan-compile": Software.COMPILED,
     "vllm": Software.VLLM,
     "sglang": Software.SGLANG,
-    # Hugging Face transformers `generate` without torch.compile dispatches every op from Python
+    # Hugging Face transformers' `generate` and plain PyTorch, uncompiled: every op
+    # dispatched from Python
     "hf-transformers": Software.EAGER,
     "pytorch-eager": Software.EAGER,
 }
@@ -134,7 +136,10 @@ class Measurement:
 
     @property
     def profile(self) -> Software:
-        """The engine's software profile this row's stack belongs to (typical if none)."""
+        """The engine's software profile this row's stack belongs to (typical if none; a
+        single kernel's, whoever launched it)."""
+        if self.kind in KERNEL_KINDS:
+            return Software.TYPICAL
         by_phase = TRAINING_PROFILES if self.kind is Kind.TRAINING else INFERENCE_PROFILES
         return by_phase.get(self.software) or PROFILES.get(self.software, Software.TYPICAL)
 
