@@ -11,7 +11,8 @@ reported rate, so the time is the one the source measured for that work):
   TFLOP/s -> flops / (value * 1e12); GB/s -> bytes / (value * 1e9);
   MFU -> flops / (value * catalog peak); s, ms -> the value itself;
   out_tok/s (generate rows) -> batch * gen_len / value; out_tok/s/chip -> the same over
-  value * tp; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value,
+  value * tp; in_out_tok/s (generate rows whose source divides prompt and generated tokens
+  together by the request's time) -> batch * (seq_len + gen_len) / value; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value,
   (training rows, all chips together) -> tokens_per_step / value;
   tok/s/chip (training rows) -> tokens_per_step / (chips * value).
 Transformer rows (decode, prefill, generate) use the engine's `estimate` on a catalog model.
@@ -249,6 +250,9 @@ def measured_seconds(row: Measurement, roof: Roofline) -> float:
         return seconds_from_ms(value)
     if unit == "out_tok/s":  # a whole generate request: batch x gen_len tokens at this rate
         return float(row.params["batch"] * row.params["gen_len"]) / value
+    if unit == "in_out_tok/s":  # a whole generate request: prompt and generated tokens together
+        p = row.params
+        return float(p["batch"] * (p["seq_len"] + p["gen_len"])) / value
     if unit == "out_tok/s/chip":  # the same, reported per GPU of a tp-way group
         tp = float(row.params["tp"])
         return float(row.params["batch"] * row.params["gen_len"]) / (value * tp)
