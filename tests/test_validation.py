@@ -115,37 +115,38 @@ def test_committed_table_report_and_chart_are_current() -> None:
 def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # leave one source out, centre and range width: each row predicted by a table that never
     # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
-    # 35%, 78-90% inside with a median width <= 1.6x. Reached honestly on 535 rows from 45
-    # sources, with llama.cpp's fp16 GEMMs at the fp16-accumulate peak on GeForce cards and a
-    # stack's own entry per backend where established (llama.cpp prefill: Metal on Apple at
-    # 1.15x the sustained kernels, CUDA on NVIDIA at 2.48x) and fp8 training's attention at
-    # the bf16 peak: 16.6%, prefill 24.0% the worst kind, attention 20.3%, p90 48.5%, 77.9%
-    # inside at a median width of 2.02x (one entry
-    # per stack over every backend: 17.1%, prefill 43.5%, p90 50.2%, 77.9% inside, 2.05x; on
-    # the 181 rows from 28 sources before the llama.cpp, lmdeploy, vLLM, Gaudi, ExLlama,
-    # gpt-fast, llm-foundry, torchtitan and MaxText A3 tables were added: 13.7%, p90 45.1%,
-    # 83% inside, 2.00x). None is met. These bounds hold what is reached, so that a change
-    # that makes it worse fails
-    assert median_error(PREDICTIONS) <= 0.167
+    # 35%, 78-90% inside with a median width <= 1.6x. Reached honestly on 648 rows from 56
+    # sources: 20.3%, generate 25.3% the worst kind, p90 53.4%, 81.0% inside at a median
+    # width of 2.51x. The 113 rows added last (SGLang, eager Hugging Face and PyTorch, vLLM on
+    # an MI300X, llama.cpp on A100, H100 PCIe and L40S cards), of stacks and chips the table
+    # had no runs of, are predicted at 34.8% (66% inside): fine-grained mixtures of experts
+    # at small batches run 5-30x their ideal on SGLang, vLLM 2.4-6.1x on an MI300X. Before
+    # them, on 535 rows from 45 sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x; on the 181
+    # rows from 28 sources before the llama.cpp, lmdeploy, vLLM, Gaudi, ExLlama, gpt-fast,
+    # llm-foundry, torchtitan and MaxText A3 tables: 13.7%, p90 45.1%, 83% inside, 2.00x.
+    # Only the share inside is met. These bounds hold what is reached, so that a change that
+    # makes it worse fails
+    assert median_error(PREDICTIONS) <= 0.203
     for kind in {p.result.row.kind for p in PREDICTIONS}:
         of_kind = [p for p in PREDICTIONS if p.result.row.kind is kind]
-        assert median_error(of_kind) <= 0.24, kind
-    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.485
-    assert 0.775 <= inside_share(PREDICTIONS) <= 0.9
-    assert median_width(PREDICTIONS) <= 2.02
+        assert median_error(of_kind) <= 0.254, kind
+    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.534
+    assert 0.8 <= inside_share(PREDICTIONS) <= 0.9
+    assert median_width(PREDICTIONS) <= 2.51
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
 def test_the_evidence_spans_stacks_vendors_and_apple() -> None:
-    # issue 35 item 5: at least 300 rows (reached: 535) from at least 45 sources (reached: 45),
-    # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple
+    # issue 35 item 5: at least 300 rows (reached: 648) from at least 45 sources (reached: 56),
+    # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple, every stack offered with runs
+    # of its own
     assert len(RESULTS) >= 300
     assert len({r.row.source for r in RESULTS}) >= 45
     chips = {r.row.chip for r in RESULTS}
     assert {"rtx-3090", "rtx-4090", "h100-sxm5-80gb", "mi300x", "tpu-v5e", "gaudi3"} <= chips
     assert {"apple-m2-ultra", "apple-m3-max"} <= chips
     profiles = {r.row.profile for r in RESULTS}
-    assert {Software.LLAMA_CPP, Software.VLLM, Software.COMPILED} <= profiles
+    assert profiles == set(Software)
 
 
 def test_quantised_weights_and_whole_group_token_rates() -> None:
@@ -156,6 +157,10 @@ def test_quantised_weights_and_whole_group_token_rates() -> None:
     assert q.roofline.flops == f16.roofline.flops
     assert q.roofline.bytes < f16.roofline.bytes
     assert math.isclose(q.measured_s, 512 / 1164.00)  # one prompt at 1164.00 tok/s
+    qwen = next(r for r in RESULTS if r.row.id == "qwen-speed-sglang-qwen3-8b-bf16-h20-in6144")
+    # Qwen's speed benchmark divides prompt and generated tokens together by the request's
+    # time: (6144 + 2048) tokens at 296.25 tok/s = 27.65 s
+    assert math.isclose(qwen.measured_s, (6144 + 2048) / 296.25)
     t = next(r for r in RESULTS if r.row.id == "intel-gaudi2-train-llama-v2-7b-hpu8")
     # 1024 x 4096 tokens per step at 70523 tokens/s over all 8 HPUs = 59.47 s per step
     assert math.isclose(t.measured_s, 1024 * 4096 / 70523)

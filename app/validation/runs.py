@@ -12,7 +12,8 @@ reported rate, so the time is the one the source measured for that work):
   MFU -> flops / (value * catalog peak); s, ms -> the value itself;
   out_tok/s (generate rows) -> batch * gen_len / value; out_tok/s/chip -> the same over
   value * tp; in_out_tok/s (generate rows whose source divides prompt and generated tokens
-  together by the request's time) -> batch * (seq_len + gen_len) / value; tok/s (decode rows) -> batch / value, (prefill rows) -> batch * seq_len / value,
+  together by the request's time) -> batch * (seq_len + gen_len) / value; tok/s (decode
+  rows) -> batch / value, (prefill rows) -> batch * seq_len / value,
   (training rows, all chips together) -> tokens_per_step / value;
   tok/s/chip (training rows) -> tokens_per_step / (chips * value).
 Transformer rows (decode, prefill, generate) use the engine's `estimate` on a catalog model.
