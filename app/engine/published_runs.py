@@ -9,27 +9,31 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.6837, 1.0418, 2.2602, 34, 5),
     },
     "decode": {
-        "typical": (1.4922, 1.1626, 2.4563, 44, 7),
-        "tensorrt-llm": (1.461, 1.1383, 2.4049, 5, 1),
-        "llama.cpp": (1.1978, 0.9332, 1.9716, 4, 3),
-        "compiled": (1.5315, 1.1932, 2.521, 33, 2),
+        "typical": (1.7114, 1.004, 3.0043, 59, 11),
+        "tensorrt-llm": (1.461, 0.8571, 2.5647, 5, 1),
+        "llama.cpp": (1.1978, 0.7027, 2.1026, 4, 3),
+        "compiled": (1.5315, 0.8984, 2.6885, 33, 2),
+        "sglang": (6.8641, 4.0267, 12.0495, 14, 3),
     },
     "elementwise": {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
     },
     "generate": {
-        "typical": (1.3566, 0.9926, 1.9882, 167, 12),
-        "tensorrt-llm": (1.4974, 1.0957, 2.1946, 34, 4),
-        "vllm": (1.3872, 1.0151, 2.0332, 9, 3),
-        "llama.cpp": (1.0862, 0.7948, 1.592, 20, 1),
+        "typical": (1.5601, 0.9621, 2.3434, 252, 19),
+        "tensorrt-llm": (1.4974, 0.9234, 2.2491, 34, 4),
+        "vllm": (2.0511, 1.2648, 3.0808, 30, 5),
+        "llama.cpp": (1.1664, 0.7192, 1.7519, 36, 1),
+        "eager": (1.9967, 1.2313, 2.999, 12, 3),
+        "sglang": (2.8432, 1.7533, 4.2705, 36, 2),
     },
     "matmul": {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.6794, 0.7981, 2.1762, 45, 7),
-        "tensorrt-llm": (1.669, 0.7931, 2.1627, 12, 2),
-        "llama.cpp": (1.7913, 0.8513, 2.3212, 33, 5),
+        "typical": (1.8483, 0.9205, 2.7485, 58, 8),
+        "tensorrt-llm": (1.669, 0.8312, 2.4818, 12, 2),
+        "llama.cpp": (2.1524, 1.072, 3.2006, 41, 5),
+        "eager": (1.7436, 0.8684, 2.5927, 5, 1),
     },
     "training": {
         "typical": (1.9238, 1.509, 2.9391, 212, 14),
@@ -43,24 +47,34 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
         "compiled": {
-            "nvidia": (1.5315, 1.1932, 2.521, 31, 2),
+            "nvidia": (1.5315, 0.8984, 2.6885, 31, 2),
+        },
+        "sglang": {
+            "nvidia": (7.0308, 4.1245, 12.3421, 10, 3),
         },
     },
     "generate": {
         "tensorrt-llm": {
-            "nvidia": (1.4974, 1.0957, 2.1946, 34, 4),
+            "nvidia": (1.4974, 0.9234, 2.2491, 34, 4),
         },
         "vllm": {
-            "nvidia": (1.3872, 1.0151, 2.0332, 9, 3),
+            "nvidia": (1.3872, 0.8555, 2.0837, 9, 3),
+            "amd": (2.4165, 1.4902, 3.6297, 21, 2),
+        },
+        "eager": {
+            "nvidia": (1.9967, 1.2313, 2.999, 12, 3),
+        },
+        "sglang": {
+            "nvidia": (2.8027, 1.7283, 4.2097, 32, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.669, 0.7931, 2.1627, 12, 2),
+            "nvidia": (1.669, 0.8312, 2.4818, 12, 2),
         },
         "llama.cpp": {
-            "nvidia": (2.4829, 1.1799, 3.2173, 17, 3),
-            "apple": (1.1454, 0.5443, 1.4842, 16, 3),
+            "nvidia": (2.5627, 1.2763, 3.8107, 25, 3),
+            "apple": (1.1454, 0.5705, 1.7033, 16, 3),
         },
     },
     "training": {
@@ -76,4 +90,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.7095, 1.5703)
+STACK_SPREAD: tuple[float, float] = (0.6313, 1.906)
