@@ -118,9 +118,15 @@ def medians(results: Iterable[Result]) -> dict[Kind, dict[Cell, list[Result]]]:
     }
 
 
-def _points(results: Iterable[Result]) -> dict[Kind, dict[Cell, float]]:
+def _points(
+    results: Iterable[Result], ratios: Mapping[str, float]
+) -> dict[Kind, dict[Cell, float]]:
+    """The median of each entry's rows, of their `ratios` (by row id)."""
     return {
-        kind: {cell: statistics.median(ratio(r) for r in rows) for cell, rows in by_cell.items()}
+        kind: {
+            cell: statistics.median(ratios[r.row.id] for r in rows)
+            for cell, rows in by_cell.items()
+        }
         for kind, by_cell in medians(results).items()
     }
 
@@ -141,15 +147,16 @@ def fit(results: Iterable[Result]) -> Table:
     row's ratio fell from the median a fit without its source predicts (10th-90th percentile
     per kind), so that the range holds what happens to a run the table has not seen."""
     rows = list(results)
-    points = _points(rows)
+    ratios = {r.row.id: ratio(r) for r in rows}
+    points = _points(rows, ratios)
     left_out = {
-        source: _points(r for r in rows if r.row.source != source)
+        source: _points((r for r in rows if r.row.source != source), ratios)
         for source in {r.row.source for r in rows}
     }
     surprise: dict[Kind, list[float]] = {}
     for r in rows:
         predicted = _point(left_out[r.row.source], r)
-        surprise.setdefault(r.row.kind, []).append(ratio(r) / predicted)
+        surprise.setdefault(r.row.kind, []).append(ratios[r.row.id] / predicted)
     pooled = [q for qs in surprise.values() for q in qs]
     table: Entries = {}
     on_backend: OnBackend = {}
@@ -169,25 +176,29 @@ def fit(results: Iterable[Result]) -> Table:
                 table[kind][profile] = entry
             else:
                 on_backend.setdefault(kind, {}).setdefault(profile, {})[backend] = entry
-    return Table(table, on_backend, stack_spread(rows))
+    return Table(table, on_backend, stack_spread(rows, ratios))
 
 
-def stack_spread(rows: list[Result]) -> tuple[float, float]:
+def stack_spread(
+    rows: list[Result], ratios: Mapping[str, float] | None = None
+) -> tuple[float, float]:
     """The 10th and 90th percentiles of how far each run of a whole workload fell from the
     median of the runs of its kind on other stacks, by other sources: what borrowing another
-    stack's centre costs; (1, 1) where no kind has runs on two stacks."""
-    ratios = {r.row.id: ratio(r) for r in rows}
-    misses = []
+    stack's centre costs; (1, 1) where no kind has runs on two stacks. `ratios` (by row id)
+    are the rows' `ratio`s where already computed."""
+    if ratios is None:
+        ratios = {r.row.id: ratio(r) for r in rows}
+    by_kind: dict[Kind, list[tuple[Software, str, float]]] = {}
     for r in rows:
-        others = [
-            ratios[o.row.id]
-            for o in rows
-            if o.row.kind is r.row.kind
-            and o.row.profile is not r.row.profile
-            and o.row.source != r.row.source
-        ]
-        if r.row.kind not in KERNEL_KINDS and others:
-            misses.append(ratios[r.row.id] / statistics.median(others))
+        if r.row.kind not in KERNEL_KINDS:
+            run = (r.row.profile, r.row.source, ratios[r.row.id])
+            by_kind.setdefault(r.row.kind, []).append(run)
+    misses = []
+    for runs in by_kind.values():
+        for profile, source, own in runs:
+            others = [q for p, s, q in runs if p is not profile and s != source]
+            if others:
+                misses.append(own / statistics.median(others))
     if not misses:
         return 1.0, 1.0
     low, high = _deciles(misses)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +117,10 @@ INFERENCE_PROFILES = {"nemo": Software.TENSORRT_LLM}
 CALIBRATION_SOURCES = ("maximum-achievable-matmul-flops", "a10g", "BabelStream", "gpu-workshop")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Measurement:
-    """One published measurement, as written in the CSV."""
+    """One published measurement, as written in the CSV. Its kind, profile and source are
+    read once: the cross-validation groups the rows by them thousands of times."""
 
     id: str
     chip: str
@@ -131,12 +133,12 @@ class Measurement:
     quote: str
     software: str
 
-    @property
+    @cached_property
     def kind(self) -> Kind:
         """The kind of work whose published ratio this row informs."""
         return KINDS[self.category]
 
-    @property
+    @cached_property
     def profile(self) -> Software:
         """The engine's software profile this row's stack belongs to (typical if none; a
         single kernel's, whoever launched it)."""
@@ -145,7 +147,7 @@ class Measurement:
         by_phase = TRAINING_PROFILES if self.kind is Kind.TRAINING else INFERENCE_PROFILES
         return by_phase.get(self.software) or PROFILES.get(self.software, Software.TYPICAL)
 
-    @property
+    @cached_property
     def source(self) -> str:
         """The publication the row comes from (its URL without the fragment)."""
         return self.source_url.split("#", maxsplit=1)[0]
