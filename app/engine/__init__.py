@@ -31,7 +31,8 @@ from app.engine.kernels import (
     saxpy,
 )
 from app.engine.memory import MemoryBreakdown
-from app.engine.realism import Fitted, Realism, fitted, place_kernel, realize, step_kernels
+from app.engine.published import Fitted, fitted
+from app.engine.realism import Realism, place_kernel, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, place
 from app.engine.stacks import Backend, Kind, Software
 from app.engine.transformer import Phase, Precision, kv_bytes_per_token

@@ -128,6 +128,16 @@ class Architecture:
         """Layers with a dense MLP (all layers of a dense model)."""
         return self.layers - (self.moe.moe_layers if self.moe else 0)
 
+    @property
+    def fine_grained_experts(self) -> bool:
+        """Whether its experts are fine-grained: each routed expert no wider than the model
+        (DeepSeek-V3, Qwen3 MoE, gpt-oss), where a dense MLP and Mixtral's experts are 2.7-4x
+        wider. DeepSeekMoE (Dai et al. 2024, https://arxiv.org/abs/2401.06066, section 3.1)
+        splits each expert into m narrower ones and routes each token to m times as many:
+        many small GEMMs a step, which published runs show reach far less of the roofline
+        than one wide MLP or Mixtral's two wide experts (docs/formulas.md#realistic-time)."""
+        return self.moe is not None and self.moe.expert.intermediate <= self.hidden
+
 
 @dataclass(frozen=True, slots=True)
 class MatmulParts:

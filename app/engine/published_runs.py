@@ -9,31 +9,38 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.6837, 1.0418, 2.2602, 34, 5),
     },
     "decode": {
-        "typical": (1.7114, 1.004, 3.0043, 59, 11),
-        "tensorrt-llm": (1.461, 0.8571, 2.5647, 5, 1),
-        "llama.cpp": (1.1978, 0.7027, 2.1026, 4, 3),
-        "compiled": (1.5315, 0.8984, 2.6885, 33, 2),
-        "sglang": (6.8641, 4.0267, 12.0495, 14, 3),
+        "typical": (1.2724, 1.1059, 2.1016, 45, 8),
+        "tensorrt-llm": (1.2973, 1.1276, 2.1428, 5, 1),
+        "llama.cpp": (1.0998, 0.956, 1.8167, 4, 3),
+        "compiled": (1.2788, 1.1115, 2.1123, 33, 2),
+    },
+    "decode-fine-moe": {
+        "typical": (4.2861, 0.7775, 21.861, 14, 3),
+        "sglang": (4.2861, 0.7775, 21.861, 14, 3),
     },
     "elementwise": {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
     },
     "generate": {
-        "typical": (1.5601, 0.9621, 2.3434, 252, 19),
-        "tensorrt-llm": (1.4974, 0.9234, 2.2491, 34, 4),
-        "vllm": (2.0511, 1.2648, 3.0808, 30, 5),
-        "llama.cpp": (1.1664, 0.7192, 1.7519, 36, 1),
-        "eager": (1.9967, 1.2313, 2.999, 12, 3),
-        "sglang": (2.8432, 1.7533, 4.2705, 36, 2),
+        "typical": (1.4179, 1.0492, 2.4076, 234, 18),
+        "tensorrt-llm": (1.3883, 1.0273, 2.3574, 34, 4),
+        "vllm": (1.7915, 1.3256, 3.0419, 30, 5),
+        "llama.cpp": (1.125, 0.8325, 1.9103, 36, 1),
+        "eager": (1.6919, 1.2519, 2.8729, 12, 3),
+        "sglang": (2.3483, 1.7376, 3.9874, 18, 1),
+    },
+    "generate-fine-moe": {
+        "typical": (4.0638, 2.9345, 6.6994, 18, 2),
+        "sglang": (4.0638, 2.9345, 6.6994, 18, 2),
     },
     "matmul": {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
     },
     "prefill": {
-        "typical": (1.8483, 0.9205, 2.7485, 58, 8),
-        "tensorrt-llm": (1.669, 0.8312, 2.4818, 12, 2),
-        "llama.cpp": (2.1524, 1.072, 3.2006, 41, 5),
-        "eager": (1.7436, 0.8684, 2.5927, 5, 1),
+        "typical": (1.8087, 0.9072, 2.4326, 58, 8),
+        "tensorrt-llm": (1.6042, 0.8046, 2.1575, 12, 2),
+        "llama.cpp": (2.1239, 1.0652, 2.8564, 41, 5),
+        "eager": (1.7374, 0.8714, 2.3366, 5, 1),
     },
     "training": {
         "typical": (1.9238, 1.509, 2.9391, 212, 14),
@@ -47,34 +54,38 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
         "compiled": {
-            "nvidia": (1.5315, 0.8984, 2.6885, 31, 2),
+            "nvidia": (1.2788, 1.1115, 2.1123, 31, 2),
         },
+    },
+    "decode-fine-moe": {
         "sglang": {
-            "nvidia": (7.0308, 4.1245, 12.3421, 10, 3),
+            "nvidia": (3.6289, 0.6583, 18.5088, 10, 3),
         },
     },
     "generate": {
         "tensorrt-llm": {
-            "nvidia": (1.4974, 0.9234, 2.2491, 34, 4),
+            "nvidia": (1.3883, 1.0273, 2.3574, 34, 4),
         },
         "vllm": {
-            "nvidia": (1.3872, 0.8555, 2.0837, 9, 3),
-            "amd": (2.4165, 1.4902, 3.6297, 21, 2),
+            "nvidia": (1.2268, 0.9078, 2.0831, 9, 3),
+            "amd": (1.9521, 1.4445, 3.3147, 21, 2),
         },
         "eager": {
-            "nvidia": (1.9967, 1.2313, 2.999, 12, 3),
+            "nvidia": (1.6919, 1.2519, 2.8729, 12, 3),
         },
+    },
+    "generate-fine-moe": {
         "sglang": {
-            "nvidia": (2.8027, 1.7283, 4.2097, 32, 2),
+            "nvidia": (2.9179, 2.107, 4.8103, 14, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.669, 0.8312, 2.4818, 12, 2),
+            "nvidia": (1.6042, 0.8046, 2.1575, 12, 2),
         },
         "llama.cpp": {
-            "nvidia": (2.5627, 1.2763, 3.8107, 25, 3),
-            "apple": (1.1454, 0.5705, 1.7033, 16, 3),
+            "nvidia": (2.5516, 1.2797, 3.4316, 25, 3),
+            "apple": (1.1452, 0.5744, 1.5402, 16, 3),
         },
     },
     "training": {
@@ -90,4 +101,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6313, 1.906)
+STACK_SPREAD: tuple[float, float] = (0.715, 1.6594)

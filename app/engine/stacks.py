@@ -47,6 +47,21 @@ class Kind(StrEnum):
     TRAINING = "training"
     CUSTOM = "custom"
     COPY = "copy"  # host <-> device and device copies (app/engine/copies.py)
+    # the same passes of models with fine-grained experts (Architecture.fine_grained_experts),
+    # whose published runs are a population of their own
+    DECODE_FINE_MOE = "decode-fine-moe"
+    PREFILL_FINE_MOE = "prefill-fine-moe"
+    GENERATE_FINE_MOE = "generate-fine-moe"
+
+
+# A pass of a model with fine-grained experts is its own kind of work, whose published runs
+# set its own ratios; where none were published, those of the kind it refines stand in.
+FINE_MOE = {
+    Kind.DECODE: Kind.DECODE_FINE_MOE,
+    Kind.PREFILL: Kind.PREFILL_FINE_MOE,
+    Kind.GENERATE: Kind.GENERATE_FINE_MOE,
+}
+REFINES = {fine: kind for kind, fine in FINE_MOE.items()}
 
 
 # The stacks whose 16-bit GEMMs accumulate in fp16, where the chip has a faster fp16-accumulate

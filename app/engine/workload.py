@@ -16,7 +16,7 @@ from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, place
-from app.engine.stacks import Backend, Kind, Software
+from app.engine.stacks import FINE_MOE, Backend, Kind, Software
 from app.engine.steps import combine, place_steps
 from app.engine.training import (
     Layout,
@@ -268,6 +268,22 @@ def training_memory_needed(
     )
 
 
+PHASE_KIND = {
+    Phase.DECODE: Kind.DECODE,
+    Phase.PREFILL: Kind.PREFILL,
+    Phase.GENERATE: Kind.GENERATE,
+    Phase.TRAINING: Kind.TRAINING,
+}
+
+
+def work_kind(arch: Architecture, phase: Phase) -> Kind:
+    """The kind of work whose published runs price `phase` of `arch`: the phase's, its
+    fine-grained-experts refinement for a model whose experts are
+    (`Architecture.fine_grained_experts`)."""
+    kind = PHASE_KIND[phase]
+    return FINE_MOE.get(kind, kind) if arch.fine_grained_experts else kind
+
+
 def _realism(
     kind: Kind,
     arch: Architecture,
@@ -292,14 +308,13 @@ def _realism(
 def pass_realism(arch: Architecture, spec: TransformerSpec, backend: Backend | None) -> Realism:
     """How one forward pass of `spec`, a prefill or a decode step, runs on its software on
     `backend`."""
-    kind = Kind.PREFILL if spec.phase is Phase.PREFILL else Kind.DECODE
-    return _realism(kind, arch, spec, backend)
+    return _realism(work_kind(arch, spec.phase), arch, spec, backend)
 
 
 def generate_realism(arch: Architecture, spec: TransformerSpec, backend: Backend | None) -> Realism:
     """How a generate request of `spec`, its prefill then one step per new token, runs on its
     software on `backend`."""
-    return _realism(Kind.GENERATE, arch, spec, backend, forwards=1 + spec.gen_len)
+    return _realism(work_kind(arch, spec.phase), arch, spec, backend, forwards=1 + spec.gen_len)
 
 
 def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:

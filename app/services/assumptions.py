@@ -18,17 +18,23 @@ from app.engine import (
 from app.engine.copies import PAGEABLE_OVER_PINNED, PINNED_LINK_FRACTION, Direction
 from app.engine.hardware import SPARSE_SPEEDUP
 from app.engine.kernels import sparse_bytes
-from app.engine.realism import (
-    EAGER_DISPATCH_S,
+from app.engine.published import (
     ESTABLISHED_RUNS,
     ESTABLISHED_SOURCES,
-    GRAPH_LAUNCH_S,
-    GRAPHED,
     KERNEL_KINDS,
     MIN_OWN_RUNS,
+    PUBLISHED,
+    published_kind,
+)
+from app.engine.realism import (
+    EAGER_DISPATCH_S,
+    GRAPH_LAUNCH_S,
+    GRAPHED,
+    KERNEL_BOUNDARY_S,
     STREAM_GAP_S,
     graph_pays,
 )
+from app.engine.stacks import REFINES
 from app.engine.tiling import TILE, output_tiles
 from app.engine.units import dtype_bytes
 from app.schemas.copy_bodies import CopyWorkload
@@ -43,12 +49,6 @@ ATTENTION_KERNELS = {
     AttentionKernel.FLASH_2: "FlashAttention-2: one fused kernel on Ampere's warp-level MMA, "
     "which on Hopper and Blackwell issues part of the matrix peak",
     AttentionKernel.NAIVE: "naive: QK^T, the softmax and PV as three kernels, the scores in memory",
-}
-PHASE_KIND = {
-    Phase.DECODE: Kind.DECODE,
-    Phase.PREFILL: Kind.PREFILL,
-    Phase.GENERATE: Kind.GENERATE,
-    Phase.TRAINING: Kind.TRAINING,
 }
 
 
@@ -128,12 +128,26 @@ _BELOW_SUSTAINED = (
 )
 
 
+def _runs(kind: Kind) -> str:
+    """Published runs of `kind`, in words."""
+    base = REFINES.get(kind)
+    return f"{base} runs of fine-grained experts" if base else f"{kind} runs"
+
+
 def _stack_lines(
     kind: Kind, stack: Software, backend: Backend | None, roof: Roofline
 ) -> tuple[str, ...]:
     """What the realistic time assumed of the stack and the chip: which published runs set its
     ratio, the roofline's fractions, peak and kernels."""
     published, used, on = fitted(kind, stack, backend)
+    borrowed = published_kind(kind, PUBLISHED)
+    kind_lines = []
+    if borrowed is not kind:
+        kind_lines = [
+            f"no published {borrowed} runs of fine-grained experts: every model's {borrowed} "
+            "runs stand in, their range widened as another stack's"
+        ]
+    runs = _runs(borrowed)
     below = _BELOW_SUSTAINED * (published.ratio < 1)
     took = (
         f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
@@ -145,10 +159,10 @@ def _stack_lines(
         "from the median of other stacks' runs"
     )
     if published.runs == 0:
-        lines = [f"no published runs of {kind} work: realistic = the sustained-kernel time"]
+        lines = [f"no published {runs}: realistic = the sustained-kernel time"]
     elif on is not None:
         lines = [
-            f"stack {stack} on {on} chips: published {kind} runs of it on {on}'s backend "
+            f"stack {stack} on {on} chips: its published {runs} on {on}'s backend "
             f"take {took}{below} (its runs on other backends are not counted: a stack's "
             "kernels are written per backend)"
         ]
@@ -158,18 +172,19 @@ def _stack_lines(
             f"only the fixed costs{below}"
         ]
     elif used is stack and published.established:
-        lines = [f"stack {stack}: published {kind} runs take {took}{below}"]
+        lines = [f"stack {stack}: published {runs} take {took}{below}"]
     elif used is stack:
         lines = [
-            f"stack {stack}: published {kind} runs take {took}{below}; too few to stand for "
+            f"stack {stack}: published {runs} take {took}{below}; too few to stand for "
             f"the stack (fewer than {ESTABLISHED_RUNS} runs or {ESTABLISHED_SOURCES} "
             f"sources): {widened}"
         ]
     else:
         lines = [
-            f"fewer than {MIN_OWN_RUNS} published {kind} runs on {stack}: the median is "
+            f"fewer than {MIN_OWN_RUNS} published {runs} on {stack}: the median is "
             f"typical tuned software's, {took}{below}; {widened}"
         ]
+    lines = kind_lines + lines
     peak = roof.peak
     compute = (
         f"{roof.sustained_compute:.0%} of the {peak.dtype} matrix peak"
@@ -182,6 +197,11 @@ def _stack_lines(
     )
     kernels = roof.kernels
     launched = f"{kernels} kernel{'s' * (kernels != 1)}"
+    if kernels > 1:
+        launched += (
+            f", each after the first idling the memory {fmt.seconds(KERNEL_BOUNDARY_S)} at "
+            "its boundary with the one before"
+        )
     if stack in GRAPHED and graph_pays(kernels, 1):
         lines.append(f"{launched}, launched from a CUDA graph or compiled")
     elif stack in GRAPHED:

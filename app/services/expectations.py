@@ -25,6 +25,7 @@ from app.engine.cache import cache_roof_time
 from app.engine.compare import summarise_times
 from app.engine.fit import max_batch
 from app.engine.fusion import OpsEstimate
+from app.engine.workload import work_kind
 from app.schemas.answers import (
     Check,
     ExpectedTime,
@@ -45,7 +46,6 @@ from app.schemas.requests import (
 )
 from app.services import input_answers as fed
 from app.services.assumptions import (
-    PHASE_KIND,
     accumulation_lines,
     assumptions,
     ceilings_assumptions,
@@ -187,7 +187,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         spec = spec_of(model.workload, request.stack)
         result, feeding = fed.feed(model.workload, estimate(model.arch, chip, spec), chip)
         roof = result.roofline
-        kind = PHASE_KIND[model.workload.phase]
+        kind = work_kind(model.arch, model.workload.phase)
         alternatives = (
             fed.alternatives(transformer_alternatives(model.arch, chip, spec, result), feeding)
             if request.what_if

@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from app.engine import Backend, Fitted, Kind, Software
-from app.engine.realism import (
+from app.engine.published import (
     ESTABLISHED_RUNS,
     ESTABLISHED_SOURCES,
     KERNEL_KINDS,
     MIN_OWN_RUNS,
-    Practice,
-    published_entry,
-    realistic_communication,
+    entry_in,
+    published_kind,
 )
+from app.engine.realism import Practice, realistic_communication
 from app.validation.runs import ROOT, Result
 
 TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
@@ -106,7 +106,7 @@ def medians(results: Iterable[Result]) -> dict[Kind, dict[Cell, list[Result]]]:
     at least MIN_OWN_RUNS were published, a stack's rows on one backend where established."""
     groups: dict[Kind, dict[Cell, list[Result]]] = {}
     for r in results:
-        by_cell = groups.setdefault(r.row.kind, {(Software.TYPICAL, None): []})
+        by_cell = groups.setdefault(r.kind, {(Software.TYPICAL, None): []})
         by_cell[Software.TYPICAL, None].append(r)
         if r.row.profile is not Software.TYPICAL:
             by_cell.setdefault((r.row.profile, None), []).append(r)
@@ -132,9 +132,10 @@ def _points(
 
 
 def _point(points: dict[Kind, dict[Cell, float]], result: Result) -> float:
-    """The median `points` predict for `result`, in the engine's order (`published_entry`):
-    its stack's on its backend, its stack's, typical software's."""
-    entries = points.get(result.row.kind, {})
+    """The median `points` predict for `result`, in the engine's order (`entry_in`): its
+    stack's on its backend, its stack's, typical software's, of its kind or of the kind it
+    refines where none of its own were published."""
+    entries = points.get(published_kind(result.kind, points), {})
     profile = result.row.profile
     for cell in ((profile, result.realism.backend), (profile, None), (Software.TYPICAL, None)):
         if cell in entries:
@@ -156,12 +157,12 @@ def fit(results: Iterable[Result]) -> Table:
     surprise: dict[Kind, list[float]] = {}
     for r in rows:
         predicted = _point(left_out[r.row.source], r)
-        surprise.setdefault(r.row.kind, []).append(ratios[r.row.id] / predicted)
+        surprise.setdefault(r.kind, []).append(ratios[r.row.id] / predicted)
     pooled = [q for qs in surprise.values() for q in qs]
     table: Entries = {}
     on_backend: OnBackend = {}
     for kind, by_cell in medians(rows).items():
-        sources = len({r.row.source for r in rows if r.row.kind is kind})
+        sources = len({r.row.source for r in rows if r.kind is kind})
         low, high = _deciles(surprise[kind] if sources >= MIN_SOURCES else pooled)
         table[kind] = {}
         for (profile, backend), group in by_cell.items():
@@ -190,9 +191,9 @@ def stack_spread(
         ratios = {r.row.id: ratio(r) for r in rows}
     by_kind: dict[Kind, list[tuple[Software, str, float]]] = {}
     for r in rows:
-        if r.row.kind not in KERNEL_KINDS:
+        if r.kind not in KERNEL_KINDS:
             run = (r.row.profile, r.row.source, ratios[r.row.id])
-            by_kind.setdefault(r.row.kind, []).append(run)
+            by_kind.setdefault(r.kind, []).append(run)
     misses = []
     for runs in by_kind.values():
         for profile, source, own in runs:
@@ -207,15 +208,13 @@ def stack_spread(
 
 def lookup(table: Table, result: Result) -> Fitted:
     """The entry the engine would use from `table` for `result`'s kind, stack and backend
-    (`published_entry`)."""
-    kind, profile = result.row.kind, result.row.profile
-    on_backend = table.on_backend.get(kind, {}).get(profile)
-    return published_entry(
-        kind,
-        profile,
-        table.entries.get(kind, {}),
+    (`entry_in`)."""
+    return entry_in(
+        result.kind,
+        result.row.profile,
+        table.entries,
+        table.on_backend,
         table.spread,
-        on_backend=on_backend,
         backend=result.realism.backend,
     )[0]
 

@@ -122,13 +122,10 @@ def _summary_line(label: str, group: Sequence[Prediction]) -> str:
 
 def _summary_lines(predictions: list[Prediction]) -> list[str]:
     """Per kind, then all rows, the rows marked * and the others."""
-    kinds = sorted({p.result.row.kind for p in predictions})
+    kinds = sorted({p.result.kind for p in predictions})
     marked = [p for p in predictions if p.result.row.in_sample]
     return [
-        *(
-            _summary_line(kind, [p for p in predictions if p.result.row.kind is kind])
-            for kind in kinds
-        ),
+        *(_summary_line(kind, [p for p in predictions if p.result.kind is kind]) for kind in kinds),
         _summary_line("**all**", predictions),
         _summary_line("rows marked *", marked),
         _summary_line("the other rows", [p for p in predictions if not p.result.row.in_sample]),
@@ -190,7 +187,7 @@ def report(
         r = p.result
         star = "*" if r.row.in_sample else ""
         lines.append(
-            f"| {r.row.id}{star} | {r.row.chip} | {r.row.kind} | {r.row.software} | "
+            f"| {r.row.id}{star} | {r.row.chip} | {r.kind} | {r.row.software} | "
             f"{_ms(r.roofline.expected_time)} | {_ms(p.realistic)} ({_ms(p.low)}-{_ms(p.high)})"
             f" | {_ms(r.measured_s)} | {r.measured_over_ideal:.2f} | {p.error:.1%} | "
             f"[link]({r.row.source_url}) |"

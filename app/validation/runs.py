@@ -62,7 +62,8 @@ from app.engine import (
     realize,
     saxpy,
 )
-from app.engine.realism import KERNEL_KINDS
+from app.engine.published import KERNEL_KINDS
+from app.engine.stacks import REFINES
 from app.engine.training import attention_at_wide
 from app.engine.units import GIGA, TERA, seconds_from_ms
 from app.engine.workload import generate_realism, pass_realism
@@ -166,6 +167,12 @@ class Result:
     roofline: Roofline
     realism: Realism
     measured_s: float
+
+    @property
+    def kind(self) -> Kind:
+        """The kind of work whose published ratio this run informs: its row's, refined where
+        the engine priced it as a pass of fine-grained experts (its realism's kind)."""
+        return self.realism.kind if self.realism.kind in REFINES else self.row.kind
 
     @property
     def measured_over_ideal(self) -> float:

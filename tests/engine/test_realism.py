@@ -36,21 +36,25 @@ US = 1e-6
 
 
 def test_eager_host_dispatch_outlasts_a_tiny_kernel():
-    # 2 kernels: device gaps 2 x 2.31 us = 4.62 us; host dispatch 2 x 8 us = 16 us, which
-    # outlasts 1 ns of device work plus the gaps: the costs add 16 - 0.000001 us in all
+    # 2 kernels: device gaps 2 x 2.31 us launches + 1 boundary of 3.0 us (the second kernel
+    # follows the first) = 7.62 us; host dispatch 2 x 8 us = 16 us, which outlasts 1 ns of
+    # device work plus the gaps: the costs add 16 - 0.000001 us in all
     costs = fixed_costs(Software.EAGER, kernels=2, steps=1)
-    assert costs.gaps == pytest.approx(4.62 * US)
+    assert costs.gaps == pytest.approx(7.62 * US)
     assert costs.dispatch == pytest.approx(16 * US)
     assert costs.steps == 0  # no graph to launch
     assert costs.on_top_of(1e-9) == pytest.approx(16 * US - 1e-9)
     # with 1 ms of device work the host keeps ahead: only the gaps remain
-    assert costs.on_top_of(1e-3) == pytest.approx(4.62 * US)
+    assert costs.on_top_of(1e-3) == pytest.approx(7.62 * US)
 
 
 def test_graphed_stacks_pay_a_small_gap_per_kernel_and_one_launch_per_step():
-    # 292 kernels x 0.58 us = 169.36 us, plus one 15 us graph launch = 184.36 us
+    # 292 kernels x 0.58 us = 169.36 us, plus 291 boundaries x 3.0 us = 873 us, plus one
+    # 15 us graph launch = 1,057.36 us
     costs = fixed_costs(Software.VLLM, kernels=292, steps=1)
-    assert costs.on_top_of(0.01) == pytest.approx(184.36 * US)
+    assert costs.on_top_of(0.01) == pytest.approx(1057.36 * US)
+    # a single kernel has no boundary with one before it
+    assert fixed_costs(Software.VLLM, kernels=1, steps=1).gaps == pytest.approx(2.31 * US)
     # 64 all-reduces inside a node at 12.5 us = 800 us; across nodes at 40 us = 2.56 ms
     assert fixed_costs(Software.VLLM, kernels=0, steps=0, collectives=64).collectives == (
         pytest.approx(800 * US)
@@ -61,14 +65,15 @@ def test_graphed_stacks_pay_a_small_gap_per_kernel_and_one_launch_per_step():
 
 def test_a_graph_is_replayed_only_where_it_costs_less_than_stream_launches():
     # a graph: 15 us + 0.58 us per kernel; a stream: 2.31 us per kernel. 8 kernels: 19.64 us
-    # against 18.48 us, launched from a stream; 9 kernels: 20.22 us against 20.79 us, replayed
+    # against 18.48 us, launched from a stream; 9 kernels: 20.22 us against 20.79 us, replayed.
+    # The boundaries are paid either way: 7 x 3.0 = 21 us and 8 x 3.0 = 24 us
     assert not graph_pays(8, 1)
     assert graph_pays(9, 1)
     assert fixed_costs(Software.TYPICAL, kernels=8, steps=1).on_top_of(1.0) == pytest.approx(
-        18.48 * US
+        (18.48 + 21) * US
     )
     assert fixed_costs(Software.TYPICAL, kernels=9, steps=1).on_top_of(1.0) == pytest.approx(
-        20.22 * US
+        (20.22 + 24) * US
     )
 
 

@@ -9,7 +9,8 @@ from app.engine.architecture import Architecture, param_counts
 from app.engine.breakdown import Term
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
-from app.engine.realism import Fitted, fitted, realistic_communication
+from app.engine.published import Fitted, fitted
+from app.engine.realism import realistic_communication
 from app.engine.roofline import (
     WIDE,
     Bound,
