@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 
 import pytest
 
@@ -35,7 +36,12 @@ from app.validation.runs import CHART_PATH, REPORT_PATH, ROOT, Result, evaluate,
 
 CATALOG, MODELS = load_catalog_files(Settings())
 RESULTS = evaluate(load(), CATALOG, MODELS)
-PREDICTIONS = leave_one_source_out(RESULTS)
+
+
+@cache
+def predictions() -> list[Prediction]:
+    """Every row predicted without its source: computed once, by the worker that asks."""
+    return leave_one_source_out(RESULTS)
 
 
 def test_every_row_is_sourced_and_the_set_spans_chips_and_kinds() -> None:
@@ -107,10 +113,10 @@ def test_committed_table_report_and_chart_are_current() -> None:
     }
     assert table.spread == STACK_SPREAD
     assert (ROOT / "app" / "engine" / "published_runs.py").read_text() == render(table)
-    text = report(PREDICTIONS, CATALOG.version, load_peers())
+    text = report(predictions(), CATALOG.version, load_peers())
     assert REPORT_PATH.read_text(encoding="utf-8") == text
-    assert CHART_PATH.read_text(encoding="utf-8") == svg(PREDICTIONS)
-    assert f"{median_error(PREDICTIONS):.1%}" in text
+    assert CHART_PATH.read_text(encoding="utf-8") == svg(predictions())
+    assert f"{median_error(predictions()):.1%}" in text
 
 
 def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
@@ -125,14 +131,14 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 2.61x to 2.40x. Before both, 20.3%, p90 53.4%, 81% inside at 2.51x; on 535 rows from 45
     # sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x. Only the share inside is met. These
     # bounds hold what is reached, so that a change that makes it worse fails
-    assert median_error(PREDICTIONS) <= 0.187
-    for kind in {p.result.kind for p in PREDICTIONS}:
-        of_kind = [p for p in PREDICTIONS if p.result.kind is kind]
+    assert median_error(predictions()) <= 0.187
+    for kind in {p.result.kind for p in predictions()}:
+        of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.628 if kind in REFINES else 0.228
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in PREDICTIONS]) <= 0.569
-    assert 0.8 <= inside_share(PREDICTIONS) <= 0.9
-    assert median_width(PREDICTIONS) <= 2.40
+    assert percentile_90([p.error for p in predictions()]) <= 0.569
+    assert 0.8 <= inside_share(predictions()) <= 0.9
+    assert median_width(predictions()) <= 2.40
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
@@ -187,11 +193,21 @@ def test_no_figure_of_a_prediction_saw_the_rows_source() -> None:
     # the runs of one source made 10x slower change neither their own predicted time nor
     # their range: centre and width both come from the other sources (the width used to come
     # from the full fit, whose residuals held the row being predicted)
+    # (on the rows of the first two sources of every kind: the rule is the same on any set)
     source = next(r.row.source for r in RESULTS if r.row.id == "megatron-1t-a100")
+    firsts: dict[str, list[str]] = {}
+    for r in RESULTS:
+        of_kind = firsts.setdefault(r.kind, [])
+        if r.row.source not in of_kind and len(of_kind) < 2:
+            of_kind.append(r.row.source)
+    sources = {source}.union(*firsts.values())
+    rows = [r for r in RESULTS if r.row.source in sources]
     slowed = [
-        replace(r, measured_s=10 * r.measured_s) if r.row.source == source else r for r in RESULTS
+        replace(r, measured_s=10 * r.measured_s) if r.row.source == source else r for r in rows
     ]
-    before = {p.result.row.id: p for p in PREDICTIONS if p.result.row.source == source}
+    before = {
+        p.result.row.id: p for p in leave_one_source_out(rows) if p.result.row.source == source
+    }
     after = {
         p.result.row.id: p for p in leave_one_source_out(slowed) if p.result.row.source == source
     }
@@ -233,7 +249,7 @@ def test_flash_attention_2_on_blackwell_is_predicted_from_hopper_and_ampere_phys
     # within 10%
     b200_fa2 = [
         p
-        for p in PREDICTIONS
+        for p in predictions()
         if p.result.row.chip == "b200" and p.result.row.software == "flash-attention-2"
     ]
     assert len({p.result.row.source for p in b200_fa2}) == 2
@@ -311,5 +327,5 @@ def test_peer_errors_are_on_rows_of_the_set(tmp_path) -> None:
     ids = {r.row.id for r in RESULTS}
     assert all(set(p) <= ids for p in peers.values())
     assert load_peers(tmp_path / "absent.csv") == {}
-    text = report(PREDICTIONS, CATALOG.version, {})
+    text = report(predictions(), CATALOG.version, {})
     assert "No peer predictions" in text
