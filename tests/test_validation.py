@@ -123,20 +123,21 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # leave one source out, centre and range width: each row predicted by a table that never
     # saw its source. Issue 35's targets are a median error <= 10%, every kind <= 18%, p90 <=
     # 35%, 78-90% inside with a median width <= 1.6x. Reached honestly on 648 rows from 56
-    # sources: 18.7%, prefill 22.7% the worst kind of dense models, p90 56.9%, 83% inside at a
-    # median width of 2.40x. Passes of fine-grained experts are their own kinds, each fitted
+    # sources: 18.5%, prefill 22.7% the worst kind of dense models, p90 52.7%, 82% inside at a
+    # median width of 2.39x. Passes of fine-grained experts are their own kinds, each fitted
     # on 2-3 sources whose runs disagree 2-4x: 62.7% (decode) and 55.7% (generate), as they
     # were pooled (58.8%). The boundary between kernels (3.0 us) took dense decode from 22.8%
-    # to 8.8%; the split widened p90 from 54.4% to 56.9% and narrowed the median width from
-    # 2.61x to 2.40x. Before both, 20.3%, p90 53.4%, 81% inside at 2.51x; on 535 rows from 45
+    # to 8.8%; the split narrowed the median width from 2.61x to 2.40x; llm-foundry's
+    # FlashAttention at the warp-level MMA share of Hopper's peak took p90 from 56.9% to
+    # 52.7%. Before the three, 20.3%, p90 53.4%, 81% inside at 2.51x; on 535 rows from 45
     # sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x. Only the share inside is met. These
     # bounds hold what is reached, so that a change that makes it worse fails
-    assert median_error(predictions()) <= 0.187
+    assert median_error(predictions()) <= 0.186
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.628 if kind in REFINES else 0.228
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.569
+    assert percentile_90([p.error for p in predictions()]) <= 0.528
     assert 0.8 <= inside_share(predictions()) <= 0.9
     assert median_width(predictions()) <= 2.40
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
@@ -187,6 +188,12 @@ def test_recomputation_and_attention_add_training_flops() -> None:
     # H100's 989 TFLOP/s is 7.638 s: the run is 1.99x its ideal
     assert math.isclose(r.measured_s, 1048576 / (8 * 8611))
     assert math.isclose(r.measured_over_ideal, 1.993, rel_tol=1e-3)
+    # llm-foundry's FlashAttention issues warp-level MMA, half of the H100's peak: attention is
+    # 1.0737e9 / 1.4408e10 = 7.45% of the FLOPs (and of the time at one peak), so the step
+    # sustains 1 / (0.9255 / 0.803 + 0.0745 / 0.5) = 76.8% of the peak, not the GEMMs' 80.3%
+    y = 2 * 32 * 4096**2 / (2 * 6667247616 + 2 * 32 * 4096**2)
+    assert math.isclose(r.roofline.sustained_compute, 1 / ((1 - y) / 0.803 + y / 0.5))
+    assert math.isclose(r.roofline.sustained_compute, 0.768, rel_tol=1e-3)
 
 
 def test_no_figure_of_a_prediction_saw_the_rows_source() -> None:

@@ -28,7 +28,9 @@ layer unmasked). A row that recomputes activations runs the forward twice: 4 pas
 forward's FLOPs instead of 3 (the "HFU" accounting of Chowdhery et al. 2022,
 https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them. In a
 row narrower than 16 bits (fp8) the attention FLOPs run at the bf16 peak, as the engine's fp8
-training step runs them (docs/formulas.md#fp8-training).
+training step runs them (docs/formulas.md#fp8-training); where the source trained with
+FlashAttention-2 or earlier (ATTENTION_KERNELS), they are warp-level MMA, held to the chip's
+`warp_mma` share of the peak as an attention row of that kernel is.
 """
 
 from __future__ import annotations
@@ -106,9 +108,14 @@ PROFILES = {
     "hf-transformers": Software.EAGER,
     "pytorch-eager": Software.EAGER,
 }
-# Attention rows by the kernel they ran: FlashAttention-2 issues Ampere's warp-level MMA on
-# every chip; FlashAttention-3 and cuDNN use the chip's fastest path.
-ATTENTION_KERNELS = {"flash-attention-2": AttentionKernel.FLASH_2}
+# Attention by the kernel it ran: FlashAttention-2 issues Ampere's warp-level MMA on every
+# chip; FlashAttention-3 and cuDNN use the chip's fastest path. llm-foundry's MPT benchmarks
+# train with FlashAttention ("our models use Flash Attention", its benchmarking README of
+# 2023, before FlashAttention-3 brought Hopper's asynchronous MMA in 2024): warp-level too.
+ATTENTION_KERNELS = {
+    "flash-attention-2": AttentionKernel.FLASH_2,
+    "llm-foundry": AttentionKernel.FLASH_2,
+}
 # NeMo is one name for two stacks: it trains with Megatron-Core and serves through
 # TensorRT-LLM.
 TRAINING_PROFILES = {"nemo": Software.MEGATRON}
@@ -229,9 +236,16 @@ def work(row: Measurement) -> Work:
         bytes_moved = 2.0 * p["params"] / p["chips"]
         dtype = Dtype(p["dtype"])
         step = custom((linear + attention_flops) * per_chip, bytes_moved, dtype, Unit.MATRIX)
-        # narrower than 16 bits, attention's products run at the bf16 peak (fp8 training)
+        # narrower than 16 bits, attention's products run at the bf16 peak (fp8 training); a
+        # FlashAttention-2 stack issues them as warp-level MMA
         wide = attention_flops * per_chip if attention_at_wide(dtype) else 0.0
-        return replace(step, kind=Kind.TRAINING, wide_flops=wide)
+        warp = ATTENTION_KERNELS.get(row.software) is AttentionKernel.FLASH_2
+        return replace(
+            step,
+            kind=Kind.TRAINING,
+            wide_flops=wide,
+            warp_flops=attention_flops * per_chip if warp else 0.0,
+        )
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
 
 
