@@ -144,8 +144,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 @lru_cache(maxsize=1)
 def _default_app() -> FastAPI:
     app = create_app()
-    # Start-up's long-lived objects (catalogs, routes, ORM mappings) leave the collector's
-    # full scans, which otherwise add tens of ms to one request in several (bench.data_scale).
+    # The OpenAPI schema is built now: FastAPI's /openapi.json builds it on the first request,
+    # in the event loop, holding every other request for about a second.
+    app.openapi()
+    # Start-up's long-lived objects (catalogs, routes, ORM mappings, the schema) leave the
+    # collector's full scans, which otherwise add tens of ms to one request in several
+    # (bench.data_scale).
     gc.freeze()
     return app
 

@@ -162,7 +162,9 @@ def url(app: FastAPI) -> Iterator[str]:
 
 @contextmanager
 def serve(app: FastAPI) -> Iterator[str]:
-    """`app` served by uvicorn, in a thread, on a free loopback port: its base URL."""
+    """`app` served by uvicorn, in a thread, on a free loopback port: its base URL; its
+    OpenAPI schema built first, as the service's start-up builds it (app.main)."""
+    app.openapi()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

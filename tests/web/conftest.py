@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -21,6 +21,9 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
+# assertions wait as long as actions do (the contexts' default timeout below): on a loaded
+# 2-core machine a page's script can take more than expect's own 5 s to render
+expect.set_options(timeout=15_000)
 
 
 @pytest.fixture(scope="module")
