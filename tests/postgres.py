@@ -119,13 +119,17 @@ def _libpq(url: URL) -> str:
 
 
 @contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    """A new, empty database on the server of `server_url`, dropped afterwards (with any
-    connection a test left open to it)."""
+def fresh_database(server_url: str, template: str | None = None) -> Iterator[str]:
+    """A new database on the server of `server_url`, dropped afterwards (with any connection a
+    test left open to it): empty, or a copy of the database `template` names (PostgreSQL
+    copies its files: no connection may be open to it meanwhile)."""
     server = make_url(server_url)
     name = f"roofcheck_test_{uuid.uuid4().hex[:12]}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
     with psycopg.connect(_libpq(server), autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        admin.execute(create)
     try:
         yield server.set(database=name).render_as_string(hide_password=False)
     finally:

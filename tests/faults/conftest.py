@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.db.conftest import db_app, db_client, db_settings, empty_database
+from tests.db.conftest import (
+    db_app,
+    db_client,
+    db_settings,
+    empty_database,
+    migrated_database,
+    migrated_postgres,
+    migrated_sqlite,
+)
 from tests.faults.proxy import Proxy
 
 
@@ -46,4 +54,12 @@ def switchable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Switc
 
 
 # the two-backend fixtures of tests/db, shared with this folder
-__all__ = ["db_app", "db_client", "db_settings", "empty_database"]
+__all__ = [
+    "db_app",
+    "db_client",
+    "db_settings",
+    "empty_database",
+    "migrated_database",
+    "migrated_postgres",
+    "migrated_sqlite",
+]
