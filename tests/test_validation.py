@@ -126,8 +126,9 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # sources: 18.5%, prefill 22.7% the worst kind of dense models, p90 52.7%, 82% inside at a
     # median width of 2.39x. Passes of fine-grained experts are their own kinds, each fitted
     # on 2-3 sources whose runs disagree 2-4x: 62.7% (decode) and 55.7% (generate), as they
-    # were pooled (58.8%). The boundary between kernels (3.0 us) took dense decode from 22.8%
-    # to 8.8%; the split narrowed the median width from 2.61x to 2.40x; llm-foundry's
+    # were pooled (58.8%). The boundary between kernels (3.0 us) took decode from 22.8% to
+    # 12.2% (8.8% on dense models after the split); the split narrowed the median width from
+    # 2.61x to 2.40x; llm-foundry's
     # FlashAttention at the warp-level MMA share of Hopper's peak took p90 from 56.9% to
     # 52.7%. Before the three, 20.3%, p90 53.4%, 81% inside at 2.51x; on 535 rows from 45
     # sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x. Only the share inside is met. These
