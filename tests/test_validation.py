@@ -125,7 +125,7 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 35%, 78-90% inside with a median width <= 1.6x. Reached honestly on 648 rows from 56
     # sources: 18.5%, prefill 22.7% the worst kind of dense models, p90 52.7%, 82% inside at a
     # median width of 2.39x. Passes of fine-grained experts are their own kinds, each fitted
-    # on 2-3 sources whose runs disagree 2-4x: 62.7% (decode) and 55.7% (generate), as they
+    # on 2-3 sources whose runs disagree up to 3x: 62.7% (decode) and 55.7% (generate), as they
     # were pooled (58.8%). The boundary between kernels (3.0 us) took decode from 22.8% to
     # 12.2% (8.8% on dense models after the split); the split narrowed the median width from
     # 2.61x to 2.40x; llm-foundry's
