@@ -10,7 +10,7 @@ import pytest
 
 from app.engine import Fitted, Kind, Software, fitted
 from app.engine.published_runs import FITTED, STACK_SPREAD
-from app.engine.stacks import REFINES
+from app.engine.stacks import FINE_MOE, REFINES
 from app.services.catalogs import load_catalog_files
 from app.settings import Settings
 from app.validation.calibrate import (
@@ -50,6 +50,8 @@ def test_every_row_is_sourced_and_the_set_spans_chips_and_kinds() -> None:
         assert r.row.source_url.startswith("https://"), r.row.id
         assert len(r.row.quote) > 20, r.row.id
         assert r.row.software, r.row.id
+        # the engine prices each row as its category says, refined for fine-grained experts
+        assert r.kind in (r.row.kind, FINE_MOE.get(r.row.kind)), r.row.id
     assert len({r.row.software for r in RESULTS}) >= 4
     assert len({r.row.chip for r in RESULTS}) >= 12
     chips = {r.row.chip for r in RESULTS}

@@ -65,7 +65,6 @@ from app.engine import (
     saxpy,
 )
 from app.engine.published import KERNEL_KINDS
-from app.engine.stacks import REFINES
 from app.engine.training import attention_at_wide
 from app.engine.units import GIGA, TERA, seconds_from_ms
 from app.engine.workload import generate_realism, pass_realism
@@ -177,9 +176,9 @@ class Result:
 
     @property
     def kind(self) -> Kind:
-        """The kind of work whose published ratio this run informs: its row's, refined where
-        the engine priced it as a pass of fine-grained experts (its realism's kind)."""
-        return self.realism.kind if self.realism.kind in REFINES else self.row.kind
+        """The kind of work whose published ratio this run informs: the one the engine priced
+        it as (its row's category, refined for a pass of fine-grained experts)."""
+        return self.realism.kind
 
     @property
     def measured_over_ideal(self) -> float:
