@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -25,6 +26,16 @@ _NARROW = frozenset(
         Dtype.Q8_0,
     }
 )
+
+
+def names_chip(device: str, chip_id: str) -> bool:
+    """Whether a device's own name ("NVIDIA H200", as PyTorch and the profiler give it) names
+    the catalog chip `chip_id`: it holds the chip's model number as a word, the first part of
+    its id with a digit (a100 in "NVIDIA A100-SXM4-80GB", mi300x, 4090, m2); so an L40S is no
+    L4 and an H200 no H100."""
+    parts = chip_id.split("-")
+    model = next((part for part in parts if any(c.isdigit() for c in part)), parts[0])
+    return model in re.split(r"[^a-z0-9]+", device.lower())
 
 
 def pointwise_dtype(dtype: Dtype) -> Dtype:

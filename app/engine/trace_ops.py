@@ -53,6 +53,7 @@ CAUSAL_ARGUMENT = {
     "_scaled_dot_product_flash_attention": 4,
     "_scaled_dot_product_efficient_attention": 6,
     "_scaled_dot_product_cudnn_attention": 6,
+    "_scaled_dot_product_flash_attention_for_cpu": 4,
 }
 VIEW = "a view: it launches no kernel (its time is host overhead)"
 _INTS = re.compile(r"-?\d+")

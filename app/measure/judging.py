@@ -15,12 +15,13 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from app import formatting as fmt
 from app.engine import Chip, Dtype, EngineError, Software, judge
 from app.engine.fusion import MAX_OPS, estimate_ops
+from app.engine.hardware import names_chip
 from app.engine.ops import HostCosts, Op, special_evaluations
 from app.engine.units import GIB, MIB
 from app.local_probe import HostRates, LocalProfile, local_profile
@@ -280,16 +281,25 @@ def resolve_chip(url: str, chip: str) -> dict[str, Any]:
     return answer
 
 
-def device_mismatch(devices: Collection[str], chip: dict[str, Any]) -> str | None:
+def device_mismatch(
+    devices: Collection[str], chip: dict[str, Any], names: Mapping[str, str] | None = None
+) -> str | None:
     """Why a run on `devices` (its tensors' devices: cpu, cuda:0, ...) is no run on the
     catalog `chip`, or None when it may be. The catalog's chips are accelerators, none a
-    CPU: a run whose tensors all stay on the host did not run on one."""
-    if any(not device.startswith("cpu") for device in devices):
+    CPU: a run whose tensors all stay on the host did not run on one. A run on GPUs whose
+    `names` (device -> the name PyTorch gives it) none name the chip ran on another chip; a
+    device without a name (mps) may be the chip."""
+    target = f"{chip['id']} ({chip['name']})"
+    accelerators = sorted(device for device in devices if not device.startswith("cpu"))
+    if not accelerators:
+        return f"the function ran on cpu (its tensors' device), not on {target}, an accelerator"
+    named = {device: names[device] for device in accelerators if names and device in names}
+    if len(named) < len(accelerators) or any(
+        names_chip(name, chip["id"]) for name in named.values()
+    ):
         return None
-    return (
-        f"the function ran on cpu (its tensors' device), not on {chip['id']} ({chip['name']}), "
-        "an accelerator"
-    )
+    ran_on = ", ".join(f"{name} ({device})" for device, name in named.items())
+    return f"the function ran on {ran_on}, not on {target}"
 
 
 def check_op_count(count: int) -> None:

@@ -60,13 +60,16 @@ class TensorInfo:
 @dataclass(frozen=True, slots=True)
 class RecordedOp:
     """One aten operator as the function ran it. `flops` is PyTorch's count for it
-    (FlopCounterMode's formula, where it has one); `where` the user's source line."""
+    (FlopCounterMode's formula, where it has one); `where` the user's source line; `causal`
+    an attention operator's `is_causal` (PyTorch's count ignores it: a causal attention
+    computes half its score pairs, docs/formulas.md#kernels)."""
 
     name: str
     inputs: tuple[TensorInfo, ...]
     outputs: tuple[TensorInfo, ...]
     flops: float | None = None
     where: str | None = None
+    causal: bool = False
 
     @property
     def short(self) -> str:
@@ -138,6 +141,8 @@ def op_json(op: Op) -> dict[str, Any]:
     for field in ("flops", "bytes", "unit"):
         if (value := getattr(op, field)) is not None:
             body[field] = str(value) if field == "unit" else value
+    if op.causal:
+        body["causal"] = True
     return body
 
 
@@ -185,7 +190,7 @@ def engine_op(recorded: RecordedOp) -> tuple[Op, bool]:
     """The engine's operator for a recorded one, and whether it is opaque (given its FLOPs and
     bytes because the engine has no formula for it or its tensors)."""
     inputs, outputs = _engine_tensors(recorded.inputs), _engine_tensors(recorded.outputs)
-    op = Op(recorded.name, inputs, outputs)
+    op = Op(recorded.name, inputs, outputs, causal=recorded.causal)
     if recorded.short in KNOWN and _valid(op):
         return op, False
     return _opaque(recorded, inputs, outputs), True

@@ -128,7 +128,8 @@ def measure(
     warnings: tuple[str, ...] = ()
     if catalogued is not None:
         judging.check_op_count(len(counts.ops))
-        warnings = _device_warnings(devices, catalogued, allowed=allow_device_mismatch)
+        names = trace.device_names(devices)
+        warnings = _device_warnings(devices, names, catalogued, allowed=allow_device_mismatch)
     gpu = any(device.startswith("cuda") for device in devices)
     timing = _time_calls(
         call,
@@ -182,21 +183,25 @@ def time_again(
     )
 
 
-def _device_warnings(devices: set[str], chip: dict[str, Any], *, allowed: bool) -> tuple[str, ...]:
+def _device_warnings(
+    devices: set[str], names: dict[str, str], chip: dict[str, Any], *, allowed: bool
+) -> tuple[str, ...]:
     """The warning of a run judged against a chip it did not run on, when allowed; else
     MeasureError, which names both devices and the ways out."""
-    why = judging.device_mismatch(devices, chip)
+    why = judging.device_mismatch(devices, chip, names)
     if why is None:
         return ()
+    on_gpu = bool(names)
     if not allowed:
+        first = "judge it against the chip it ran on" if on_gpu else "move its tensors to the chip"
         raise MeasureError(
-            f"not judged: {why}, so its time says nothing of that chip. Judge CPU code on this "
-            f"machine with chip='{judging.LOCAL}' (--chip {judging.LOCAL}), move its tensors "
-            "to the chip, or judge it anyway with allow_device_mismatch=True "
-            "(--allow-device-mismatch)"
+            f"not judged: {why}, so its time says nothing of that chip. To judge it, {first}; "
+            f"judge it on this machine with chip='{judging.LOCAL}' (--chip {judging.LOCAL}); "
+            "or judge it anyway with allow_device_mismatch=True (--allow-device-mismatch)"
         )
+    device = "another GPU's" if on_gpu else "a CPU's"
     return (
         f"Judged against {chip['id']}, a chip the function did not run on: {why} "
-        "(allow_device_mismatch). The verdict and advice compare a CPU's time with that "
+        f"(allow_device_mismatch). The verdict and advice compare {device} time with that "
         "chip's roofline.",
     )

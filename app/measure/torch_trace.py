@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import torch
@@ -132,8 +132,22 @@ class Recorder(TorchDispatchMode):  # type: ignore[misc]
         if formula is not None:
             flops = float(formula(*args, **kwargs, out_val=out))
         where = user_line() or self.modules.innermost()
-        self.ops.append(RecordedOp(record.name, record.inputs, record.outputs, flops, where))
+        causal = _argument(func, args, kwargs, "is_causal") is True
+        self.ops.append(
+            RecordedOp(record.name, record.inputs, record.outputs, flops, where, causal)
+        )
         return out
+
+
+def _argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> object:
+    """The value the operator `func` was called with for its schema's argument `name`
+    (positional, keyword or default); None where its schema has no such argument."""
+    for index, argument in enumerate(func._schema.arguments):
+        if argument.name == name:
+            if index < len(args):
+                return args[index]
+            return kwargs.get(name, argument.default_value)
+    return None
 
 
 def record(fn: Callable[..., object], args: Sequence[object]) -> tuple[list[RecordedOp], float]:
@@ -152,6 +166,15 @@ def devices(args: Sequence[object], ops: Sequence[RecordedOp]) -> set[str]:
     tensors = [t for t in tree_leaves(list(args)) if isinstance(t, torch.Tensor)]
     found = {str(t.device) for t in tensors}
     return found | {t.device for op in ops for t in (*op.inputs, *op.outputs)}
+
+
+def device_names(devices: Collection[str]) -> dict[str, str]:
+    """The name PyTorch gives each CUDA (or ROCm) device among `devices` ("NVIDIA H200")."""
+    return {
+        device: str(torch.cuda.get_device_name(torch.device(device)))
+        for device in devices
+        if device.startswith("cuda")
+    }
 
 
 def cuda_events_clock() -> Clock:

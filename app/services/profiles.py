@@ -3,7 +3,6 @@ stored, deleted, and read as fractions of the datasheet's."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -12,6 +11,7 @@ from app.catalog.loader import ChipRecord
 from app.db import empirical
 from app.db.models import EmpiricalProfileRow
 from app.engine import Dtype, EngineError, InvalidInput, Unit
+from app.engine.hardware import names_chip
 from app.schemas.catalog_bodies import EmpiricalOut, EmpiricalProfile, StoredProfile
 
 
@@ -78,13 +78,8 @@ def profile_view(row: EmpiricalProfileRow, record: ChipRecord) -> EmpiricalOut:
 
 def device_matches(device: str, backend: str, record: ChipRecord) -> bool:
     """Whether a probe ran on the chip `record`: with PyTorch (NumPy measures the CPU) on a
-    device whose name holds the chip's model number as a word: the first part of its id with a
-    digit (a100 in "NVIDIA A100-SXM4-80GB", mi300x, 4090, m2); so an L40S is no L4."""
-    if backend != "torch":
-        return False
-    parts = record.entry.id.split("-")
-    model = next((part for part in parts if any(c.isdigit() for c in part)), parts[0])
-    return model in re.split(r"[^a-z0-9]+", device.lower())
+    device whose name names the chip (`names_chip`)."""
+    return backend == "torch" and names_chip(device, record.entry.id)
 
 
 # the matrix fraction a profile lends a chip: of the dtypes the probe measured, the first of

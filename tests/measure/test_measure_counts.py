@@ -174,3 +174,30 @@ def test_a_recorded_op_becomes_the_engines_op():
     counts = _counts(torch.cos, torch.randn(3))
     op, opaque = engine_op(counts.recorded[0])
     assert isinstance(op, Op) and not opaque
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_counts_its_score_pairs_and_a_causal_one_half(causal):
+    b, h, length, d = 2, 4, 64, 16
+    q = torch.randn(b, h, length, d)
+    counts = _counts(
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal), q, q, q
+    )
+    # one fused attention operator (on the CPU, _scaled_dot_product_flash_attention_for_cpu):
+    # 4 B H Lq Lk d = 4 * 2 * 4 * 64 * 64 * 16 = 2,097,152 FLOPs (Q K^T and P V, 2 each per
+    # pair and dimension); causal, half the pairs: L^2 / 2, so 1,048,576. On an H200 PyTorch
+    # counted every pair of a causal one and the run looked faster than the roofline.
+    [op] = counts.ops
+    assert op.causal is causal and counts.workload()["ops"][0].get("causal", False) is causal
+    assert counts.engine_flops == (1_048_576 if causal else 2_097_152)
+
+
+def test_is_causal_is_read_from_the_operators_schema_keyword_or_default():
+    from app.measure.torch_trace import _argument  # noqa: PLC0415
+
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    q = torch.ones(1)
+    assert _argument(flash, (q, q, q, 0.0, True), {}, "is_causal") is True  # positional
+    assert _argument(flash, (q, q, q), {"is_causal": True}, "is_causal") is True  # keyword
+    assert _argument(flash, (q, q, q), {}, "is_causal") is False  # the schema's default
+    assert _argument(torch.ops.aten.mm.default, (q, q), {}, "is_causal") is None  # none

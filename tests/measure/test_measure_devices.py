@@ -49,6 +49,7 @@ def test_cpu_tensors_against_a_gpu_chip_are_refused_before_timing(url, untimed):
     # both devices named, and the ways out
     assert "ran on cpu" in message and "a100-sxm4-80gb (NVIDIA A100 SXM4 80GB)" in message
     assert "chip='local'" in message and "allow_device_mismatch" in message
+    assert "move its tensors to the chip" in message
 
 
 def test_the_cli_refuses_with_exit_code_2(url, script, untimed, capsys):
@@ -116,6 +117,43 @@ def test_which_runs_are_cpu_runs(devices, refused):
     assert (message is not None) is refused
     if message is not None:
         assert "cpu" in message and "h100-sxm5-80gb (NVIDIA H100 SXM5 80GB)" in message
+
+
+H100 = {"id": "h100-sxm5-80gb", "name": "NVIDIA H100 SXM5 80GB"}
+
+
+@pytest.mark.parametrize(
+    ("names", "refused"),
+    [
+        ({"cuda:0": "NVIDIA H200"}, True),  # seen on a lent H200: it was judged as an H100
+        ({"cuda:0": "NVIDIA H100 80GB HBM3"}, False),
+        ({"cuda:0": "NVIDIA H100 PCIe"}, False),  # the catalog's other H100s are the same rule
+        ({"cuda:0": "NVIDIA H200", "cuda:1": "NVIDIA H100 80GB HBM3"}, False),  # one is it
+        ({}, False),  # a GPU whose name is not known may be the chip
+    ],
+)
+def test_a_gpu_run_is_refused_against_a_chip_its_gpu_is_not(names, refused):
+    devices = {"cpu", *names} if names else {"cuda:0"}
+    message = judging.device_mismatch(devices, H100, names)
+    assert (message is not None) is refused
+    if message is not None:
+        assert message == (
+            "the function ran on NVIDIA H200 (cuda:0), not on h100-sxm5-80gb "
+            "(NVIDIA H100 SXM5 80GB)"
+        )
+
+
+def test_measure_refuses_a_run_on_another_gpu_before_timing(url, untimed, monkeypatch):
+    # the names come from torch.cuda.get_device_name; this machine has no GPU, so the run's
+    # devices and their names are those an H200 gave (tests/traces has its trace)
+    trace = runner._torch_trace()
+    monkeypatch.setattr(trace, "devices", lambda args, ops: {"cuda:0"})
+    monkeypatch.setattr(trace, "device_names", lambda devices: {"cuda:0": "NVIDIA H200"})
+    with pytest.raises(MeasureError) as error:
+        fast(lambda x: x.cos(), torch.ones(1000), chip="h100", url=url)
+    message = str(error.value)
+    assert "ran on NVIDIA H200 (cuda:0), not on h100-sxm5-80gb" in message
+    assert "against the chip it ran on" in message and "allow_device_mismatch" in message
 
 
 def test_the_devices_of_a_run_are_its_arguments_and_its_ops():
