@@ -102,6 +102,21 @@ class Breakdown:
             f"{s(first.limit)} ({first.limit_words}), {s(first.over)} over. {first.advice}"
         )
 
+    def elsewhere(self) -> str | None:
+        """Where the step loses most outside its kernels, said before the kernels' verdict
+        (which judges them alone); None when the kernels are the part to attack, or none is."""
+        first = self.first
+        kernels = next((p for p in self.parts if p.name == "kernels"), None)
+        window = self.timeline.window
+        if first is None or first.name == "kernels" or kernels is None or window <= 0:
+            return None
+        s = _seconds
+        return (
+            f"The verdict judges the kernels alone: they take {s(kernels.time)} of the "
+            f"{s(window)} {'the steps span' if self.timeline.steps else 'the trace spans'} "
+            f"({kernels.time / window:.0%}). {self.attack_first()}"
+        )
+
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"

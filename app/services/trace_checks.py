@@ -122,7 +122,7 @@ def _answer(
         time_lost_s=result.modelled_time - whole.expected_time if whole else None,
         bound=whole.bound if whole else None,
         verdict=judgement.verdict if judgement else None,
-        advice=[*(judgement.advice if judgement else []), *_copy_line(result)],
+        advice=[*_elsewhere(result), *(judgement.advice if judgement else []), *_copy_line(result)],
         not_modelled_time_s=result.not_modelled_time,
         not_modelled_share=result.not_modelled_share,
         ops=[
@@ -192,6 +192,11 @@ def _copies(result: TraceAnalysis) -> TraceCopies | None:
         share=copies.expected_time / result.measured if result.measured > 0 else 0.0,
         unpriced=copies.unpriced or None,
     )
+
+
+def _elsewhere(result: TraceAnalysis) -> list[str]:
+    line = None if result.breakdown is None else result.breakdown.elsewhere()
+    return [] if line is None else [line]
 
 
 def _breakdown(result: TraceAnalysis) -> TraceBreakdown | None:

@@ -11,7 +11,8 @@ The gpu_*.json traces were recorded the same way on an NVIDIA H100 80GB HBM3 (to
 tensors, three warm-up calls, then ten profiled and a synchronisation), untouched:
 gpu_linear.json, the README's torch.nn.Linear(4096, 4096) on a (64, 4096) input, and
 gpu_cos.json, x.cos().cos() on 10^7 fp32, both with activities=[CPU, CUDA]; gpu_no_kernels.json,
-the Linear with activities=[CPU] only (CUDA calls, no kernel events).
+the Linear with activities=[CPU] only (CUDA calls, no kernel events). The gpu_*_h200.json
+traces were recorded on an NVIDIA H200 by record_gpu.py beside this script.
 
 gpu_step.json was not recorded: no GPU was at hand. It is built by hand from the events
 Kineto documents and writes (pytorch/kineto, libkineto/src/CuptiActivity.cpp and the traces
