@@ -95,7 +95,7 @@ class Counts:
     ops: tuple[Op, ...]
     recorded: tuple[RecordedOp, ...]
     opaque: tuple[int, ...]  # indices sent with their FLOPs and bytes (unknown to the engine)
-    flops: float  # PyTorch's FlopCounterMode total
+    flops: float  # PyTorch's count: its FlopCounterMode formulas summed over the operators
     engine_flops: float  # the engine's: matmuls and every pointwise, norm and reduction op
     unfused_bytes: float
     fused_bytes: float

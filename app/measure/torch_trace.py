@@ -20,7 +20,7 @@ from torch.nn.modules.module import (
 )
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from torch.utils.flop_counter import FlopCounterMode, flop_registry
+from torch.utils.flop_counter import flop_registry
 from torch.utils.weak import WeakIdKeyDictionary
 
 from app.measure.op_counts import ALLOCATIONS, RecordedOp, TensorInfo
@@ -127,10 +127,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[misc]
             t.nbytes for t in (*record.inputs, *record.outputs)
         ):
             return out
-        flops = None
-        formula = flop_registry.get(func._overloadpacket)
-        if formula is not None:
-            flops = float(formula(*args, **kwargs, out_val=out))
+        flops = _pytorch_flops(func, args, kwargs, out)
         where = user_line() or self.modules.innermost()
         causal = _argument(func, args, kwargs, "is_causal") is True
         self.ops.append(
@@ -150,14 +147,30 @@ def _argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: st
     return None
 
 
+def _pytorch_flops(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> float | None:
+    """PyTorch's FLOP count of one operator call (FlopCounterMode's formula for it); None where
+    it has none, or where its formula fails on the call: PyTorch 2.11's attention formula
+    asserts that the key has as many heads as the query, which a grouped-query attention
+    (enable_gqa) does not (seen on an H200), and the engine counts that operator itself."""
+    formula = flop_registry.get(func._overloadpacket)
+    if formula is None:
+        return None
+    try:
+        return float(formula(*args, **kwargs, out_val=out))
+    except (AssertionError, RuntimeError, TypeError, ValueError):
+        return None
+
+
 def record(fn: Callable[..., object], args: Sequence[object]) -> tuple[list[RecordedOp], float]:
-    """Run `fn(*args)` once: its operators, and PyTorch's FlopCounterMode total."""
-    counter = FlopCounterMode(display=False)
+    """Run `fn(*args)` once: its operators, and PyTorch's FLOP count of them (the sum of
+    FlopCounterMode's formulas over the operators that have one)."""
     modules = Modules(fn)
     recorder = Recorder(modules)
-    with modules, counter, recorder:
+    with modules, recorder:
         fn(*args)
-    return recorder.ops, float(counter.get_total_flops())
+    return recorder.ops, sum(op.flops or 0.0 for op in recorder.ops)
 
 
 def devices(args: Sequence[object], ops: Sequence[RecordedOp]) -> set[str]:

@@ -201,3 +201,26 @@ def test_is_causal_is_read_from_the_operators_schema_keyword_or_default():
     assert _argument(flash, (q, q, q), {"is_causal": True}, "is_causal") is True  # keyword
     assert _argument(flash, (q, q, q), {}, "is_causal") is False  # the schema's default
     assert _argument(torch.ops.aten.mm.default, (q, q), {}, "is_causal") is None  # none
+
+
+def test_a_pytorch_flop_formula_that_fails_leaves_the_count_to_the_engine(monkeypatch):
+    # On an H200, PyTorch 2.11's attention formula asserted that the key had as many heads as
+    # the query (a grouped-query attention has fewer) and the whole measurement died. A
+    # formula failing now counts nothing for PyTorch; the engine counts the operator itself.
+    from torch.utils.flop_counter import flop_registry  # noqa: PLC0415
+
+    def fails(*args, **kwargs):
+        raise AssertionError("sdpa_flop_count: query/key/value shapes are incompatible")
+
+    monkeypatch.setitem(flop_registry, torch.ops.aten.mm, fails)
+    counts = _counts(torch.mm, torch.randn(64, 32), torch.randn(32, 16))
+    assert counts.flops == 0 and counts.engine_flops == 2 * 64 * 32 * 16
+
+
+def test_a_grouped_query_attention_counts_the_querys_heads():
+    # 8 query heads over 2 key-value heads: 4 B Hq L^2 d = 4 * 1 * 8 * 32 * 32 * 16 = 524,288
+    q, kv = torch.randn(1, 8, 32, 16), torch.randn(1, 2, 32, 16)
+    counts = _counts(
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), q, kv, kv
+    )
+    assert counts.engine_flops == 524_288
