@@ -1,11 +1,12 @@
 """Advice lines of the verdicts (app/engine/verdict.py): for work that does not fit, what to
-check when a run is an order of magnitude off, how to launch less often, and what
-communication- and input-bound work can do."""
+check when a run is an order of magnitude off, how to launch less often, what a run as close to
+its roof as tuned software gets can change, and what communication- and input-bound work can
+do."""
 
 from app.engine import prose
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
-from app.engine.units import Unit
+from app.engine.units import Dtype, Unit
 
 
 def unfit_advice(ratio: float) -> tuple[str, ...]:
@@ -71,4 +72,23 @@ def faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
     faster = sorted((peak, dtype) for dtype, peak in chip.matrix_peaks.items() if peak > own)
     return " or ".join(
         f"{dtype} ({prose.times(peak / own)} the {roof.peak.dtype} peak)" for peak, dtype in faster
+    )
+
+
+def less_work(roof: Roofline, chip: Chip | None) -> tuple[str, ...]:
+    """How a run as close to its roof as tuned software gets can go faster: by doing less
+    work, or moving fewer bytes."""
+    if roof.bound is Bound.MEMORY:
+        fp8_cache = chip is None or Dtype.FP8 in chip.matrix_peaks
+        return (
+            "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation)"
+            f"{', an fp8 KV cache' if fp8_cache else ''}.",
+            "Fuse adjacent ops so intermediates stay on chip.",
+            "In decode, raise the batch as far as memory allows (/memory-fit gives the "
+            "largest): the weights are read once per step for every sequence.",
+        )
+    faster = faster_dtypes(roof, chip)
+    return (
+        "Lower latency needs less work: a smaller batch (trading throughput), pruning, "
+        "distillation" + (f", or {faster} where accuracy allows." if faster else "."),
     )

@@ -120,9 +120,21 @@ class OpsEstimate:
                 f"Between the fused floor ({fused}) and each op as its own kernel ({unfused}): "
                 f"fusing the ops into one kernel would reach {fused}."
             )
+        fusing = (
+            f"; fused, the ops would take {fused}" if self.fused_time < self.unfused_time else ""
+        )
+        if measured <= self.roofline.realistic_high:
+            # real kernels run slower than their roofline: within what published runs of these
+            # ops take, nothing beyond the kernels is needed to explain the time
+            return (
+                f"Slower than each op as its own kernel at its roofline ({unfused}), as real "
+                f"kernels are: published runs of such work take up to "
+                f"{_ms(self.roofline.realistic_high)}{fusing}."
+            )
         return (
-            f"Slower than each op as its own kernel with its launch ({unfused}): look beyond the "
-            f"kernels (synchronisation, host work, copies); fused, the ops would take {fused}."
+            f"Slower than each op as its own kernel with its launch ({unfused}) and than "
+            f"published runs of such work ({_ms(self.roofline.realistic_high)}): look beyond the "
+            f"kernels (synchronisation, host work, copies){fusing}."
         )
 
 

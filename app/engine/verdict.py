@@ -22,15 +22,14 @@ from app.engine.advice_lines import (
     FEWER_LAUNCHES,
     REGIME_ADVICE,
     STRUCTURAL,
-    faster_dtypes,
     host_advice,
+    less_work,
     unfit_advice,
 )
 from app.engine.cache import CacheRoof, cache_advice, cache_resident
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
-from app.engine.units import Dtype
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
 # fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
@@ -211,6 +210,7 @@ def judge(
             if (
                 specific
                 and verdict is Verdict.ROOM_TO_IMPROVE
+                and place is AgainstPublished.SLOWER
                 and roofline.bound not in REGIME_ADVICE
             ):
                 advice = advice[:-1]  # the common gaps, named for this work instead
@@ -362,31 +362,21 @@ def _advice(
     gap = f"{prose.times(ratio)} the roofline time"
     if verdict is Verdict.NEAR_ROOFLINE:
         if bound is Bound.MEMORY:
-            fp8_cache = chip is None or Dtype.FP8 in chip.matrix_peaks
-            return (
-                "Close to the memory roofline: only moving fewer bytes helps.",
-                "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation)"
-                f"{', an fp8 KV cache' if fp8_cache else ''}.",
-                "Fuse adjacent ops so intermediates stay on chip.",
-                "In decode, raise the batch as far as memory allows (/memory-fit gives the "
-                "largest): the weights are read once per step for every sequence.",
-            )
-        faster = faster_dtypes(roof, chip)
-        return (
-            "Close to the compute roofline: the chip is saturated.",
-            "Lower latency needs less work: a smaller batch (trading throughput), pruning, "
-            "distillation" + (f", or {faster} where accuracy allows." if faster else "."),
-        )
+            head = "Close to the memory roofline: only moving fewer bytes helps."
+        else:
+            head = "Close to the compute roofline: the chip is saturated."
+        return (head, *less_work(roof, chip))
     if verdict is Verdict.ROOM_TO_IMPROVE:
         roof_name = "compute" if bound is Bound.COMPUTE else "memory bandwidth"
-        room = (
-            "there is room to improve"
-            if place is AgainstPublished.SLOWER
-            else "published runs of this work get no closer, so the room is in changing the "
-            "work (below), not in tuning its implementation"
-        )
+        if place is not AgainstPublished.SLOWER:
+            # as close as published runs get: tuning the implementation is not where the room is
+            return (
+                f"At {gap}, {roof_name}-bound: published runs of this work get no closer, so "
+                "the room is in changing the work, not in tuning its implementation.",
+                *less_work(roof, chip),
+            )
         return (
-            f"At {gap}, {roof_name}-bound: {room}.",
+            f"At {gap}, {roof_name}-bound: there is room to improve.",
             "Profile the slowest kernels (torch.profiler, Nsight Systems) and compare each with "
             "its own roofline.",
             "Common gaps: unfused elementwise ops, matmul shapes that tile poorly (dimensions "
