@@ -91,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.calculation_budget_s = settings.calculation_budget_s
     app.state.table_row_budget_s = settings.table_row_budget_s
     app.state.max_table_bytes = settings.max_table_bytes  # the /table page's pasted text
+    app.state.max_body_bytes = settings.max_body_bytes  # over it, a body is read off the loop
     app.state.traces = traces.analyses(
         settings.trace_budget_s, settings.trace_memory_bytes, settings.trace_slots
     )
@@ -115,6 +116,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         large_bodies={
             **trace_caps,
             "/check/table": settings.max_table_bytes,
+            # an operator list (a model's step, from roofcheck measure): read in a worker thread
+            "/check": settings.max_ops_bytes,
+            "/expected-time": settings.max_ops_bytes,
             # the page's form: the table, and its other fields within an ordinary body's cap
             "/table": settings.max_table_bytes + settings.max_body_bytes,
         },

@@ -10,8 +10,9 @@
 - Security headers on every response; a CSP without inline script; the inline SVG charts'
   one stylesheet is allowed by its hash.
 - Request bodies larger than ROOFCHECK_MAX_BODY_BYTES (ROOFCHECK_MAX_TRACE_BYTES for a profiler
-  trace) get 413 before they are read (uvicorn holds a body to its Content-Length; a body
-  without one gets 411).
+  trace, ROOFCHECK_MAX_TABLE_BYTES for a table, ROOFCHECK_MAX_OPS_BYTES for /check's and
+  /expected-time's operator lists) get 413 before they are read (uvicorn holds a body to its
+  Content-Length; a body without one gets 411).
 - An unexpected error is a logged 500 with the same headers, and the connection stays open.
 """
 

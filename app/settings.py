@@ -17,7 +17,8 @@ class Settings(BaseSettings):
     DATABASE_URL defaults to an embedded SQLite file, roofcheck.db in the working directory;
     `postgresql://user@host/db` selects PostgreSQL through psycopg 3.
     ROOFCHECK_WRITE_TOKENS, ROOFCHECK_ALLOWED_HOSTS, ROOFCHECK_MAX_BODY_BYTES and
-    ROOFCHECK_MAX_TRACE_BYTES, ROOFCHECK_MAX_TABLE_BYTES: see app/security.py;
+    ROOFCHECK_MAX_TRACE_BYTES, ROOFCHECK_MAX_TABLE_BYTES, ROOFCHECK_MAX_OPS_BYTES: see
+    app/security.py;
     ROOFCHECK_CALCULATION_BUDGET_S and ROOFCHECK_TABLE_ROW_BUDGET_S: see app/http/budget.py;
     ROOFCHECK_BODY_TIMEOUT_S and ROOFCHECK_BODY_MIN_RATE: app/http/request_text.py;
     ROOFCHECK_TRACE_BUDGET_S, ROOFCHECK_TRACE_MEMORY_BYTES and ROOFCHECK_TRACE_SLOTS:
@@ -40,6 +41,9 @@ class Settings(BaseSettings):
     """A torch.profiler trace's cap (POST /check/trace, the /trace page's upload)."""
     max_table_bytes: int = Field(2 * 2**20, ge=1024)
     """A benchmark table's cap (POST /check/table): 10,000 rows of 200 bytes, with room."""
+    max_ops_bytes: int = Field(2 * 2**20, ge=1024)
+    """The cap of POST /check's and /expected-time's bodies, which may list a model step's
+    operators: 4,096 (the most an operator list holds) of about 270 bytes, with room."""
     allowed_hosts: str = "localhost,127.0.0.1"
     """Comma-separated names the service answers for in the Host header (`*.example.com`
     for subdomains, `*` for any); other hosts get 400, which stops DNS rebinding (SECURITY.md).

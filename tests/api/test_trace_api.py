@@ -251,7 +251,7 @@ def test_a_body_over_the_trace_cap_is_a_413_before_it_is_read(tmp_path):
     assert response.status_code == 413
     assert "larger than 4096 bytes" in response.json()["detail"]["message"]
     # the other endpoints keep their own, smaller cap
-    assert small.post("/check", content=b"x" * 70_000).status_code == 413
+    assert small.post("/memory-fit", content=b"x" * 70_000).status_code == 413
 
 
 def test_the_endpoint_is_in_the_openapi_schema_with_its_response_model(client):
