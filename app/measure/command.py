@@ -184,7 +184,7 @@ def _submitted(args: argparse.Namespace, result: Any, fn: Any, fn_args: tuple[An
     body = {
         "chip": result.answer["chip"]["id"],
         "stack": result.answer["stack"],
-        "workload": result.counts.workload(),
+        "workload": result.workload,
         "measured_time_s": list(result.timing.times_s),
         **{k: v for k, v in given.items() if v is not None},
     }

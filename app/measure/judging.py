@@ -181,14 +181,16 @@ def local_check(
     stack: Software,
     device: str = "cpu",
     *,
+    groups: Sequence[Sequence[int]] = (),
     reprobe: bool = False,
 ) -> dict[str, Any]:
     """The /check answer's fields, computed here against this machine's ceilings on
-    `device` (local_ceilings), with the ceilings used and where they came from."""
+    `device` (local_ceilings), with the ceilings used and where they came from; `groups`: the
+    operators run fused, as the `ops` workload's."""
     profile = local_ceilings(device, reprobe=reprobe)
     chip = chip_from_probe(profile.probe)
     try:
-        estimate = estimate_ops(ops, chip, stack, host=host_costs(profile.host))
+        estimate = estimate_ops(ops, chip, stack, groups, host=host_costs(profile.host))
         judgement = judge(estimate.roofline, measured_s)
     except EngineError as error:
         raise MeasureError(f"on {chip.name}: {error}") from error

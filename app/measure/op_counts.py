@@ -34,6 +34,8 @@ from app.measure.torch_dtypes import counted_as
 
 MAX_TENSORS = 64  # per side of an operator, as the service takes them (app/schemas/ops_bodies.py)
 KNOWN = frozenset({*VIEWS, *COPIES, *REDUCTIONS, *ROW_OPS, *ATTENTION, *MATMULS, *POINTWISE_FLOPS})
+# what a compiler fuses into one kernel with its neighbours (Counts.compiled_groups)
+FUSIBLE = frozenset({*COPIES, *REDUCTIONS, *ROW_OPS, *POINTWISE_FLOPS})
 # operators that allocate and launch nothing: left out of the list
 ALLOCATIONS = frozenset(
     {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize", "set"}
@@ -111,9 +113,42 @@ class Counts:
         found = {t.device for op in self.recorded for t in (*op.inputs, *op.outputs)}
         return found == {"cpu"}
 
-    def workload(self) -> dict[str, Any]:
-        """The `ops` workload of POST /check (docs/api.md#operators)."""
-        return {"kind": "ops", "ops": [op_json(op) for op in self.ops]}
+    def workload(self, *, compiled: bool = False) -> dict[str, Any]:
+        """The `ops` workload of POST /check (docs/api.md#operators); `compiled`: with the
+        kernels a compiler fuses them into as its `groups` (`compiled_groups`)."""
+        body: dict[str, Any] = {"kind": "ops", "ops": [op_json(op) for op in self.ops]}
+        if compiled and (groups := self.compiled_groups()):
+            body["groups"] = groups
+        return body
+
+    def compiled_groups(self) -> list[list[int]]:
+        """The kernels a compiler (torch.compile's Inductor) fuses the operators into: each run
+        of pointwise, row and reduction operators and copies within a device that reads what
+        the run before it wrote, through views, which launch nothing. Matrix products and
+        attention (library kernels), operators the engine does not model, copies between
+        devices and synchronisations stay alone and end a run. Only runs of two or more."""
+        moving = {e.index for e in (*self.copies, *self.syncs)}
+        groups: list[list[int]] = []
+        run: list[int] = []
+        written: set[str] = set()  # the ids the run wrote, and views of them
+        for index, op in enumerate(self.ops):
+            reads = {t.id for t in op.inputs if t.id is not None}
+            writes = {t.id for t in op.outputs if t.id is not None}
+            if is_view(op):
+                if reads & written:
+                    written |= writes
+                continue
+            if index in moving or index in self.opaque or base_name(op.name) not in FUSIBLE:
+                groups.append(run)
+                run, written = [], set()
+                continue
+            if run and not reads & written:
+                groups.append(run)
+                run, written = [], set()
+            run.append(index)
+            written |= writes
+        groups.append(run)
+        return [group for group in groups if len(group) > 1]
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (without the operators, which `workload` gives)."""

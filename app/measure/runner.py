@@ -29,6 +29,12 @@ class Measurement:
     answer: dict[str, Any] | None
     advice: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    stack: Software = Software.EAGER  # the software it is judged as
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        """The `ops` workload judged: compiled, with the kernels the compiler fuses."""
+        return self.counts.workload(compiled=self.stack is Software.COMPILED)
 
     @property
     def verdict(self) -> str | None:
@@ -56,7 +62,7 @@ class Measurement:
             "warnings": list(self.warnings),
             "timing": self.timing.as_dict(),
             "work": self.counts.as_dict(),
-            "workload": self.counts.workload(),
+            "workload": self.workload,
             "answer": self.answer,
             "advice": list(self.advice),
         }
@@ -144,11 +150,13 @@ def measure(
     answer = None
     if chip == judging.LOCAL:
         device = min((d for d in devices if d.startswith("cuda")), default="cpu")
-        answer = judging.local_check(counts.ops, timing.median_s, software, device, reprobe=reprobe)
-    elif catalogued is not None:
-        answer = judging.service_check(
-            url, catalogued["id"], software, counts.workload(), timing.median_s
+        groups = counts.compiled_groups() if software is Software.COMPILED else []
+        answer = judging.local_check(
+            counts.ops, timing.median_s, software, device, groups=groups, reprobe=reprobe
         )
+    elif catalogued is not None:
+        workload = counts.workload(compiled=software is Software.COMPILED)
+        answer = judging.service_check(url, catalogued["id"], software, workload, timing.median_s)
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     return Measurement(
         name=name,
@@ -158,6 +166,7 @@ def measure(
         answer=answer,
         advice=(*detected, *findings.advice(counts, timing, answer)),
         warnings=warnings,
+        stack=software,
     )
 
 

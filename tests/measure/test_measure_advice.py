@@ -237,6 +237,10 @@ def test_a_compiled_function_is_judged_as_compiled(compiled_script, small_probe,
     )
     assert not _told_to_compile(result["advice"])
     assert "on local (compiled)" in _report(compiled_script, "compiled", capsys)
+    # judged as the compiler runs it: the two cos fused into one kernel (on an H200, judged as
+    # two, a compiled x.cos().cos() looked faster than the roofline)
+    assert result["workload"]["groups"] == [[0, 1]]
+    assert result["answer"]["kernels"] == 1
 
 
 def test_the_same_function_uncompiled_is_judged_as_eager(compiled_script, small_probe, capsys):

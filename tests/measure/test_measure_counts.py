@@ -224,3 +224,30 @@ def test_a_grouped_query_attention_counts_the_querys_heads():
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), q, kv, kv
     )
     assert counts.engine_flops == 524_288
+
+
+def test_a_compiler_fuses_each_run_of_connected_pointwise_operators():
+    x = torch.randn(1000)
+    # cos then cos: one kernel, and the workload judged as compiled says so
+    chain = _counts(lambda x: x.cos().cos(), x)
+    assert chain.compiled_groups() == [[0, 1]]
+    assert chain.workload(compiled=True)["groups"] == [[0, 1]]
+    assert "groups" not in chain.workload()
+    # a multiply, an add and the sum of the result, through a view: one kernel
+    assert _counts(lambda x: (x * 2 + 1).view(10, 100).sum(), x).compiled_groups() == [[0, 1, 3]]
+    # two chains that share no tensor: two kernels, none of two operators
+    assert _counts(lambda x, y: (x.cos(), y.sin()), x, x.clone()).compiled_groups() == []
+
+
+def test_a_compiler_leaves_matrix_products_to_their_library():
+    # Linear, GELU, Linear: addmm (a library GEMM), then GELU alone between two GEMMs
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8))
+    counts = _counts(mlp, torch.randn(4, 8))
+    names = [op.name.split(".")[0] for op in counts.ops]
+    assert "aten::gelu" in names and counts.compiled_groups() == []
+    # a residual add and an RMSNorm after a product: fused together, the product alone
+    w = torch.randn(8, 8)
+    counts = _counts(lambda x: F.rms_norm(x @ w + x, (8,)), torch.randn(4, 8))
+    kinds = [op.name for op in counts.ops]
+    [group] = counts.compiled_groups()
+    assert kinds[0] == "aten::mm" and 0 not in group and len(group) >= 2
