@@ -7,13 +7,14 @@ it writes that none of its later operators reads. Its ideal time is
 max(sum of the compute terms, external bytes / bandwidth); a sequence of kernels takes the
 sum of theirs. Launch costs are the engine's fixed costs per kernel (realism.py).
 On a CPU probed where it runs, `HostCosts` adds its transcendental functions' measured
-rates and its fresh outputs' first touch (docs/formulas.md#the-local-chip).
+rates and its fresh outputs' first touch (docs/formulas.md#the-local-chip); on an NVIDIA chip
+those functions cost what CUDA's precise routines do (precise_functions.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -29,6 +30,7 @@ from app.engine.ops import (
     op_work,
     special_evaluations,
 )
+from app.engine.precise_functions import precise_rates
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
@@ -182,16 +184,35 @@ def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
         )
     except Unsupported as error:
         raise Unsupported(where, f"{op.name}: {error.message}") from error
-    if host is None or copy is not None:
+    if copy is not None:
         return OpCost(op, work, placed, copy)
-    # each transcendental evaluation: one of the FLOPs at the peak, now at its measured rate
-    special = sum(
+    if host is None:
+        return OpCost(op, work, with_evaluations(placed, op, chip, precise_rates(chip)))
+    spent = _evaluations(placed, op, host.special_per_s)
+    return OpCost(op, work, _kernel([spent], work.bytes, chip, _first_touch([op], host)))
+
+
+def _evaluations(placed: Roofline, op: Op, rates: Mapping[str, float]) -> Roofline:
+    """`placed` with each transcendental evaluation of `op` at its function's rate in `rates`
+    (measured on the CPU it runs on, or CUDA's precise routines' on an NVIDIA chip) in place
+    of one of its FLOPs at the peak."""
+    extra = sum(
         count / rate - count / placed.peak.flops_per_s
         for name, count in special_evaluations(op).items()
-        if (rate := host.special_per_s.get(name))
+        if (rate := rates.get(name))
     )
-    spent = replace(placed, compute_time=placed.compute_time + special)
-    return OpCost(op, work, _kernel([spent], work.bytes, chip, _first_touch([op], host)))
+    return replace(placed, compute_time=placed.compute_time + extra)
+
+
+def with_evaluations(placed: Roofline, op: Op, chip: Chip, rates: Mapping[str, float]) -> Roofline:
+    """`placed`, the operator `op` as its own kernel on `chip`, with its transcendental
+    evaluations at their `rates` (`_evaluations`); itself where none has one."""
+    spent = _evaluations(placed, op, rates)
+    return (
+        placed
+        if spent.compute_time == placed.compute_time
+        else _kernel([spent], placed.bytes, chip)
+    )
 
 
 def _first_touch(ops: Sequence[Op], host: HostCosts | None, outside: Collection[str] = ()) -> float:

@@ -89,10 +89,11 @@ MATMULS = frozenset(
 MAX_DIMS = 8
 MAX_DIM = 2**31
 # The transcendental functions an operator evaluates per element, each one of its FLOPs in
-# kernels.py: a GPU evaluates one in a special-function instruction, at the rate its vector
-# peak counts, but a CPU runs a vectorised routine of tens of instructions (a range reduction
-# and a polynomial), so on a chip whose function rates were probed (app/probe.py) each is
-# priced at its own measured rate (docs/formulas.md#the-local-chip). The composites as
+# kernels.py. Neither PyTorch's CPU nor its CUDA kernels evaluate one in a single instruction:
+# each runs a routine of tens of instructions (a range reduction and a polynomial), so on a
+# chip whose function rates were probed (app/probe.py) each is priced at its own measured
+# rate (docs/formulas.md#the-local-chip), and on an NVIDIA chip at the rate of CUDA's precise
+# routines (precise_functions.py). The composites as
 # kernels.py writes them: silu = x sigmoid(x), gelu = x/2 (1 + erf(x/sqrt 2)),
 # pow = exp2(y log2 x), softmax's exp (log_softmax's per-row log is left out, as its FLOPs).
 SPECIAL_FUNCTIONS: dict[str, tuple[str, ...]] = {

@@ -5,6 +5,8 @@ import pytest
 
 X = {"shape": [100_000_000], "dtype": "fp32"}
 COS = {"name": "aten::cos", "inputs": [X], "outputs": [X]}
+# a pointwise op without a transcendental function: one FLOP an element, its bytes the bound
+NEG = {"name": "aten::neg", "inputs": [X], "outputs": [X]}
 
 
 def post(client, path, workload, **top):
@@ -12,19 +14,19 @@ def post(client, path, workload, **top):
     return client.post(path, json=body)
 
 
-def test_cos_cos_in_eager_pytorch_unfused_fused_and_the_launch_floor(client):
-    # A100 SXM4 80GB: 2.039 TB/s, 19.5 TFLOP/s fp32. Each cos reads and writes 4e8 B:
+def test_neg_neg_in_eager_pytorch_unfused_fused_and_the_launch_floor(client):
+    # A100 SXM4 80GB: 2.039 TB/s, 19.5 TFLOP/s fp32. Each neg reads and writes 4e8 B:
     # 8e8 / 2.039e12 = 392.35 us, memory-bound; both: 784.70 us (the ideal: expected_time_s).
     # Eager: 2 launches of 2.31 us and one 3.0 us boundary between the kernels (the 2 x 8 us
     # of host dispatch hide under the device time): unfused 792.32 us; fused, 8e8 B and one
     # launch: 394.66 us; launching 2 kernels with nothing to do: max(2 x 2.31 + 3.0, 2 x 8)
     # = 16 us.
-    body = post(client, "/expected-time", {"ops": [COS, COS]}, stack="eager").json()
+    body = post(client, "/expected-time", {"ops": [NEG, NEG]}, stack="eager").json()
     assert (
         body["ops"]
         == [
             {
-                "name": "aten::cos",
+                "name": "aten::neg",
                 "flops": 1e8,
                 "bytes": 8e8,
                 "expected_time_s": pytest.approx(392.35e-6, rel=1e-4),
@@ -48,8 +50,27 @@ def test_cos_cos_in_eager_pytorch_unfused_fused_and_the_launch_floor(client):
     assert any("none fused" in line for line in body["assumptions"])
 
 
+def test_pytorchs_cos_on_an_a100_is_bound_by_its_instructions_not_its_bytes(client):
+    # PyTorch evaluates cos with CUDA's precise routine: 40.8 fp32 instructions (measured on an
+    # H200, app/engine/precise_functions.py). The A100's fp32 lanes issue 19.5e12 / 2 =
+    # 9.75e12 a second: 1e8 x 40.8 / 9.75e12 = 418.46 us, over its bytes' 392.35 us. Two cos:
+    # 836.92 us whether fused or not, so fusing them saves launches, not time: unfused
+    # 836.92 + 2 x 2.31 + 3.0 = 844.54 us, fused 836.92 + 2.31 = 839.23 us.
+    body = post(client, "/expected-time", {"ops": [COS, COS]}, stack="eager").json()
+    [op, _] = body["ops"]
+    assert (op["flops"], op["bound"]) == (1e8, "compute")
+    assert op["expected_time_s"] == pytest.approx(1e8 * 40.8 / 9.75e12, rel=1e-4)
+    assert body["expected_time_s"] == pytest.approx(836.92e-6, rel=1e-4)
+    assert body["unfused_time_s"] == pytest.approx(844.54e-6, rel=1e-4)
+    assert body["fused_time_s"] == pytest.approx(839.23e-6, rel=1e-4)
+    # on an H100 its lanes (3.345e13 a second) take 122 us, under the bytes' 239 us (3.35 TB/s)
+    h100 = post(client, "/expected-time", {"ops": [COS]}, chip="h100").json()
+    assert h100["bound"] == "memory"
+    assert h100["expected_time_s"] == pytest.approx(8e8 / 3.35e12, rel=1e-4)
+
+
 def test_a_group_runs_as_one_kernel(client):
-    body = post(client, "/expected-time", {"ops": [COS, COS], "groups": [[0, 1]]}).json()
+    body = post(client, "/expected-time", {"ops": [NEG, NEG], "groups": [[0, 1]]}).json()
     assert (body["bytes"], body["kernels"]) == (8e8, 1)
     assert body["expected_time_s"] == pytest.approx(392.35e-6, rel=1e-4)
     assert any("1 fused group as given" in line for line in body["assumptions"])
@@ -73,7 +94,7 @@ def test_check_places_the_measured_time_between_fused_and_unfused(
     client, measured_ms, place, words
 ):
     body = post(
-        client, "/check", {"ops": [COS, COS]}, stack="eager", measured_ms=measured_ms
+        client, "/check", {"ops": [NEG, NEG]}, stack="eager", measured_ms=measured_ms
     ).json()
     assert body["against_fusion"] == place
     assert words in body["advice"][0]
@@ -84,6 +105,9 @@ def test_check_places_the_measured_time_between_fused_and_unfused(
 def test_a_matmul_and_its_activation_with_a_view_between(client):
     # mm 4096^3 bf16: 137,438,953,472 FLOPs, 100,663,296 B; the view is free; gelu over 4096^2
     # bf16: 5 FLOPs per element, 67,108,864 B; fused, only A, B and the gelu's output move.
+    # The gelu's erf is CUDA's precise routine, 31.6 fp32 instructions: 4096^2 x 31.6 at the
+    # A100's 9.75e12 a second take 54.4 us, and its 4 other FLOPs at 19.5 TFLOP/s 3.4 us:
+    # 57.8 us, over its bytes' 32.9 us (2.039 TB/s).
     a = {"shape": [4096, 4096], "dtype": "bf16"}
     b = {"shape": [1, 4096, 4096], "dtype": "bf16"}
     ops = [
@@ -94,7 +118,8 @@ def test_a_matmul_and_its_activation_with_a_view_between(client):
     body = post(client, "/expected-time", {"ops": ops}).json()
     assert [op["flops"] for op in body["ops"]] == [137_438_953_472, 0, 83_886_080]
     assert [op["bytes"] for op in body["ops"]] == [100_663_296, 0, 67_108_864]
-    assert [op["bound"] for op in body["ops"]] == ["compute", None, "memory"]
+    assert [op["bound"] for op in body["ops"]] == ["compute", None, "compute"]
+    assert body["ops"][2]["expected_time_s"] == pytest.approx(57.8e-6, rel=1e-3)
     assert body["kernels"] == 2
     assert body["peak"] == {"flops_per_s": 312e12, "dtype": "bf16", "unit": "matrix"}
     assert body["published_runs"] > 0  # matmul runs calibrate it
@@ -158,8 +183,8 @@ def test_planning_endpoints_refuse_ops(client):
 
 
 def test_a_measured_ops_run_is_stored_with_its_place_against_fusion(client):
-    body = {"chip": "a100", "stack": "eager", "workload": {"kind": "ops", "ops": [COS, COS]}}
-    response = client.post("/measurements", json={**body, "measured_ms": 1.0, "label": "cos"})
+    body = {"chip": "a100", "stack": "eager", "workload": {"kind": "ops", "ops": [NEG, NEG]}}
+    response = client.post("/measurements", json={**body, "measured_ms": 1.0, "label": "neg"})
     assert response.status_code == 201, response.text
     stored = response.json()
     assert stored["verdict"] == "near_roofline"
