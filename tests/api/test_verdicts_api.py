@@ -120,13 +120,8 @@ def test_a_run_as_close_as_published_runs_get_is_told_to_change_the_work_not_to_
         "outputs": [{**q, "id": "o"}],
         "causal": True,
     }
-    body = _check(
-        client,
-        chip="h200",
-        workload={"kind": "ops", "ops": [op]},
-        stack="eager",
-        measured_time_s=1.81e-3,
-    )
+    attention = {"chip": "h200", "workload": {"kind": "ops", "ops": [op]}, "stack": "eager"}
+    body = _check(client, **attention, measured_time_s=1.81e-3)
     assert body["expected_time_s"] == pytest.approx(4 * 8 * 32 * 4096**2 * 128 / 2 / 989.5e12)
     assert body["verdict"] == "room_to_improve" and body["bound"] == "compute"
     assert body["against_published"] == "within_published"
@@ -140,13 +135,7 @@ def test_a_run_as_close_as_published_runs_get_is_told_to_change_the_work_not_to_
     assert rest[0].startswith("Lower latency needs less work")
     assert not any("Profile the slowest kernels" in line or "Common gaps" in line for line in rest)
     # at 5 ms it is above published runs too (up to 3.13 ms): then look beyond the kernel
-    slow = _check(
-        client,
-        chip="h200",
-        workload={"kind": "ops", "ops": [op]},
-        stack="eager",
-        measured_time_s=5e-3,
-    )
+    slow = _check(client, **attention, measured_time_s=5e-3)
     assert slow["advice"][0].startswith(
         "Slower than each op as its own kernel with its launch (1.113 ms) and than published "
         "runs of such work (3.134 ms): look beyond the kernels"
