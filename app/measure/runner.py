@@ -148,15 +148,19 @@ def measure(
         target_ci=target_ci,
     )
     answer = None
+    judged = counts.workload(compiled=software is Software.COMPILED)
     if chip == judging.LOCAL:
         device = min((d for d in devices if d.startswith("cuda")), default="cpu")
-        groups = counts.compiled_groups() if software is Software.COMPILED else []
         answer = judging.local_check(
-            counts.ops, timing.median_s, software, device, groups=groups, reprobe=reprobe
+            counts.ops,
+            timing.median_s,
+            software,
+            device,
+            groups=judged.get("groups", []),
+            reprobe=reprobe,
         )
     elif catalogued is not None:
-        workload = counts.workload(compiled=software is Software.COMPILED)
-        answer = judging.service_check(url, catalogued["id"], software, workload, timing.median_s)
+        answer = judging.service_check(url, catalogued["id"], software, judged, timing.median_s)
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     return Measurement(
         name=name,
