@@ -70,6 +70,25 @@ def test_a_file_that_is_not_a_trace_says_how_to_record_one(page, url, tmp_path):
 ORIGIN = {"origin": "http://testserver", "sec-fetch-site": "same-origin"}  # the page's own
 
 
+def test_a_step_lost_outside_its_kernels_says_so_in_the_headline(client):
+    # the eager decode step recorded on an H200: kernels near their roofline (1.41x), but the
+    # host kept the GPU waiting 5.04 ms of the 8.65 ms; the headline said "Near the roofline:
+    # this runtime makes sense" above a breakdown that said to attack the host waits
+    files = {"trace": ("d.json", (TRACES / "gpu_decode_h200.json").read_bytes(), "x")}
+    page = client.post(
+        "/trace", data={"chip": "h200", "stack": "eager"}, files=files, headers=ORIGIN
+    )
+    headline = re.search(r'id="trace-headline"><strong>(.*?)</strong>\s*(.*?)</p>', page.text, re.S)
+    assert headline is not None
+    assert headline[1] == "The step loses its time outside its kernels: host waits first."
+    assert headline[2] == "Its kernels alone: Near the roofline: this runtime makes sense."
+    # a trace with no breakdown (a CPU run's: no kernel events) keeps the verdict's own
+    files = {"trace": ("m.json", (TRACES / "matmul.json").read_bytes(), "x")}
+    allowed = {"chip": "a100", "stack": "eager", "allow_device_mismatch": "true"}
+    page = client.post("/trace", data=allowed, files=files, headers=ORIGIN)
+    assert re.search(r'id="trace-headline"><strong>An order of magnitude slower', page.text)
+
+
 def test_the_page_errors_through_the_app(client):
     files = {"trace": ("m.json", (TRACES / "matmul.json").read_bytes(), "application/json")}
     assert client.get("/trace").status_code == 200
