@@ -149,7 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def _default_app() -> FastAPI:
     app = create_app()
     # The OpenAPI schema is built now: FastAPI's /openapi.json builds it on the first request,
-    # in the event loop, holding every other request for about a second.
+    # in the event loop, and every other request would wait for it.
     app.openapi()
     # Start-up's long-lived objects (catalogs, routes, ORM mappings, the schema) leave the
     # collector's full scans, which otherwise add tens of ms to one request in several

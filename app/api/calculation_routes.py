@@ -197,10 +197,9 @@ def _post(endpoint: Endpoint) -> Callable[..., Any]:
 def _large_bodies(endpoint: Endpoint) -> type[APIRoute]:
     """The POST route of `endpoint`, whose body, when over an ordinary body's cap (an operator
     list: a model's step measured by `roofcheck measure` runs hundreds of operators), is
-    validated against the same model in a worker thread, then answered as any other: 4,096
-    operators (1.1 MB) take 0.2 s to validate, which on the event loop would hold every other
-    request meanwhile. An ordinary body is validated by FastAPI, where it costs less than the
-    hop to a thread."""
+    validated against the same model in a worker thread, then answered as any other, so that
+    the other requests are not held while a model's operators are validated. An ordinary
+    body is validated by FastAPI, as every other route's is."""
 
     class Route(APIRoute):
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

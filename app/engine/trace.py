@@ -220,7 +220,7 @@ def analyse(trace: TraceEvents, chip: Chip, software: Software = Software.EAGER)
 
 def _rest(total: float, part: float) -> float:
     """`total` - `part`, two sums of the same kernels' durations where nothing is left: added
-    in another order they differ by rounding (4e-19 s of a 2.5 ms decode trace), not time."""
+    in another order they differ by rounding, not by any kernel's time."""
     rest = total - part
     return rest if rest > total * 1e-9 else 0.0
 

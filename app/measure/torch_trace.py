@@ -169,8 +169,8 @@ def record(fn: Callable[..., object], args: Sequence[object]) -> tuple[list[Reco
     modules = Modules(fn)
     recorder = Recorder(modules)
     # with every torch.compile directive ignored: a compiled callable run under a dispatch
-    # mode falls back to eager for good, so that every call timed after the recording ran
-    # eagerly (seen on an H200: a compiled x.cos().cos() timed at eager's 390 us, not 292 us)
+    # mode falls back to eager for good, and every call timed after the recording would time
+    # the eager function, not the compiled one
     with torch.compiler.set_stance("force_eager"), modules, recorder:
         fn(*args)
     return recorder.ops, sum(op.flops or 0.0 for op in recorder.ops)
