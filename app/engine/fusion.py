@@ -188,31 +188,29 @@ def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
         return OpCost(op, work, placed, copy)
     if host is None:
         return OpCost(op, work, with_evaluations(placed, op, chip, precise_rates(chip)))
-    spent = _evaluations(placed, op, host.special_per_s)
+    extra = _evaluations_time(placed, op, host.special_per_s)
+    spent = replace(placed, compute_time=placed.compute_time + extra)
     return OpCost(op, work, _kernel([spent], work.bytes, chip, _first_touch([op], host)))
 
 
-def _evaluations(placed: Roofline, op: Op, rates: Mapping[str, float]) -> Roofline:
-    """`placed` with each transcendental evaluation of `op` at its function's rate in `rates`
-    (measured on the CPU it runs on, or CUDA's precise routines' on an NVIDIA chip) in place
-    of one of its FLOPs at the peak."""
-    extra = sum(
+def _evaluations_time(placed: Roofline, op: Op, rates: Mapping[str, float]) -> float:
+    """The seconds `op`'s transcendental evaluations take beyond one FLOP each at the peak,
+    each at its function's rate in `rates` (measured on the CPU it runs on, or CUDA's precise
+    routines' on an NVIDIA chip)."""
+    return sum(
         count / rate - count / placed.peak.flops_per_s
         for name, count in special_evaluations(op).items()
         if (rate := rates.get(name))
     )
-    return replace(placed, compute_time=placed.compute_time + extra)
 
 
 def with_evaluations(placed: Roofline, op: Op, chip: Chip, rates: Mapping[str, float]) -> Roofline:
     """`placed`, the operator `op` as its own kernel on `chip`, with its transcendental
-    evaluations at their `rates` (`_evaluations`); itself where none has one."""
-    spent = _evaluations(placed, op, rates)
-    return (
-        placed
-        if spent.compute_time == placed.compute_time
-        else _kernel([spent], placed.bytes, chip)
-    )
+    evaluations at their `rates`; itself where none has one."""
+    extra = _evaluations_time(placed, op, rates)
+    if not extra:
+        return placed
+    return _kernel([replace(placed, compute_time=placed.compute_time + extra)], placed.bytes, chip)
 
 
 def _first_touch(ops: Sequence[Op], host: HostCosts | None, outside: Collection[str] = ()) -> float:
