@@ -396,7 +396,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "the pipeline needs 800 ms per step, longer than the step's own 615 ms: `bound: input`, "
+        "the pipeline needs 800 ms per step, longer than the step's own 609 ms: `bound: input`, "
         "limited by `decode`",
         '"input_pipeline":',
         (
@@ -448,7 +448,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "8 -> 64 GPUs give only 4x? speedup 4.18x at 52% efficiency, every count fits",
+        "8 -> 64 GPUs give only 4x? speedup 4.15x at 52% efficiency, every count fits",
         "/scaling?",
         (
             F("points.0.chips", "{} ->"),

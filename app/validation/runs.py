@@ -7,7 +7,8 @@ catalog), the measured time and their ratios; a measurement faster than the idea
 means a wrong spec or formula and fails the test suite.
 
 How a reported figure becomes a measured time (the workload's FLOPs or bytes divided by the
-reported rate, so the time is the one the source measured for that work):
+reported rate, so the time is the one the source measured for that work; a training row's
+FLOPs as the source counts them, `quoted_flops`):
   TFLOP/s -> flops / (value * 1e12); GB/s -> bytes / (value * 1e9);
   MFU -> flops / (value * catalog peak); s, ms -> the value itself;
   out_tok/s (generate rows) -> batch * gen_len / value; out_tok/s/chip -> the same over
@@ -24,9 +25,12 @@ bytes); attention FLOPs are left out, as in the sources' own MFU accounting, exc
 row names the model's layers L, width d and sequence length: then each token's forward adds
 causal attention's 2 L d seq FLOPs (Q K^T and the scores times V, 2 d seq each per layer, half
 of it masked; Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198, count 4 b s^2 h per
-layer unmasked). A row that recomputes activations runs the forward twice: 4 passes of the
-forward's FLOPs instead of 3 (the "HFU" accounting of Chowdhery et al. 2022,
-https://arxiv.org/abs/2204.02311, appendix B), as the engine's training step counts them. In a
+layer unmasked). Every source that names its attention trained with a flash kernel
+(FlashAttention in llm-foundry, cuDNN's in MaxText on GPUs, PyTorch's in torchtitan), whose
+backward recomputes the scores: 3.5 forwards of attention's FLOPs per step, not 3. A row that
+recomputes activations runs the forward twice: 4 passes of the forward's FLOPs instead of 3
+(the "HFU" accounting of Chowdhery et al. 2022, https://arxiv.org/abs/2204.02311, appendix B),
+4.5 of attention's, as the engine's training step counts them. In a
 row narrower than 16 bits (fp8) the attention FLOPs run at the bf16 peak, as the engine's fp8
 training step runs them (docs/formulas.md#fp8-training); where the source trained with
 FlashAttention-2 or earlier (ATTENTION_KERNELS), they are warp-level MMA, held to the chip's
@@ -65,7 +69,7 @@ from app.engine import (
     saxpy,
 )
 from app.engine.published import KERNEL_KINDS
-from app.engine.training import attention_at_wide
+from app.engine.training import attention_at_wide, attention_passes
 from app.engine.units import GIGA, TERA, seconds_from_ms
 from app.engine.workload import generate_realism, pass_realism
 
@@ -248,25 +252,38 @@ def work(row: Measurement) -> Work:
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
 
 
-def training_flops_per_token(p: dict[str, Any]) -> tuple[float, float]:
+def training_flops_per_token(p: dict[str, Any], *, flash: bool = True) -> tuple[float, float]:
     """A training row's FLOPs per token (module docstring), those of the linear layers and
-    those of attention: passes x the forward's 2 N, and passes x causal attention's
-    2 L d seq where the row names the model's layers and width; 3 passes (forward, activation
-    and weight gradients: 6 N), 4 with activation recomputation."""
-    passes = 4.0 if p.get("recompute", False) else 3.0
+    those of attention: passes x the forward's 2 N, 3 passes (forward, activation and weight
+    gradients: 6 N), 4 with activation recomputation; and, where the row names the model's
+    layers and width, causal attention's 2 L d seq x its passes (`attention_passes`: 3.5
+    with a `flash` kernel, 4.5 with recomputation)."""
+    reads = 3 if p.get("recompute", False) else 2
     attention_flops = 2.0 * float(p.get("layers", 0) * p.get("d_model", 0) * p.get("seq_len", 0))
-    return passes * 2.0 * float(p["params"]), passes * attention_flops
+    linear = (reads + 1) * 2.0 * float(p["params"])
+    return linear, attention_passes(reads, flash=flash) * attention_flops
+
+
+def quoted_flops(row: Measurement, roof: Roofline) -> float:
+    """The FLOPs a row's quoted rate (TFLOP/s, MFU) counts: a training row's as its source
+    counts them, attention's backward as two forwards whatever kernel ran it (the rows name
+    no recomputed scores: MaxText's and Megatron's own accounting); else the roofline's."""
+    if row.workload != "training":
+        return roof.flops
+    p = row.params
+    per_chip = float(p["tokens_per_step"]) / float(p["chips"])
+    return sum(training_flops_per_token(p, flash=False)) * per_chip
 
 
 def measured_seconds(row: Measurement, roof: Roofline) -> float:
     """The measured time of the row's work (module docstring)."""
     unit, value = row.measured_unit, row.measured
     if unit == "TFLOP/s":
-        return roof.flops / (value * TERA)
+        return quoted_flops(row, roof) / (value * TERA)
     if unit == "GB/s":
         return roof.bytes / (value * GIGA)
     if unit == "MFU":
-        return roof.flops / (value * roof.peak.flops_per_s)
+        return quoted_flops(row, roof) / (value * roof.peak.flops_per_s)
     if unit == "s":
         return value
     if unit == "ms":

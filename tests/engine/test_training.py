@@ -7,9 +7,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engine import Chip, Dtype, InvalidInput, Phase, TransformerSpec, estimate, memory_fit
+from app.engine import (
+    Chip,
+    Dtype,
+    InvalidInput,
+    Kind,
+    Phase,
+    Software,
+    TransformerSpec,
+    estimate,
+    memory_fit,
+)
 from app.engine import architecture_from_config as from_config
 from app.engine.parallel import ring_allreduce_bytes
+from app.engine.published import fitted
 from app.engine.scaling import ScalingMode, law_speedup, scaling
 from app.engine.training import (
     DataParallelAlgorithm,
@@ -136,11 +147,13 @@ def test_lora_trains_a_fraction_and_needs_no_weight_gradients():
     step = estimate(LLAMA_8B, H100, spec).training
     assert step is not None
     assert step.trained_params == 41_943_040
-    # FLOPs: forward F and the input gradients F (no weight gradients for frozen weights),
-    # plus 6 P_lora T for the adapters
-    # F = 2 N_mm T + 2 L B S^2 H dh = 2 * 7,504,658,432 * 16,384 + 2 * 32 * 8 * 2048^2 * 32 * 128
-    #   = 254,708,740,521,984; 2 F + 6 * 41,943,040 * 16,384 = 513,540,649,648,128
-    assert step.roofline.flops == 513_540_649_648_128
+    # FLOPs: the linear layers' forward and input gradients (no weight gradients for frozen
+    # weights), 2 x 2 N_mm T = 2 x 2 * 7,504,658,432 * 16,384 = 491,825,294,999,552;
+    # attention, which has no weights, its forward A and its whole backward (flash: the
+    # scores recomputed, 2.5 A), A = 2 L B S^2 H dh = 2 * 32 * 8 * 2048^2 * 32 * 128
+    # = 8,796,093,022,208, x3.5 = 30,786,325,577,728; plus 6 P_lora T for the adapters,
+    # 6 * 41,943,040 * 16,384 = 4,123,168,604,160: 526,734,789,181,440 in all
+    assert step.roofline.flops == 526_734_789_181_440
     # only q and v: per layer 2 * 16 * 8192... q 131,072 + v 81,920 = 212,992; x 32 = 6,815,744
     qv = Lora(rank=16, targets=(LoraTarget.Q, LoraTarget.V))
     lay = layout(LLAMA_8B, 1, 8, Parallelism())
@@ -239,6 +252,30 @@ def test_palm_540b_mfu_recomputed_from_its_tokens_per_second():
     seconds_per_step = 1024 * 2048 / 238.3e3
     assert step.mfu(seconds_per_step) == pytest.approx(0.4598, abs=5e-4)
     assert step.mfu(seconds_per_step) == pytest.approx(0.462, abs=0.005)
+
+
+def test_the_realistic_step_pays_for_every_flop_it_runs():
+    # The published training runs' ratio is measured against every FLOP a run executes (a
+    # recomputing run's fourth pass, a flash kernel's recomputed scores: app/validation), so
+    # the realistic step is that ratio times the step's own sustained time. Llama 3.1 8B, 8
+    # sequences of 2048 tokens on one H100: the linear layers' forward 2 N_mm B S =
+    # 2 * 7,504,658,432 * 16,384 = 245,912,647,499,776, attention's A = 2 L B S^2 H dh =
+    # 2 * 32 * 8 * 2048^2 * 32 * 128 = 8,796,093,022,208. Without recomputation 3 passes of
+    # the first and 3.5 of the second (FlashAttention's backward recomputes the scores):
+    # 768,524,268,077,056 FLOPs; with it 4 and 4.5: 1,023,233,008,599,040, 1.3314x as many,
+    # and so 1.3314x the realistic time (before, recomputation left the realistic time as
+    # it was and only the ideal grew)
+    plain = estimate(LLAMA_8B, H100, _train(batch=8)).roofline
+    again = estimate(LLAMA_8B, H100, replace(_train(batch=8), recompute=True)).roofline
+    assert plain.flops == 768_524_268_077_056
+    assert again.flops == 1_023_233_008_599_040
+    published = fitted(Kind.TRAINING, Software.TYPICAL, H100.backend)[0].ratio
+    for roof in (plain, again):
+        assert roof.compute_time > roof.memory_time
+        assert roof.realistic_time == pytest.approx(
+            published * roof.compute_time / roof.sustained_compute
+        )
+    assert again.realistic_time / plain.realistic_time == pytest.approx(1.3314, rel=1e-4)
 
 
 def test_time_to_train_at_a_given_mfu():

@@ -1,5 +1,7 @@
 """Worked transformer examples (arithmetic in the comments) and phase invariants."""
 
+from dataclasses import replace
+
 import pytest
 
 from app.engine import (
@@ -173,17 +175,23 @@ def test_tensor_parallel_splits_the_work_and_adds_all_reduce_time():
     assert two.memory.weights == pytest.approx(one.memory.weights / 2)
 
 
-def test_training_flops_are_six_n_d_plus_three_attention_forwards():
-    # B=8, S=2048: 6 N_mm T + 3 * (2 L B S^2 H dh)
+def test_training_flops_are_six_n_d_plus_the_attention_forwards_its_kernel_runs():
+    # B=8, S=2048: 6 N_mm T + 3.5 * (2 L B S^2 H dh) with flash attention (its backward
+    # recomputes the scores: 2.5 forwards), 3 * without (the backward reads them)
     spec = TransformerSpec(phase=Phase.TRAINING, batch=8, seq_len=2048)
     result = estimate(LLAMA_8B, H100, spec)
     tokens = 8 * 2048
     attention_forward = 2 * 32 * 8 * 2048**2 * 32 * 128
-    assert result.roofline.flops == 6 * 7_504_658_432 * tokens + 3 * attention_forward
-    recompute = estimate(
-        LLAMA_8B, H100, TransformerSpec(phase=Phase.TRAINING, batch=8, seq_len=2048, recompute=True)
-    )
-    assert recompute.roofline.flops == pytest.approx(result.roofline.flops * 4 / 3)
+    linear = 6 * 7_504_658_432 * tokens
+    assert result.roofline.flops == linear + 3.5 * attention_forward
+    stored = estimate(LLAMA_8B, H100, replace(spec, flash_attention=False))
+    assert stored.roofline.flops == linear + 3 * attention_forward
+    # recomputation runs the forward once more: 4/3 of the linear layers, 4.5 of attention
+    recompute = estimate(LLAMA_8B, H100, replace(spec, recompute=True))
+    assert recompute.roofline.flops == pytest.approx(linear * 4 / 3 + 4.5 * attention_forward)
+    # the model FLOPs (MFU) count neither: 6 N_mm T + 3 attention forwards
+    assert result.training is not None
+    assert result.training.model_flops == linear + 3 * attention_forward
     # mixed-precision AdamW: 16 bytes per parameter before activations
     memory = result.memory
     assert memory.weights + memory.gradients + memory.optimizer == 16 * 8_030_261_248

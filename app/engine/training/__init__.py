@@ -35,7 +35,12 @@ from app.engine.training.options import (
     Parallelism,
     Training,
 )
-from app.engine.training.step import TrainingStep, attention_at_wide, training_step
+from app.engine.training.step import (
+    TrainingStep,
+    attention_at_wide,
+    attention_passes,
+    training_step,
+)
 
 __all__ = [
     "ALL_LINEAR",
@@ -58,6 +63,7 @@ __all__ = [
     "activation_bytes",
     "activation_bytes_per_layer",
     "attention_at_wide",
+    "attention_passes",
     "communication",
     "layout",
     "lora_params",

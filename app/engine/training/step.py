@@ -101,7 +101,13 @@ def step_plan(
     reads = 3 if recompute else 2
     passes = reads + (1 if training.lora is None else 0)
     named, flops_x_passes, forward, trained = _forward_pass(
-        arch, batch, seq_len, precision, training.lora, passes=passes
+        arch,
+        batch,
+        seq_len,
+        precision,
+        training.lora,
+        passes=passes,
+        attention=attention_passes(reads, flash=flash),
     )
     tokens = batch * seq_len
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
@@ -162,7 +168,8 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
 
     FLOPs: the forward F (the prefill count over all B S tokens), x3 for forward and backward
     (x4 with recomputation); LoRA's frozen weights need no weight gradients, x2 (x3), plus
-    6 P_lora per token for the adapters; split evenly over the chips. Bytes per chip: its
+    6 P_lora per token for the adapters; attention's share x `attention_passes` (3.5 with a
+    flash kernel, which recomputes its scores); split evenly over the chips. Bytes per chip: its
     weights read per micro-batch in the forward and the backward pass (and the recomputed
     forward), the optimizer update of its (ZeRO-sharded) trained parameters, the saved
     activations written then read, and the residual stream of each pass. Time: the roofline of
@@ -235,7 +242,7 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
             *_beside_the_roofs(comm, roof, idle),
         )
     if training.mfu is None:
-        realized = _published(roof, plan, lay.chips)
+        realized = _published(roof, plan)
     else:
         if not 0 < training.mfu <= 1:
             raise InvalidInput("mfu", f"must be > 0 and <= 1, got {training.mfu}")
@@ -270,6 +277,24 @@ def _time_at_mfu(model_flops: float, chips: int, roof: Roofline, mfu: float) -> 
     return model_flops / (chips * roof.peak.flops_per_s * mfu)
 
 
+# A flash attention's backward in forwards: the recomputed scores and the four gradient
+# products (`attention_passes`)
+FLASH_BACKWARD = 2.5
+
+
+def attention_passes(reads: int, *, flash: bool) -> float:
+    """Attention's FLOPs over a training step, in forward passes, for `reads` passes over the
+    weights (forward, backward, and a recomputed forward where there is one): each forward
+    once, then the backward. Attention has no weights, so its backward is the same with or
+    without weight gradients: dV = P^T dO, dP = dO V^T, dQ = dS K and dK = dS^T Q, four
+    products where the forward has two (Q K^T and P V). A flash kernel stored no scores, so
+    its backward first recomputes Q K^T: five products, 2.5 forwards (Dao 2023, FlashAttention-2,
+    https://arxiv.org/abs/2307.08691, Algorithm 2; its benchmark counts a backward as 2.5
+    forwards)."""
+    backward = FLASH_BACKWARD if flash else 2.0
+    return reads - 1 + backward
+
+
 def _forward_pass(
     arch: Architecture,
     batch: int,
@@ -278,10 +303,11 @@ def _forward_pass(
     lora: Lora | None,
     *,
     passes: int,
+    attention: float,
 ) -> tuple[tuple[tuple[str, int | float], ...], tuple[float, ...], float, float]:
     """The forward pass over the step's B S tokens, the same at any layout: the (name, count)
-    of its terms with FLOPs, their FLOPs x `passes`, its
-    FLOPs, and the parameters trained, whole model."""
+    of its terms with FLOPs, their FLOPs over the step (x `passes`, attention's x `attention`:
+    `attention_passes`), its FLOPs, and the parameters trained, whole model."""
     forward_terms = [t for t in prefill_terms(arch, batch, seq_len, precision, tp=1) if t.flops]
     flops = [t.flops for t in forward_terms]
     trained = float(param_counts(arch).total)
@@ -289,7 +315,7 @@ def _forward_pass(
         trained = sum(lora_params(arch, lora))
     return (
         tuple([(t.name, t.count) for t in forward_terms]),
-        tuple([f * passes for f in flops]),
+        tuple([t.flops * (attention if t.name == "attention" else passes) for t in forward_terms]),
         sum(flops),
         trained,
     )
@@ -315,14 +341,15 @@ def _beside_the_roofs(comm: Communication, roof: Roofline, idle: float) -> list[
     return terms
 
 
-def _published(roof: Roofline, plan: StepPlan, chips: int) -> Roofline:
+def _published(roof: Roofline, plan: StepPlan) -> Roofline:
     """The step's roofline `roof` with the realistic time published training runs reach: their
-    ratio to the model FLOPs at the chip's sustained matrix rate (1 / ratio of that rate is
-    their MFU), plus this layout's exposed communication at the bandwidth collectives reach;
-    never faster than the step's own sustained time (bubble and communication included)."""
+    ratio to the step's work at the chip's sustained rates (every FLOP it runs, recomputation
+    included, as the published runs' ratios are measured: app/validation), stretched by the
+    pipeline's bubble, plus this layout's exposed communication at the bandwidth collectives
+    reach; never faster than the step's own sustained time (bubble and communication
+    included)."""
     published = plan.published
-    sustained_rate = plan.chip.sustained_matrix_of(roof.peak.dtype)
-    basis = _time_at_mfu(plan.model_flops, chips, roof, sustained_rate)
+    basis = roof.realistic_time - roof.communication_time  # sustained, bubble included
     communication = realistic_communication(roof)
 
     def at(ratio: float) -> float:
