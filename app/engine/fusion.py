@@ -14,7 +14,7 @@ those functions cost what CUDA's precise routines do (precise_functions.py).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -30,7 +30,7 @@ from app.engine.ops import (
     op_work,
     special_evaluations,
 )
-from app.engine.precise_functions import precise_rates
+from app.engine.precise_functions import evaluations_time, precise_rates, with_evaluations
 from app.engine.realism import Realism, fixed_costs, realize
 from app.engine.roofline import Bound, Roofline, Work, place, roofline_time
 from app.engine.stacks import Kind, Software
@@ -186,31 +186,12 @@ def _cost(index: int, op: Op, chip: Chip, host: HostCosts | None) -> OpCost:
         raise Unsupported(where, f"{op.name}: {error.message}") from error
     if copy is not None:
         return OpCost(op, work, placed, copy)
+    evaluations = special_evaluations(op)
     if host is None:
-        return OpCost(op, work, with_evaluations(placed, op, chip, precise_rates(chip)))
-    extra = _evaluations_time(placed, op, host.special_per_s)
+        return OpCost(op, work, with_evaluations(placed, evaluations, precise_rates(chip)))
+    extra = evaluations_time(evaluations, host.special_per_s, placed.peak.flops_per_s)
     spent = replace(placed, compute_time=placed.compute_time + extra)
     return OpCost(op, work, _kernel([spent], work.bytes, chip, _first_touch([op], host)))
-
-
-def _evaluations_time(placed: Roofline, op: Op, rates: Mapping[str, float]) -> float:
-    """The seconds `op`'s transcendental evaluations take beyond one FLOP each at the peak,
-    each at its function's rate in `rates` (measured on the CPU it runs on, or CUDA's precise
-    routines' on an NVIDIA chip)."""
-    return sum(
-        count / rate - count / placed.peak.flops_per_s
-        for name, count in special_evaluations(op).items()
-        if (rate := rates.get(name))
-    )
-
-
-def with_evaluations(placed: Roofline, op: Op, chip: Chip, rates: Mapping[str, float]) -> Roofline:
-    """`placed`, the operator `op` as its own kernel on `chip`, with its transcendental
-    evaluations at their `rates`; itself where none has one."""
-    extra = _evaluations_time(placed, op, rates)
-    if not extra:
-        return placed
-    return _kernel([replace(placed, compute_time=placed.compute_time + extra)], placed.bytes, chip)
 
 
 def _first_touch(ops: Sequence[Op], host: HostCosts | None, outside: Collection[str] = ()) -> float:

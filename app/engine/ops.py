@@ -12,7 +12,8 @@ operator the engine does not know needs its FLOPs and bytes given.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.engine.errors import InvalidInput
@@ -198,11 +199,16 @@ def special_evaluations(op: Op) -> dict[str, int]:
     """How many times the operator evaluates each transcendental function (SPECIAL_FUNCTIONS):
     once per element of its output (a row op's output has its input's shape). None for an
     operator given its FLOPs, whose own count replaces the engine's."""
-    functions = SPECIAL_FUNCTIONS.get(base_name(op.name), ())
-    if op.flops is not None or not functions or not op.outputs:
+    if op.flops is not None or not op.outputs:
         return {}
-    elements = op.outputs[0].numel
-    return {name: functions.count(name) * elements for name in functions}
+    return chain_evaluations([op.name], op.outputs[0].numel)
+
+
+def chain_evaluations(names: Iterable[str], elements: int) -> dict[str, int]:
+    """How many times a chain of pointwise or row operators (by name, each over `elements`
+    elements) evaluates each transcendental function (SPECIAL_FUNCTIONS)."""
+    counts = Counter(f for name in names for f in SPECIAL_FUNCTIONS.get(base_name(name), ()))
+    return {function: count * elements for function, count in counts.items()}
 
 
 def io_bytes(op: Op) -> float:

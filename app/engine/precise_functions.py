@@ -10,7 +10,11 @@ on an H200 (the measurements are in the docs).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 from app.engine.hardware import Chip
+from app.engine.roofline import Roofline, critical_path
 from app.engine.stacks import Backend
 from app.engine.units import Dtype, Unit
 
@@ -39,3 +43,42 @@ def precise_rates(chip: Chip) -> dict[str, float]:
         return {}
     lanes = chip.peak(Dtype.FP32, Unit.VECTOR).flops_per_s / 2
     return {name: lanes / instructions for name, instructions in PRECISE_INSTRUCTIONS.items()}
+
+
+def evaluations_time(
+    evaluations: Mapping[str, float], rates: Mapping[str, float], peak: float
+) -> float:
+    """The seconds `evaluations` (counts by function) take beyond one FLOP each at `peak`,
+    each at its function's rate in `rates` (`precise_rates`, or those measured on the CPU a
+    function runs on); a function without a rate keeps its FLOP."""
+    return sum(
+        count / rate - count / peak
+        for name, count in evaluations.items()
+        if (rate := rates.get(name))
+    )
+
+
+def with_evaluations(
+    placed: Roofline, evaluations: Mapping[str, float], rates: Mapping[str, float]
+) -> Roofline:
+    """`placed`, one kernel, with its transcendental `evaluations` at their `rates`
+    (`evaluations_time` more compute); itself where none has a rate."""
+    extra = evaluations_time(evaluations, rates, placed.peak.flops_per_s)
+    if not extra:
+        return placed
+    compute = placed.compute_time + extra
+    expected, realistic = critical_path(
+        compute,
+        placed.memory_time,
+        placed.communication_time,
+        (placed.sustained_compute, placed.sustained_memory),
+    )
+    return replace(
+        placed,
+        compute_time=compute,
+        expected_time=expected,
+        realistic_time=realistic,
+        sustained_time=realistic,
+        realistic_low=realistic,
+        realistic_high=realistic,
+    )

@@ -20,10 +20,12 @@ once here (docs/formulas.md#realistic-time):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
+from app.engine.precise_functions import precise_rates, with_evaluations
 from app.engine.published import Fitted, fitted
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Backend, Kind, Software
@@ -273,8 +275,17 @@ def realize(roof: Roofline, realism: Realism, busy: float | None = None) -> Roof
     return roof.realized(realistic, low, high, overhead, realism.kernels)
 
 
-def place_kernel(work: Work, chip: Chip, software: Software = Software.TYPICAL) -> Roofline:
+def place_kernel(
+    work: Work,
+    chip: Chip,
+    software: Software = Software.TYPICAL,
+    evaluations: Mapping[str, float] | None = None,
+) -> Roofline:
     """A single kernel's roofline on `chip`, at the fastest accumulate mode `software` uses
-    there (`Chip.run_by`), with its realistic time on `software`."""
+    there (`Chip.run_by`), its transcendental `evaluations` (counts by function) at what
+    they cost on the chip (`precise_rates`), with its realistic time on `software`."""
     realism = Realism(work.kind, software, work.kernels, backend=chip.backend)
-    return realize(place(work, chip.run_by(software)), realism)
+    placed = place(work, chip.run_by(software))
+    if evaluations:
+        placed = with_evaluations(placed, evaluations, precise_rates(chip))
+    return realize(placed, realism)

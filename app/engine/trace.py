@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.engine.errors import EngineError
-from app.engine.fusion import in_sequence, with_evaluations
+from app.engine.fusion import in_sequence
 from app.engine.hardware import Chip
-from app.engine.ops import Op, op_work
-from app.engine.precise_functions import precise_rates
+from app.engine.ops import Op, op_work, special_evaluations
+from app.engine.precise_functions import precise_rates, with_evaluations
 from app.engine.realism import Realism, realize
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Software
@@ -169,7 +169,7 @@ class _Model:
             return NotModelled(name, op)
         try:
             work = op_work(op)
-            placed = with_evaluations(place(work, self.chip), op, self.chip, self.rates)
+            placed = with_evaluations(place(work, self.chip), special_evaluations(op), self.rates)
         except EngineError as error:
             message = str(getattr(error, "message", error))
             return NotModelled(name, UNKNOWN if "unknown operator" in message else message)

@@ -18,7 +18,6 @@ from app.engine import (
     estimate,
     fitted,
     judge,
-    place,
     place_kernel,
 )
 from app.engine.cache import cache_roof_time
@@ -60,7 +59,14 @@ from app.services.explanations import (
     unfit_warning,
     warnings_of,
 )
-from app.services.inputs import chip_ref, kernel_work, model_input, resolve, spec_of
+from app.services.inputs import (
+    chip_ref,
+    kernel_evaluations,
+    kernel_work,
+    model_input,
+    resolve,
+    spec_of,
+)
 from app.services.op_sequences import estimate_of, ops_fields, ops_lines
 from app.services.transformer_fields import transformer_fields
 from app.services.what_if import (
@@ -169,7 +175,8 @@ def _kernel_facts(workload: KernelWorkload, work: Work, chip: Chip) -> WorkFacts
         fused = (
             work if workload.fused else kernel_work(workload.model_copy(update={"fused": True}))[0]
         )
-        return Chain(work.kernels, workload.fused, place(fused, chip).expected_time, workload.dtype)
+        ideal = place_kernel(fused, chip, evaluations=kernel_evaluations(workload)).expected_time
+        return Chain(work.kernels, workload.fused, ideal, workload.dtype)
     return None
 
 
@@ -275,7 +282,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
         }
         return _Placed(fields, roof, facts=fed.facts_of(pipe), chip=chip)
     work, filled = kernel_work(request.workload)
-    roof = place_kernel(work, chip, request.stack)
+    roof = place_kernel(work, chip, request.stack, kernel_evaluations(filled))
     alternatives = (
         kernel_alternatives(filled, chip, request.stack, roof) if request.what_if else None
     )

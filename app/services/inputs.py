@@ -29,6 +29,7 @@ from app.engine import (
     saxpy,
 )
 from app.engine.architecture import Quantised
+from app.engine.ops import chain_evaluations
 from app.engine.training import Lora, Parallelism, Training
 from app.schemas.answers import ChipRef, ModelRef
 from app.schemas.kernel_bodies import (
@@ -192,6 +193,21 @@ def spec_of(workload: TransformerWorkload, software: Software) -> TransformerSpe
         training=training_of(workload),
         software=software,
     )
+
+
+def kernel_evaluations(workload: KernelWorkload) -> dict[str, int]:
+    """The transcendental functions a kernel evaluates (counts by function): an elementwise
+    chain's named ops over its elements (unless it was given FLOPs per element of its own,
+    which replace the engine's count), a softmax's exp per element; none elsewhere."""
+    match workload:
+        case ElementwiseWorkload(ops=list() as names):
+            own = workload.flops_per_element
+            if own is not None and own != pointwise_flops(names):
+                return {}
+            return chain_evaluations(names, workload.n)
+        case RowwiseWorkload(kind="softmax"):
+            return chain_evaluations(["softmax"], workload.rows * workload.cols)
+    return {}
 
 
 def kernel_work(workload: KernelWorkload) -> tuple[Work, KernelWorkload]:

@@ -48,7 +48,7 @@ from app.schemas.table_bodies import (
     WorstRow,
 )
 from app.services.catalogs import Catalogs
-from app.services.inputs import chip_ref, kernel_work
+from app.services.inputs import chip_ref, kernel_evaluations, kernel_work
 
 WORST = 5
 _SEPARATORS = re.compile(r"[;\s]+")  # between repeats in one cell, and op names
@@ -144,7 +144,13 @@ def check_table(
     mapping = {column: _canonical(column) for column in table.columns}
     known = [(column, name) for column, name in mapping.items() if name is not None]
     rows = [
-        _row(number, cells, known, lambda w: place_kernel(kernel_work(w)[0], chip, stack), chip)
+        _row(
+            number,
+            cells,
+            known,
+            lambda w: place_kernel(kernel_work(w)[0], chip, stack, kernel_evaluations(w)),
+            chip,
+        )
         for number, cells in enumerate(table.rows, start=1)
     ]
     judged = sorted(

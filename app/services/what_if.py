@@ -37,7 +37,7 @@ from app.engine.training import Parallelism, TrainingStep
 from app.schemas.kernel_bodies import AttentionWorkload, CustomWorkload, ElementwiseWorkload
 from app.schemas.ops_bodies import OpsWorkload
 from app.schemas.requests import KernelWorkload, MatmulWorkload
-from app.services.inputs import kernel_work
+from app.services.inputs import kernel_evaluations, kernel_work
 from app.services.op_sequences import estimate_of
 
 # weight-only quantisation: the linear weights stored in these, computed in the compute dtype
@@ -340,7 +340,7 @@ def kernel_alternatives(
     """A kernel with each change that applies, ranked."""
 
     def placed(changed: KernelWorkload, software: Software) -> Roofline:
-        return place_kernel(kernel_work(changed)[0], chip, software)
+        return place_kernel(kernel_work(changed)[0], chip, software, kernel_evaluations(changed))
 
     found = [
         Alternative(key, change, placed(changed, stack))

@@ -96,13 +96,21 @@ class Chain:
     dtype: Dtype
 
     def lines(self, roof: Roofline) -> list[str]:
-        """Fusion when each op is its own kernel, else a narrower dtype."""
-        if not self.fused and self.ops > 1:
+        """Fusion when each op is its own kernel and fusing saves time, fewer instructions
+        when the chain is bound by them, else a narrower dtype."""
+        if not self.fused and self.ops > 1 and self.fused_time < roof.expected_time:
             return [
                 f"Each of the {self.ops} ops is its own kernel, writing its result for the next "
                 f"to read back: fused into one (torch.compile, a hand-written kernel) the chain "
                 f"takes {fmt.seconds(self.fused_time)} ideally instead of "
                 f"{fmt.seconds(roof.expected_time)}."
+            ]
+        if roof.roof is Bound.COMPUTE:
+            return [
+                "The chain is bound by its arithmetic, not its bytes: fusing saves bytes, not "
+                "instructions. A GPU's transcendental functions (exp, cos, tanh, erf) each run "
+                "a precise routine of tens of instructions in PyTorch's kernels; fewer of them "
+                "per element, or the fast intrinsics (__expf, __cosf), cut the time."
             ]
         if roof.roof is Bound.MEMORY and self.dtype is Dtype.FP32:
             return [
