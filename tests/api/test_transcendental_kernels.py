@@ -2,13 +2,15 @@
 `elementwise` chain of named ops, a `softmax` kernel, or the same operators in an `ops` list
 (docs/formulas.md#transcendental-functions-on-a-gpu)."""
 
+from typing import Any
+
 import pytest
 
 N = 100_000_000
 A100_LANES = 19.5e12 / 2  # fp32 instructions a second: the fp32 vector peak over two
 
 
-def _cos_op(source: str, result: str) -> dict:
+def _cos_op(source: str, result: str) -> dict[str, Any]:
     tensor = {"shape": [N], "dtype": "fp32"}
     return {
         "name": "aten::cos",
@@ -17,10 +19,11 @@ def _cos_op(source: str, result: str) -> dict:
     }
 
 
-def _answer(client, path: str, workload: dict, **top) -> dict:
+def _answer(client, path: str, workload: dict[str, Any], **top) -> dict[str, Any]:
     response = client.post(path, json={"chip": "a100", "workload": workload, **top})
     assert response.status_code == 200, response.text
-    return response.json()
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
 def test_a_cos_chain_answers_as_its_operator_list_does(client):
@@ -59,7 +62,7 @@ def test_fusion_is_offered_only_where_it_saves_time(client):
     # unfused, the two cos kernels move 1.6 GB, 784.70 us, still under their 836.92 us of
     # instructions: fusing saves bytes, not time, and the advice says so; two negations
     # are bound by their bytes, and fusing halves them (784.70 -> 392.35 us)
-    def check(ops: list[str]) -> dict:
+    def check(ops: list[str]) -> dict[str, Any]:
         workload = {"kind": "elementwise", "n": N, "ops": ops, "dtype": "fp32", "fused": False}
         return _answer(client, "/check", workload, stack="eager", measured_ms=2)
 
