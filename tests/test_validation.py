@@ -133,16 +133,18 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 2.61x to 2.40x; llm-foundry's
     # FlashAttention at the warp-level MMA share of Hopper's peak took p90 from 56.9% to
     # 52.7%. Before the three, 20.3%, p90 53.4%, 81% inside at 2.51x; on 535 rows from 45
-    # sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x. Only the share inside is met. These
-    # bounds hold what is reached, so that a change that makes it worse fails
-    assert median_error(predictions()) <= 0.186
+    # sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x. Counting the scores a flash kernel's
+    # backward recomputes in the training rows' FLOPs took the median to 18.2%, p90 to 50.1%
+    # (training's from 44.1% to 35.9%), 83% inside at 2.38x. Only the share inside is met.
+    # These bounds hold what is reached, so that a change that makes it worse fails
+    assert median_error(predictions()) <= 0.183
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.628 if kind in REFINES else 0.228
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.528
+    assert percentile_90([p.error for p in predictions()]) <= 0.502
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.40
+    assert median_width(predictions()) <= 2.39
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
