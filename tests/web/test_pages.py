@@ -103,7 +103,9 @@ def test_result_of_a_matmul_without_a_measurement(client):
 @pytest.mark.parametrize(
     ("params", "bound"),
     [
-        ({"kind": "elementwise", "elements": "1e8", "ops": "cos,exp", "dtype": "fp32"}, "memory"),
+        # cos then exp on the A100: CUDA's precise routines, 40.8 + 9.1 fp32 instructions an
+        # element at 9.75e12 a second, 512 us, over the 392 us of the chain's 800 MB
+        ({"kind": "elementwise", "elements": "1e8", "ops": "cos,exp", "dtype": "fp32"}, "compute"),
         ({"kind": "elementwise", "elements": "100000000", "ops": "2", "fused": "false"}, "memory"),
         ({"kind": "custom", "flops": "1e12", "bytes": "1e9", "unit": "vector"}, "compute"),
         ({"model": "llama-3.1-70b", "phase": "training", "batch": "8", "tp": "8"}, "compute"),
