@@ -135,21 +135,25 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 52.7%. Before the three, 20.3%, p90 53.4%, 81% inside at 2.51x; on 535 rows from 45
     # sources: 16.6%, p90 48.5%, 77.9% inside, 2.02x. Counting the scores a flash kernel's
     # backward recomputes in the training rows' FLOPs took the median to 18.2%, p90 to 50.1%
-    # (training's from 44.1% to 35.9%), 83% inside at 2.38x. Only the share inside is met.
-    # These bounds hold what is reached, so that a change that makes it worse fails
-    assert median_error(predictions()) <= 0.183
+    # (training's from 44.1% to 35.9%), 83% inside at 2.38x. 38 runs from two more sources
+    # (vLLM's generate requests on MI300X, vLLM's and SGLang's decode steps on an H100) took
+    # it to 18.1%, p90 48.8%, 85% inside at 2.48x on 686 rows from 58 sources: the new rows
+    # 13% off and all inside, the 648 before 18.5% at 2.44x, as more sources' spread widens
+    # every kind's range. Only the share inside is met. These bounds hold what is reached,
+    # so that a change that makes it worse fails
+    assert median_error(predictions()) <= 0.181
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.628 if kind in REFINES else 0.228
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.502
+    assert percentile_90([p.error for p in predictions()]) <= 0.488
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.39
+    assert median_width(predictions()) <= 2.48
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
 def test_the_evidence_spans_stacks_vendors_and_apple() -> None:
-    # issue 35 item 5: at least 300 rows (reached: 648) from at least 45 sources (reached: 56),
+    # issue 35 item 5: at least 300 rows (reached: 686) from at least 45 sources (reached: 58),
     # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple, every stack offered with runs
     # of its own
     assert len(RESULTS) >= 300
@@ -310,13 +314,14 @@ def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
     low, high = STACK_SPREAD
     assert 0.4 < low < 1 < high < 2.5
     typical = Fitted(*FITTED["decode"]["typical"])
-    # vLLM has no decode runs of its own: typical's median, its range widened to the spread
-    vllm, used, _ = fitted(Kind.DECODE, Software.VLLM)
+    # SGLang has 2 decode runs of dense models, fewer than 3: typical's median, its range
+    # widened to the spread
+    sglang, used, _ = fitted(Kind.DECODE, Software.SGLANG)
     assert used is Software.TYPICAL
-    assert vllm.ratio == typical.ratio
-    assert vllm.low == pytest.approx(min(typical.low, typical.ratio * low))
-    assert vllm.high == pytest.approx(max(typical.high, typical.ratio * high))
-    assert vllm.low < typical.low or vllm.high > typical.high  # wider on one side at least
+    assert sglang.ratio == typical.ratio
+    assert sglang.low == pytest.approx(min(typical.low, typical.ratio * low))
+    assert sglang.high == pytest.approx(max(typical.high, typical.ratio * high))
+    assert sglang.low < typical.low or sglang.high > typical.high  # wider on one side at least
     # llama.cpp's own decode runs are 4 from 3 sources, fewer than a handful: its own median,
     # widened
     llama_cpp, used, _ = fitted(Kind.DECODE, Software.LLAMA_CPP)

@@ -9,10 +9,11 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.6837, 1.0418, 2.2602, 34, 5),
     },
     "decode": {
-        "typical": (1.2724, 1.1059, 2.1016, 45, 8),
-        "tensorrt-llm": (1.2973, 1.1276, 2.1428, 5, 1),
-        "llama.cpp": (1.0998, 0.956, 1.8167, 4, 3),
-        "compiled": (1.2788, 1.1115, 2.1123, 33, 2),
+        "typical": (1.2376, 1.085, 1.9998, 51, 9),
+        "tensorrt-llm": (1.2973, 1.1374, 2.0963, 5, 1),
+        "llama.cpp": (1.0998, 0.9642, 1.7772, 4, 3),
+        "compiled": (1.2788, 1.1211, 2.0664, 33, 2),
+        "vllm": (1.1277, 0.9887, 1.8223, 4, 1),
     },
     "decode-fine-moe": {
         "typical": (4.2861, 0.7775, 21.861, 14, 3),
@@ -22,16 +23,16 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
     },
     "generate": {
-        "typical": (1.4179, 1.0492, 2.4076, 234, 18),
-        "tensorrt-llm": (1.3883, 1.0273, 2.3574, 34, 4),
-        "vllm": (1.7915, 1.3256, 3.0419, 30, 5),
-        "llama.cpp": (1.125, 0.8325, 1.9103, 36, 1),
-        "eager": (1.6919, 1.2519, 2.8729, 12, 3),
-        "sglang": (2.3483, 1.7376, 3.9874, 18, 1),
+        "typical": (1.4963, 1.0213, 2.3724, 266, 19),
+        "tensorrt-llm": (1.3883, 0.9476, 2.2012, 34, 4),
+        "vllm": (2.0194, 1.3784, 3.2018, 62, 6),
+        "llama.cpp": (1.125, 0.7679, 1.7837, 36, 1),
+        "eager": (1.6919, 1.1548, 2.6825, 12, 3),
+        "sglang": (2.3483, 1.6028, 3.7231, 18, 1),
     },
     "generate-fine-moe": {
-        "typical": (4.0638, 2.9345, 6.1385, 18, 2),
-        "sglang": (4.0638, 2.9345, 6.1385, 18, 2),
+        "typical": (4.0638, 2.7827, 6.0947, 18, 2),
+        "sglang": (4.0638, 2.7827, 6.0947, 18, 2),
     },
     "matmul": {
         "typical": (0.9939, 0.8555, 1.4657, 25, 3),
@@ -54,7 +55,7 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
         "compiled": {
-            "nvidia": (1.2788, 1.1115, 2.1123, 31, 2),
+            "nvidia": (1.2788, 1.1211, 2.0664, 31, 2),
         },
     },
     "decode-fine-moe": {
@@ -64,19 +65,19 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "generate": {
         "tensorrt-llm": {
-            "nvidia": (1.3883, 1.0273, 2.3574, 34, 4),
+            "nvidia": (1.3883, 0.9476, 2.2012, 34, 4),
         },
         "vllm": {
-            "nvidia": (1.2268, 0.9078, 2.0831, 9, 3),
-            "amd": (1.9521, 1.4445, 3.3147, 21, 2),
+            "nvidia": (1.2268, 0.8374, 1.9451, 9, 3),
+            "amd": (2.2925, 1.5647, 3.6347, 53, 3),
         },
         "eager": {
-            "nvidia": (1.6919, 1.2519, 2.8729, 12, 3),
+            "nvidia": (1.6919, 1.1548, 2.6825, 12, 3),
         },
     },
     "generate-fine-moe": {
         "sglang": {
-            "nvidia": (2.9179, 2.107, 4.4075, 14, 2),
+            "nvidia": (2.9179, 1.9981, 4.3761, 14, 2),
         },
     },
     "prefill": {
@@ -101,4 +102,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.7188, 1.553)
+STACK_SPREAD: tuple[float, float] = (0.6866, 1.635)

@@ -19,29 +19,30 @@ def _decode(client, stack: str) -> dict[str, Any]:
 
 
 def test_a_stack_without_decode_runs_borrows_typicals_median_and_widens_its_range(client):
-    # vLLM has no published decode runs: typical's median (45 runs, 8 sources), the range at
-    # STACK_SPREAD around it where that is wider than typical's own. On the H100: busy 5.50 ms,
-    # fixed costs 1,057 us (292 graph nodes x 0.58 us + 291 boundaries x 3.0 us + one 15 us
-    # graph launch); high = 5.50 ms x max(typical high 2.10, 1.27 x 1.59 = 2.03)
-    #      + 1,057 us x 6.7 / 2.31 = 11.56 + 3.07 = 14.63 ms;
-    # low = 5.50 x min(1.11, 1.27 x 0.719 = 0.91) + 1,057 us x 0.9 / 2.31 = 5.03 + 0.41
-    #     = 5.44 ms, above the 4.56 ms ideal
-    vllm, typical = _decode(client, "vllm"), _decode(client, "typical")
+    # SGLang has 2 published decode runs of dense models, fewer than 3: typical's median (51
+    # runs, 9 sources), the range at STACK_SPREAD around it where that is wider than
+    # typical's own. On the H100: busy 5.50 ms, fixed costs 1,057 us (292 graph nodes x
+    # 0.58 us + 291 boundaries x 3.0 us + one 15 us graph launch);
+    # high = 5.50 ms x max(typical high 2.00, 1.238 x 1.635 = 2.023)
+    #      + 1,057 us x 6.7 / 2.31 = 11.13 + 3.07 = 14.20 ms;
+    # low = 5.50 x min(1.085, 1.238 x 0.687 = 0.850) + 1,057 us x 0.9 / 2.31 = 4.67 + 0.41
+    #     = 5.09 ms, above the 4.56 ms ideal
+    sglang, typical = _decode(client, "sglang"), _decode(client, "typical")
     median, low, high, runs, sources = FITTED["decode"]["typical"]
     spread_low, spread_high = STACK_SPREAD
-    busy, fixed = vllm["sustained_time_s"], vllm["overhead_time_s"]
-    assert vllm["realistic_time_s"] == typical["realistic_time_s"]
-    assert vllm["published_stack"] == "typical"
-    assert vllm["realistic_range_s"][1] == pytest.approx(
+    busy, fixed = sglang["sustained_time_s"], sglang["overhead_time_s"]
+    assert sglang["realistic_time_s"] == typical["realistic_time_s"]
+    assert sglang["published_stack"] == "typical"
+    assert sglang["realistic_range_s"][1] == pytest.approx(
         busy * max(high, median * spread_high) + fixed * LAUNCH_HIGH
     )
-    assert vllm["realistic_range_s"][1] == pytest.approx(14.63e-3, rel=2e-3)
-    assert vllm["realistic_range_s"][0] == pytest.approx(5.44e-3, rel=2e-3)
-    assert vllm["realistic_range_s"][0] > vllm["expected_time_s"]
+    assert sglang["realistic_range_s"][1] == pytest.approx(14.20e-3, rel=2e-3)
+    assert sglang["realistic_range_s"][0] == pytest.approx(5.09e-3, rel=2e-3)
+    assert sglang["realistic_range_s"][0] > sglang["expected_time_s"]
     assert typical["realistic_range_s"][1] == pytest.approx(busy * high + fixed * LAUNCH_HIGH)
-    line = next(a for a in vllm["assumptions"] if "published decode runs" in a)
+    line = next(a for a in sglang["assumptions"] if "published decode runs" in a)
     assert line == (
-        f"fewer than 3 published decode runs on vllm: the median is typical tuned software's, "
+        f"fewer than 3 published decode runs on sglang: the median is typical tuned software's, "
         f"{median:.2f}x the sustained-kernel time ({runs} runs, {sources} sources); the range "
         f"is widened to {min(low, median * spread_low) / median:.2f}-"
         f"{max(high, median * spread_high) / median:.2f}x the median, how far runs of one "
@@ -62,7 +63,7 @@ def test_a_stack_with_too_few_runs_keeps_its_median_and_says_it_is_thin(client):
 
 def test_an_established_stack_says_nothing_of_widening(client):
     # Megatron's training runs: 26 by 5 sources, all on NVIDIA chips (its own entry on
-    # nvidia, established); typical decode: 45 by 8
+    # nvidia, established); typical decode: 51 by 9
     params = {"chip": "h100", "model": "llama-8b", "phase": "training", "seq_len": 2048}
     megatron = client.get("/expected-time", params={**params, "stack": "megatron"}).json()
     typical = _decode(client, "typical")
