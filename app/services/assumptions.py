@@ -149,10 +149,8 @@ def _stack_lines(
         ]
     runs = _runs(borrowed)
     below = _BELOW_SUSTAINED * (published.ratio < 1)
-    took = (
-        f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, "
-        f"{published.sources} sources)"
-    )
+    sources = "1 source" if published.sources == 1 else f"{published.sources} sources"
+    took = f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, {sources})"
     widened = (
         f"the range is widened to {published.low / published.ratio:.2f}-"
         f"{published.high / published.ratio:.2f}x the median, how far runs of one stack fall "

@@ -147,3 +147,11 @@ def test_fine_grained_experts_without_runs_of_their_own_borrow_every_models(clie
         "no published prefill runs of fine-grained experts: every model's prefill runs stand "
         "in, their range widened as another stack's"
     ) in qwen["assumptions"]
+
+
+def test_a_stack_from_one_source_says_so_in_the_singular(client):
+    # vLLM's own decode runs: 4, all from GPUStack's performance lab
+    median, _, _, runs, sources = FITTED["decode"]["vllm"]
+    assert (runs, sources) == (4, 1)
+    line = next(a for a in _decode(client, "vllm")["assumptions"] if "published decode" in a)
+    assert f"take {median:.2f}x the sustained-kernel time (4 runs, 1 source);" in line
