@@ -96,8 +96,8 @@ class Chain:
     dtype: Dtype
 
     def lines(self, roof: Roofline) -> list[str]:
-        """Fusion when each op is its own kernel and fusing saves time, fewer instructions
-        when the chain is bound by them, else a narrower dtype."""
+        """Fusion when each op is its own kernel and fusing saves time, less arithmetic per
+        element when the chain is bound by it, else a narrower dtype."""
         if not self.fused and self.ops > 1 and self.fused_time < roof.expected_time:
             return [
                 f"Each of the {self.ops} ops is its own kernel, writing its result for the next "
@@ -108,9 +108,9 @@ class Chain:
         if roof.roof is Bound.COMPUTE:
             return [
                 "The chain is bound by its arithmetic, not its bytes: fusing saves bytes, not "
-                "instructions. A GPU's transcendental functions (exp, cos, tanh, erf) each run "
-                "a precise routine of tens of instructions in PyTorch's kernels; fewer of them "
-                "per element, or the fast intrinsics (__expf, __cosf), cut the time."
+                "arithmetic. On a GPU, PyTorch evaluates exp, cos, tanh and erf with precise "
+                "routines, each the work of many multiply-adds; fewer of them per element, or "
+                "the fast intrinsics (__expf, __cosf), cut the time."
             ]
         if roof.roof is Bound.MEMORY and self.dtype is Dtype.FP32:
             return [
