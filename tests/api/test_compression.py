@@ -19,9 +19,13 @@ PAGES = ["/", "/docs", "/static/swagger/swagger-ui-bundle.js", "/chips", ANSWER]
 
 @pytest.fixture()
 def plain(tmp_path: Any) -> TestClient:
-    """A client of an app of its own that sends no Accept-Encoding at all."""
+    """A client of an app of its own that sends no Accept-Encoding at all. Its calculation
+    budget is 30 s: these tests check compression, and a busy CI machine under coverage can
+    take longer than the default 2 s budget of a 2,000-row table to judge it."""
     client = TestClient(
-        create_app(Settings(database_url=f"sqlite:///{tmp_path}/gzip.db")),
+        create_app(
+            Settings(database_url=f"sqlite:///{tmp_path}/gzip.db", calculation_budget_s=30.0)
+        ),
         base_url="http://localhost",
     )
     del client.headers["accept-encoding"]  # httpx's default asks for gzip
