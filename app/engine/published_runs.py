@@ -6,7 +6,7 @@ edit."""
 
 FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
     "attention": {
-        "typical": (1.6837, 1.0418, 2.2602, 34, 5),
+        "typical": (1.5557, 1.1795, 2.1487, 34, 5),
     },
     "decode": {
         "typical": (1.2376, 1.085, 1.9998, 51, 9),
@@ -23,30 +23,30 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
     },
     "generate": {
-        "typical": (1.4963, 1.0213, 2.3724, 266, 19),
-        "tensorrt-llm": (1.3883, 0.9476, 2.2012, 34, 4),
-        "vllm": (2.0194, 1.3784, 3.2018, 62, 6),
-        "llama.cpp": (1.125, 0.7679, 1.7837, 36, 1),
-        "eager": (1.6919, 1.1548, 2.6825, 12, 3),
-        "sglang": (2.3483, 1.6028, 3.7231, 18, 1),
+        "typical": (1.4985, 1.0089, 2.423, 266, 19),
+        "tensorrt-llm": (1.3883, 0.9347, 2.2448, 34, 4),
+        "vllm": (2.0194, 1.3596, 3.2653, 62, 6),
+        "llama.cpp": (1.125, 0.7574, 1.8191, 36, 1),
+        "eager": (1.6919, 1.1391, 2.7357, 12, 3),
+        "sglang": (2.4491, 1.6489, 3.96, 18, 1),
     },
     "generate-fine-moe": {
-        "typical": (4.0638, 2.7827, 6.0947, 18, 2),
-        "sglang": (4.0638, 2.7827, 6.0947, 18, 2),
+        "typical": (4.3008, 2.9261, 6.4272, 18, 2),
+        "sglang": (4.3008, 2.9261, 6.4272, 18, 2),
     },
     "matmul": {
-        "typical": (0.9939, 0.8555, 1.4657, 25, 3),
+        "typical": (0.996, 0.8109, 1.4975, 27, 5),
     },
     "prefill": {
-        "typical": (1.8087, 0.9072, 2.4326, 58, 8),
-        "tensorrt-llm": (1.6042, 0.8046, 2.1575, 12, 2),
-        "llama.cpp": (2.1239, 1.0652, 2.8564, 41, 5),
-        "eager": (1.7374, 0.8714, 2.3366, 5, 1),
+        "typical": (1.9172, 0.9616, 2.3772, 58, 8),
+        "tensorrt-llm": (1.6042, 0.8046, 1.989, 12, 2),
+        "llama.cpp": (2.1652, 1.086, 2.6847, 41, 5),
+        "eager": (1.7374, 0.8714, 2.1542, 5, 1),
     },
     "training": {
-        "typical": (1.8728, 1.454, 2.5162, 212, 14),
-        "megatron": (2.0635, 1.602, 2.7723, 26, 5),
-        "maxtext": (1.3406, 1.0407, 1.8011, 25, 3),
+        "typical": (1.8728, 1.4399, 2.5162, 212, 14),
+        "megatron": (2.0635, 1.5864, 2.7723, 26, 5),
+        "maxtext": (1.3406, 1.0307, 1.8011, 25, 3),
     },
 }
 
@@ -65,36 +65,36 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "generate": {
         "tensorrt-llm": {
-            "nvidia": (1.3883, 0.9476, 2.2012, 34, 4),
+            "nvidia": (1.3883, 0.9347, 2.2448, 34, 4),
         },
         "vllm": {
-            "nvidia": (1.2268, 0.8374, 1.9451, 9, 3),
-            "amd": (2.2925, 1.5647, 3.6347, 53, 3),
+            "nvidia": (1.2268, 0.826, 1.9837, 9, 3),
+            "amd": (2.2925, 1.5434, 3.7068, 53, 3),
         },
         "eager": {
-            "nvidia": (1.6919, 1.1548, 2.6825, 12, 3),
+            "nvidia": (1.6919, 1.1391, 2.7357, 12, 3),
         },
     },
     "generate-fine-moe": {
         "sglang": {
-            "nvidia": (2.9179, 1.9981, 4.3761, 14, 2),
+            "nvidia": (3.105, 2.1125, 4.6402, 14, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.6042, 0.8046, 2.1575, 12, 2),
+            "nvidia": (1.6042, 0.8046, 1.989, 12, 2),
         },
         "llama.cpp": {
-            "nvidia": (2.5516, 1.2797, 3.4316, 25, 3),
-            "apple": (1.1452, 0.5744, 1.5402, 16, 3),
+            "nvidia": (2.689, 1.3487, 3.3341, 25, 3),
+            "apple": (1.1452, 0.5744, 1.4199, 16, 3),
         },
     },
     "training": {
         "megatron": {
-            "nvidia": (2.0635, 1.602, 2.7723, 26, 5),
+            "nvidia": (2.0635, 1.5864, 2.7723, 26, 5),
         },
         "maxtext": {
-            "google": (1.3219, 1.0262, 1.776, 22, 2),
+            "google": (1.3219, 1.0163, 1.776, 22, 2),
         },
     },
 }
@@ -102,4 +102,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6866, 1.635)
+STACK_SPREAD: tuple[float, float] = (0.6774, 1.6752)

@@ -1,6 +1,7 @@
-"""Power-limited chips (T4 70 W, L4 72 W): their sustained matrix fractions are their own
-measurements of long GEMM runs under the power cap, not a bigger sibling's fraction.
-Every expected value is derived by hand in the comment beside it."""
+"""Power-limited chips (T4 70 W, L4 72 W, H100 PCIe 350 W): their sustained matrix fractions
+are their own measurements of long GEMM runs under the power cap, not a bigger sibling's
+fraction; and chips that once borrowed another chip's fraction (H20, RTX 4090, V100) carry
+their own measurement too. Every expected value is derived by hand in the comment beside it."""
 
 import pytest
 
@@ -14,6 +15,15 @@ CATALOG = load_chip_catalog(Settings().chip_catalog)
 POWER_LIMITED = [
     ("t4", 70, "t4-gemm-forum", 24.0, 65.0),  # cuBLAS fp16 4096^3, 100 iterations
     ("l4", 72, "l4-matmul", 56.90, 121.0),  # torch bf16 10240^3
+    ("h100-pcie-80gb", 350, "h100-pcie-matmul", 471.79, 756.0),  # torch bf16 10240^3
+]
+# chip, its measurement's source key, measured TFLOP/s, peak TFLOP/s: torch matmuls at 10240^3
+# (bf16; fp16 on the V100, which has no bf16 tensor path)
+OWN_MEASUREMENT = [
+    ("h20", "h20-matmul", 142.25, 148.0),
+    ("rtx-4090", "rtx4090-matmul", 158.54, 165.2),
+    ("v100-sxm2-16gb", "v100-matmul", 89.37, 125.0),
+    ("v100-sxm2-32gb", "v100-matmul", 89.37, 125.0),  # the same GPU on a 32 GB board
 ]
 
 
@@ -28,10 +38,34 @@ def test_the_sustained_fraction_is_the_chips_own_measurement(
     assert figure.source == source
     assert CATALOG.catalog.sources[source].kind == "measurement"
     assert CATALOG.catalog.sources[source].url.startswith("https://")
-    # T4: 24.0 / 65 = 0.3692 -> 0.369; L4: 56.90 / 121 = 0.4702 -> 0.470
+    # T4: 24.0 / 65 = 0.3692 -> 0.369; L4: 56.90 / 121 = 0.4702 -> 0.470;
+    # H100 PCIe: 471.79 / 756 = 0.6241 -> 0.624
     assert record.chip.sustained_matrix == pytest.approx(measured / peak, abs=5e-4)
     # no per-dtype override: the one measured fraction is every matrix dtype's
     assert dict(record.chip.sustained_matrix_by_dtype) == {}
+
+
+@pytest.mark.parametrize(("chip_id", "source", "measured", "peak"), OWN_MEASUREMENT)
+def test_a_chip_once_given_a_siblings_fraction_carries_its_own(chip_id, source, measured, peak):
+    record = CATALOG.resolve(chip_id)
+    figure = record.entry.sustained.matrix
+    assert figure.source == source and "proxy" not in (figure.note or "")
+    assert CATALOG.catalog.sources[source].kind == "measurement"
+    # H20: 142.25 / 148 = 0.9611 -> 0.961; RTX 4090: 158.54 / 165.2 = 0.9597 -> 0.960;
+    # V100: 89.37 / 125 = 0.7150 -> 0.715
+    assert record.chip.sustained_matrix == pytest.approx(measured / peak, abs=5e-4)
+
+
+def test_a_4096_cubed_bf16_gemm_on_an_h100_pcie():
+    # 137,438,953,472 FLOPs / 756e12 = 0.181798 ms ideal (memory 100,663,296 / 2.0e12 =
+    # 0.0503 ms); sustained 0.181798 / 0.624 = 0.291343 ms: 471.74 TFLOP/s, the rate the
+    # 350 W board held at 10240^3, where an H100 SXM's 0.803 would have promised 607
+    h100_pcie = CATALOG.resolve("h100-pcie-80gb").chip
+    roof = place(matmul(4096, 4096, 4096, Dtype.BF16), h100_pcie)
+    assert roof.bound is Bound.COMPUTE
+    assert roof.expected_time == pytest.approx(1.817975e-4, rel=1e-5)
+    assert roof.sustained_time == pytest.approx(2.913421e-4, rel=1e-5)
+    assert roof.flops / roof.sustained_time == pytest.approx(471.74e12, rel=1e-4)
 
 
 def test_a_4096_cubed_fp16_gemm_on_a_t4():
