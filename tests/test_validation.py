@@ -156,22 +156,25 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # GEMM rates in place of a sibling's (prefill 22.7% -> 19.5%, attention 20.3% -> 11.3%),
     # which moved the matmul kind's median onto the RTX 4090's odd-shaped GEMMs (MAMF's rows
     # 12% -> 26% off) until two more independent 10240^3 matmuls (H100 SXM, A100 PCIe) took it
-    # back: 18.2%, p90 48.4%, 85% inside at 2.52x on 688 rows from 60 sources. Only the share
-    # inside is met. These bounds hold what is reached, so that a change that makes it worse
-    # fails
-    assert median_error(predictions()) <= 0.182
+    # back: 18.2%, p90 48.4%, 85% inside at 2.52x on 688 rows from 60 sources. Five llama.cpp
+    # runs on an M2 Ultra from two more of its PRs made its Metal prompt processing an entry
+    # that stands without XiongjieDai's runs, whose Apple rows were predicted from CUDA's
+    # (prefill 19.5% -> 14.4%): 17.8%, p90 44.7%, 86% inside at 2.51x on 693 rows from 62
+    # sources. Only the share inside is met. These bounds hold what is reached, so that a
+    # change that makes it worse fails
+    assert median_error(predictions()) <= 0.178
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.628 if kind in REFINES else 0.228
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.484
+    assert percentile_90([p.error for p in predictions()]) <= 0.447
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.52
+    assert median_width(predictions()) <= 2.51
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
 def test_the_evidence_spans_stacks_vendors_and_apple() -> None:
-    # issue 35 item 5: at least 300 rows (reached: 688) from at least 45 sources (reached: 60),
+    # issue 35 item 5: at least 300 rows (reached: 693) from at least 45 sources (reached: 62),
     # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple, every stack offered with runs
     # of its own
     assert len(RESULTS) >= 300
@@ -341,12 +344,12 @@ def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
     assert sglang.low == pytest.approx(min(typical.low, typical.ratio * low))
     assert sglang.high == pytest.approx(max(typical.high, typical.ratio * high))
     assert sglang.low < typical.low or sglang.high > typical.high  # wider on one side at least
-    # llama.cpp's own decode runs are 4 from 3 sources, fewer than a handful: its own median,
+    # vLLM's own decode runs are 4 from 1 source, fewer than a handful: its own median,
     # widened
-    llama_cpp, used, _ = fitted(Kind.DECODE, Software.LLAMA_CPP)
-    own = Fitted(*FITTED["decode"]["llama.cpp"])
-    assert used is Software.LLAMA_CPP and own.runs < 5 and not own.established
-    assert llama_cpp.high == pytest.approx(max(own.high, own.ratio * high))
+    vllm, used, _ = fitted(Kind.DECODE, Software.VLLM)
+    own = Fitted(*FITTED["decode"]["vllm"])
+    assert used is Software.VLLM and own.runs < 5 and not own.established
+    assert vllm.high == pytest.approx(max(own.high, own.ratio * high))
     # Megatron's training runs (26 by 5 sources) stand for it: its own range, untouched
     megatron, _, _ = fitted(Kind.TRAINING, Software.MEGATRON)
     assert megatron == Fitted(*FITTED["training"]["megatron"]) and megatron.established

@@ -9,11 +9,11 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.5557, 1.1795, 2.1487, 34, 5),
     },
     "decode": {
-        "typical": (1.2376, 1.085, 1.9998, 51, 9),
-        "tensorrt-llm": (1.2973, 1.1374, 2.0963, 5, 1),
-        "llama.cpp": (1.0998, 0.9642, 1.7772, 4, 3),
-        "compiled": (1.2788, 1.1211, 2.0664, 33, 2),
-        "vllm": (1.1277, 0.9887, 1.8223, 4, 1),
+        "typical": (1.2664, 1.0917, 2.0463, 53, 10),
+        "tensorrt-llm": (1.2973, 1.1184, 2.0963, 5, 1),
+        "llama.cpp": (1.2219, 1.0534, 1.9745, 6, 4),
+        "compiled": (1.2788, 1.1025, 2.0664, 33, 2),
+        "vllm": (1.1277, 0.9722, 1.8223, 4, 1),
     },
     "decode-fine-moe": {
         "typical": (4.2861, 0.7775, 21.861, 14, 3),
@@ -31,17 +31,17 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "sglang": (2.4491, 1.6489, 3.96, 18, 1),
     },
     "generate-fine-moe": {
-        "typical": (4.3008, 2.9261, 6.4272, 18, 2),
-        "sglang": (4.3008, 2.9261, 6.4272, 18, 2),
+        "typical": (4.3008, 2.9857, 6.3906, 18, 2),
+        "sglang": (4.3008, 2.9857, 6.3906, 18, 2),
     },
     "matmul": {
         "typical": (0.996, 0.8109, 1.4975, 27, 5),
     },
     "prefill": {
-        "typical": (1.9172, 0.9616, 2.3772, 58, 8),
-        "tensorrt-llm": (1.6042, 0.8046, 1.989, 12, 2),
-        "llama.cpp": (2.1652, 1.086, 2.6847, 41, 5),
-        "eager": (1.7374, 0.8714, 2.1542, 5, 1),
+        "typical": (1.7868, 1.3779, 2.2357, 61, 10),
+        "tensorrt-llm": (1.6042, 1.2371, 2.0072, 12, 2),
+        "llama.cpp": (2.1358, 1.647, 2.6723, 44, 7),
+        "eager": (1.7374, 1.3398, 2.1739, 5, 1),
     },
     "training": {
         "typical": (1.8728, 1.4399, 2.5162, 212, 14),
@@ -55,7 +55,7 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
         "compiled": {
-            "nvidia": (1.2788, 1.1211, 2.0664, 31, 2),
+            "nvidia": (1.2788, 1.1025, 2.0664, 31, 2),
         },
     },
     "decode-fine-moe": {
@@ -77,16 +77,16 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "generate-fine-moe": {
         "sglang": {
-            "nvidia": (3.105, 2.1125, 4.6402, 14, 2),
+            "nvidia": (3.105, 2.1555, 4.6138, 14, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.6042, 0.8046, 1.989, 12, 2),
+            "nvidia": (1.6042, 1.2371, 2.0072, 12, 2),
         },
         "llama.cpp": {
-            "nvidia": (2.689, 1.3487, 3.3341, 25, 3),
-            "apple": (1.1452, 0.5744, 1.4199, 16, 3),
+            "nvidia": (2.689, 2.0736, 3.3645, 25, 3),
+            "apple": (1.1368, 0.8767, 1.4224, 19, 5),
         },
     },
     "training": {
@@ -102,4 +102,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6774, 1.6752)
+STACK_SPREAD: tuple[float, float] = (0.6774, 1.6638)
