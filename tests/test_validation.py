@@ -160,21 +160,27 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # runs on an M2 Ultra from two more of its PRs made its Metal prompt processing an entry
     # that stands without XiongjieDai's runs, whose Apple rows were predicted from CUDA's
     # (prefill 19.5% -> 14.4%): 17.8%, p90 44.7%, 86% inside at 2.51x on 693 rows from 62
-    # sources. Only the share inside is met. These bounds hold what is reached, so that a
-    # change that makes it worse fails
+    # sources. 13 decode steps of DeepSeek-R1 by SGLang 0.5 from two more sources (8 B200s,
+    # the SGLang cookbook; 8 H200s, InferenceX) took decode-fine-moe from 62.7% to 28.8%
+    # and 50% to 96% inside, but its median width from 3.5x to 11x: dstack's runs of SGLang
+    # 0.4, 3-4x slower at the same batch, now widen every other source's range:
+    # 17.7%, p90 45.6%, 88% inside at 2.52x on 706 rows from 64 sources; the worst kinds are
+    # generate (20.9%) and generate-fine-moe (50.6%). Only the share
+    # inside is met. These bounds hold what is reached, so that a change that makes it worse
+    # fails
     assert median_error(predictions()) <= 0.178
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
-        bound = 0.628 if kind in REFINES else 0.228
+        bound = 0.507 if kind in REFINES else 0.21
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.447
+    assert percentile_90([p.error for p in predictions()]) <= 0.456
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.51
+    assert median_width(predictions()) <= 2.53
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
 def test_the_evidence_spans_stacks_vendors_and_apple() -> None:
-    # issue 35 item 5: at least 300 rows (reached: 693) from at least 45 sources (reached: 62),
+    # issue 35 item 5: at least 300 rows (reached: 706) from at least 45 sources (reached: 64),
     # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple, every stack offered with runs
     # of its own
     assert len(RESULTS) >= 300

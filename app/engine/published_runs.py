@@ -16,8 +16,8 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "vllm": (1.1277, 0.9722, 1.8223, 4, 1),
     },
     "decode-fine-moe": {
-        "typical": (4.2861, 0.7775, 21.861, 14, 3),
-        "sglang": (4.2861, 0.7775, 21.861, 14, 3),
+        "typical": (2.2946, 1.4747, 8.2679, 27, 5),
+        "sglang": (2.2946, 1.4747, 8.2679, 27, 5),
     },
     "elementwise": {
         "typical": (0.9944, 0.9104, 1.1086, 8, 3),
@@ -31,8 +31,8 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "sglang": (2.4491, 1.6489, 3.96, 18, 1),
     },
     "generate-fine-moe": {
-        "typical": (4.3008, 2.9857, 6.3906, 18, 2),
-        "sglang": (4.3008, 2.9857, 6.3906, 18, 2),
+        "typical": (4.3008, 2.9857, 6.4681, 18, 2),
+        "sglang": (4.3008, 2.9857, 6.4681, 18, 2),
     },
     "matmul": {
         "typical": (0.996, 0.8109, 1.4975, 27, 5),
@@ -60,7 +60,7 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "decode-fine-moe": {
         "sglang": {
-            "nvidia": (3.6289, 0.6583, 18.5088, 10, 3),
+            "nvidia": (2.1906, 1.4079, 7.8932, 23, 5),
         },
     },
     "generate": {
@@ -77,7 +77,7 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "generate-fine-moe": {
         "sglang": {
-            "nvidia": (3.105, 2.1555, 4.6138, 14, 2),
+            "nvidia": (3.105, 2.1555, 4.6697, 14, 2),
         },
     },
     "prefill": {
