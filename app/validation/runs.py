@@ -130,6 +130,7 @@ INFERENCE_PROFILES = {"nemo": Software.TENSORRT_LLM}
 CALIBRATION_SOURCES = (
     "maximum-achievable-matmul-flops",
     "torch-performance-test-data/issues/126",  # the A10G's
+    "chsasank/device-benchmarks",  # the T4's, A10's, RTX 3090's and RTX 4090's copies
     "BabelStream",
     "gpu-workshop",
 )

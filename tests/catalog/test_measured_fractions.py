@@ -1,7 +1,8 @@
 """Power-limited chips (T4 70 W, L4 72 W, H100 PCIe 350 W): their sustained matrix fractions
 are their own measurements of long GEMM runs under the power cap, not a bigger sibling's
-fraction; and chips that once borrowed another chip's fraction (H20, RTX 4090, V100) carry
-their own measurement too. Every expected value is derived by hand in the comment beside it."""
+fraction; and chips that once borrowed another chip's fraction carry their own measurement
+too, of their matrix unit (H20, RTX 4090, V100) or of their memory (T4, A10, RTX 3090,
+RTX 4090). Every expected value is derived by hand in the comment beside it."""
 
 import pytest
 
@@ -54,6 +55,25 @@ def test_a_chip_once_given_a_siblings_fraction_carries_its_own(chip_id, source, 
     # H20: 142.25 / 148 = 0.9611 -> 0.961; RTX 4090: 158.54 / 165.2 = 0.9597 -> 0.960;
     # V100: 89.37 / 125 = 0.7150 -> 0.715
     assert record.chip.sustained_matrix == pytest.approx(measured / peak, abs=5e-4)
+
+
+# chip, measured copy GB/s (read + write), the memory's GB/s: a torch copy of a 0.38 GB tensor
+OWN_COPY = [
+    ("t4", 240, 320),  # 240 / 320 = 0.750
+    ("a10", 469, 600),  # 469 / 600 = 0.7817 -> 0.782
+    ("rtx-3090", 831, 936),  # 831 / 936 = 0.8878 -> 0.888
+    ("rtx-4090", 912, 1008),  # 912 / 1008 = 0.9048 -> 0.905
+]
+
+
+@pytest.mark.parametrize(("chip_id", "measured", "peak"), OWN_COPY)
+def test_a_chip_once_given_a_siblings_copy_fraction_carries_its_own(chip_id, measured, peak):
+    record = CATALOG.resolve(chip_id)
+    figure = record.entry.sustained.memory
+    assert figure.source == "devbench-copy"
+    assert CATALOG.catalog.sources["devbench-copy"].kind == "measurement"
+    assert record.chip.memory_bandwidth == peak * 1e9
+    assert record.chip.sustained_memory == pytest.approx(measured / peak, abs=5e-4)
 
 
 def test_a_4096_cubed_bf16_gemm_on_an_h100_pcie():
