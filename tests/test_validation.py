@@ -166,8 +166,9 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 0.4, 3-4x slower at the same batch, now widen every other source's range:
     # 17.7%, p90 45.6%, 88% inside at 2.52x on 706 rows from 64 sources. The T4's, A10's, RTX
     # 3090's and RTX 4090's own measured copies in place of another chip's: 17.5%, p90 45.6%,
-    # 88% inside at 2.51x; the worst kinds are generate (20.8%) and generate-fine-moe
-    # (50.6%). Only the share
+    # 88% inside at 2.51x. llama.cpp's runs before FlashAttention (80 rows: XiongjieDai's
+    # and four PRs') then paid for their fp32 scores in memory: p90 44.8%, 2.52x; the worst
+    # kinds are generate (20.6%) and generate-fine-moe (50.6%). Only the share
     # inside is met. These bounds hold what is reached, so that a change that makes it worse
     # fails
     assert median_error(predictions()) <= 0.175
@@ -175,9 +176,9 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.507 if kind in REFINES else 0.21
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.456
+    assert percentile_90([p.error for p in predictions()]) <= 0.449
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.52
+    assert median_width(predictions()) <= 2.53
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 

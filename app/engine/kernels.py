@@ -186,6 +186,17 @@ class AttentionKernel(StrEnum):
     NAIVE = "naive"  # QK^T, softmax and PV as three kernels, the scores in memory
 
 
+# An attention without a fused kernel runs QK^T, the softmax and PV as three kernels
+NAIVE_ATTENTION_KERNELS = 3
+
+
+def score_traffic(scores: float, dtype: Dtype) -> float:
+    """Bytes an attention without a fused kernel moves for `scores` score entries held in
+    `dtype`: the scores written by QK^T and read by the softmax, the probabilities written
+    by it and read by PV, four accesses in all."""
+    return 4.0 * scores * dtype_bytes(dtype)
+
+
 def attention_pairs(q_len: int, kv_len: int, *, causal: bool, window: int | None = None) -> float:
     """Number of (query, key) score entries computed, per head and sequence.
 
@@ -250,15 +261,14 @@ def attention(
     traffic = (qo + kv) * s
     naive = implementation is AttentionKernel.NAIVE
     if naive:
-        traffic += 4.0 * batch * heads * q_len * kv_len * s
-    # fused: one kernel; naive: QK^T, the softmax and PV, each its own kernel
+        traffic += score_traffic(batch * heads * q_len * kv_len, dtype)
     return Work(
         flops,
         traffic,
         dtype,
         Unit.MATRIX,
         Kind.ATTENTION,
-        3 if naive else 1,
+        NAIVE_ATTENTION_KERNELS if naive else 1,
         warp_flops=flops if implementation is AttentionKernel.FLASH_2 else 0.0,
     )
 

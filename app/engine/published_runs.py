@@ -11,7 +11,7 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
     "decode": {
         "typical": (1.2664, 1.0917, 2.0463, 53, 10),
         "tensorrt-llm": (1.2973, 1.1184, 2.0963, 5, 1),
-        "llama.cpp": (1.2393, 1.0684, 2.0026, 6, 4),
+        "llama.cpp": (1.2247, 1.0558, 1.9789, 6, 4),
         "compiled": (1.2788, 1.1025, 2.0664, 33, 2),
         "vllm": (1.1277, 0.9722, 1.8223, 4, 1),
     },
@@ -23,25 +23,25 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.9979, 0.9762, 1.0989, 8, 3),
     },
     "generate": {
-        "typical": (1.4985, 1.0112, 2.423, 266, 19),
-        "tensorrt-llm": (1.3883, 0.9369, 2.2448, 34, 4),
-        "vllm": (2.0194, 1.3628, 3.2653, 62, 6),
-        "llama.cpp": (1.1358, 0.7665, 1.8365, 36, 1),
-        "eager": (1.6919, 1.1418, 2.7357, 12, 3),
-        "sglang": (2.4491, 1.6527, 3.96, 18, 1),
+        "typical": (1.4963, 1.009, 2.4202, 266, 19),
+        "tensorrt-llm": (1.3883, 0.9362, 2.2455, 34, 4),
+        "vllm": (2.0194, 1.3618, 3.2662, 62, 6),
+        "llama.cpp": (1.124, 0.7579, 1.8179, 36, 1),
+        "eager": (1.6919, 1.1409, 2.7365, 12, 3),
+        "sglang": (2.4491, 1.6515, 3.9612, 18, 1),
     },
     "generate-fine-moe": {
-        "typical": (4.3008, 3.0077, 6.4681, 18, 2),
-        "sglang": (4.3008, 3.0077, 6.4681, 18, 2),
+        "typical": (4.3008, 2.9909, 6.4663, 18, 2),
+        "sglang": (4.3008, 2.9909, 6.4663, 18, 2),
     },
     "matmul": {
         "typical": (0.996, 0.8109, 1.4975, 27, 5),
     },
     "prefill": {
-        "typical": (1.7868, 1.3779, 2.2357, 61, 10),
-        "tensorrt-llm": (1.6042, 1.2371, 2.0072, 12, 2),
-        "llama.cpp": (2.1358, 1.647, 2.6723, 44, 7),
-        "eager": (1.7374, 1.3398, 2.1739, 5, 1),
+        "typical": (1.7868, 1.3845, 2.0836, 61, 10),
+        "tensorrt-llm": (1.6042, 1.243, 1.8707, 12, 2),
+        "llama.cpp": (2.1278, 1.6487, 2.4813, 44, 7),
+        "eager": (1.7374, 1.3462, 2.026, 5, 1),
     },
     "training": {
         "typical": (1.8728, 1.4399, 2.5162, 212, 14),
@@ -65,28 +65,28 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "generate": {
         "tensorrt-llm": {
-            "nvidia": (1.3883, 0.9369, 2.2448, 34, 4),
+            "nvidia": (1.3883, 0.9362, 2.2455, 34, 4),
         },
         "vllm": {
-            "nvidia": (1.2268, 0.8279, 1.9837, 9, 3),
-            "amd": (2.2925, 1.547, 3.7068, 53, 3),
+            "nvidia": (1.2268, 0.8273, 1.9842, 9, 3),
+            "amd": (2.2925, 1.5459, 3.7079, 53, 3),
         },
         "eager": {
-            "nvidia": (1.6919, 1.1418, 2.7357, 12, 3),
+            "nvidia": (1.6919, 1.1409, 2.7365, 12, 3),
         },
     },
     "generate-fine-moe": {
         "sglang": {
-            "nvidia": (3.105, 2.1714, 4.6697, 14, 2),
+            "nvidia": (3.105, 2.1593, 4.6684, 14, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.6042, 1.2371, 2.0072, 12, 2),
+            "nvidia": (1.6042, 1.243, 1.8707, 12, 2),
         },
         "llama.cpp": {
-            "nvidia": (2.689, 2.0736, 3.3645, 25, 3),
-            "apple": (1.1368, 0.8767, 1.4224, 19, 5),
+            "nvidia": (2.688, 2.0828, 3.1346, 25, 3),
+            "apple": (1.1368, 0.8808, 1.3256, 19, 5),
         },
     },
     "training": {
@@ -102,4 +102,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6807, 1.6498)
+STACK_SPREAD: tuple[float, float] = (0.682, 1.6598)

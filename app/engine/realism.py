@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
+from app.engine.kernels import NAIVE_ATTENTION_KERNELS
 from app.engine.precise_functions import precise_rates, with_evaluations
 from app.engine.published import Fitted, fitted
 from app.engine.roofline import Roofline, Work, place
@@ -170,10 +171,12 @@ STEP_KERNELS = {True: 4, False: 8}
 MOE_KERNELS = {True: 2, False: 7}
 
 
-def step_kernels(arch: Architecture, software: Software) -> int:
-    """Kernels one forward pass (a prefill or a decode step) of `arch` launches on `software`."""
+def step_kernels(arch: Architecture, software: Software, *, flash: bool = True) -> int:
+    """Kernels one forward pass (a prefill or a decode step) of `arch` launches on `software`;
+    without a flash kernel each layer's attention is three (NAIVE_ATTENTION_KERNELS)."""
     fused = software is not Software.EAGER
-    kernels = arch.layers * LAYER_KERNELS[fused] + STEP_KERNELS[fused]
+    attention = 1 if flash else NAIVE_ATTENTION_KERNELS
+    kernels = arch.layers * (LAYER_KERNELS[fused] - 1 + attention) + STEP_KERNELS[fused]
     if arch.moe is not None:
         per_expert = 1 if fused else arch.moe.experts_per_token
         kernels += arch.moe.moe_layers * MOE_KERNELS[fused] * per_expert

@@ -20,7 +20,7 @@ from app.engine.architecture import (
 )
 from app.engine.breakdown import Term, totals
 from app.engine.errors import InvalidInput
-from app.engine.kernels import attention_pairs, sparse_bytes
+from app.engine.kernels import attention_pairs, score_traffic, sparse_bytes
 from app.engine.roofline import Work
 from app.engine.units import Dtype, Unit, dtype_bytes
 
@@ -195,6 +195,21 @@ def _prompt_pairs(arch: Architecture, length: int) -> float:
     return pairs
 
 
+# Without a fused (flash) kernel the scores reach memory in fp32: llama.cpp's KQ product and
+# its softmax are F32 (llm_build_kqv, ggml_soft_max_ext), and PyTorch's eager attention
+# (Hugging Face's) writes its scores in the compute dtype, reads them into an fp32 softmax and
+# casts the probabilities back: 2 + 2 + 4 + 4 + 2 + 2 = 16 bytes a score, four fp32 accesses.
+SCORE_DTYPE = Dtype.FP32
+
+
+def _unfused_scores(arch: Architecture, scores_per_head: float, tp: int, flash: bool) -> float:
+    """Bytes the score entries of every head move without a fused kernel (`score_traffic`),
+    per chip; none with one (flash)."""
+    if flash:
+        return 0.0
+    return score_traffic(arch.attention.heads * scores_per_head / tp, SCORE_DTYPE)
+
+
 def _check(batch: float, length: int, tp: int, arch: Architecture) -> None:
     if batch < 1:
         raise InvalidInput("batch", f"must be >= 1, got {batch}")
@@ -214,23 +229,32 @@ def residual_bytes(arch: Architecture, tokens: float, dtype: Dtype) -> float:
 
 
 def prefill_terms(
-    arch: Architecture, batch: float, prompt: int, precision: Precision, tp: int = 1
+    arch: Architecture,
+    batch: float,
+    prompt: int,
+    precision: Precision,
+    tp: int = 1,
+    *,
+    flash: bool = True,
 ) -> list[Term]:
     """A forward pass over `batch` prompts of `prompt` tokens, per chip, by operation.
 
     FLOPs = 2 N_mm B P + attention (2 L B P^2 H dh when causal); bytes = weights streamed once
-    + KV written (B P kv) + the residual stream read and written per layer (2 L B P d s).
+    + KV written (B P kv) + the residual stream read and written per layer (2 L B P d s);
+    without a flash kernel, + the scores in fp32 (16 B x L B H P^2 / 2 when causal).
     """
     _check(batch, prompt, tp, arch)
     c = param_counts(arch)
     tokens = batch * prompt
-    pairs = _attention_flops_per_pair(arch, absorbed=False) * batch * _prompt_pairs(arch, prompt)
+    pairs = batch * _prompt_pairs(arch, prompt)
+    flops = _attention_flops_per_pair(arch, absorbed=False) * pairs
     touched = experts_touched(c.experts, c.experts_per_token, tokens)
     written_kv = tokens * kv_bytes_per_token(arch, precision.kv) / kv_shards(arch, tp)
+    scores = _unfused_scores(arch, pairs, tp, flash)
     linear = linear_terms(arch, tokens, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, flops=pairs / tp, bytes=written_kv),
+        Term("attention", arch.layers, flops=flops / tp, bytes=written_kv + scores),
         *linear[1:],
         Term(
             "residual_stream",
@@ -241,11 +265,17 @@ def prefill_terms(
 
 
 def prefill(
-    arch: Architecture, batch: float, prompt: int, precision: Precision, tp: int = 1
+    arch: Architecture,
+    batch: float,
+    prompt: int,
+    precision: Precision,
+    tp: int = 1,
+    *,
+    flash: bool = True,
 ) -> Work:
     """A forward pass over `batch` prompts of `prompt` tokens, per chip: its terms together
     (`prefill_terms`)."""
-    return work_of(prefill_terms(arch, batch, prompt, precision, tp), precision)
+    return work_of(prefill_terms(arch, batch, prompt, precision, tp, flash=flash), precision)
 
 
 def work_of(terms: list[Term], precision: Precision) -> Work:
@@ -257,36 +287,49 @@ def work_of(terms: list[Term], precision: Precision) -> Work:
 
 
 def decode_terms(
-    arch: Architecture, batch: float, context: int, precision: Precision, tp: int = 1
+    arch: Architecture,
+    batch: float,
+    context: int,
+    precision: Precision,
+    tp: int = 1,
+    *,
+    flash: bool = True,
 ) -> list[Term]:
     """One decode step, per chip, by operation: `batch` sequences each add one token after
     `context` cached ones.
 
     FLOPs = B (2 N_mm + attention over the cache: 4 L C H dh); bytes = weights streamed once
-    (MoE: the distinct experts B tokens touch) + KV read (B C kv) + KV written (B kv).
-    Activations (B x d per layer) are negligible next to the weights and are left out.
+    (MoE: the distinct experts B tokens touch) + KV read (B C kv) + KV written (B kv);
+    without a flash kernel, + the scores in fp32 (16 B x L B H C). Activations (B x d per
+    layer) are negligible next to the weights and are left out.
     """
     _check(batch, context, tp, arch)
     if not arch.causal:
         raise InvalidInput("phase", "an encoder has no decode phase; use prefill or training")
     c = param_counts(arch)
-    pairs = (
-        _attention_flops_per_pair(arch, absorbed=True) * batch * cached_token_layers(arch, context)
-    )
+    pairs = batch * cached_token_layers(arch, context)
+    flops = _attention_flops_per_pair(arch, absorbed=True) * pairs
     touched = experts_touched(c.experts, c.experts_per_token, batch)
     shards = kv_shards(arch, tp)
     kv_read = kv_cache_bytes(arch, precision.kv, batch, context) / shards
     kv_written = batch * kv_bytes_per_token(arch, precision.kv) / shards
+    scores = _unfused_scores(arch, pairs, tp, flash)
     linear = linear_terms(arch, batch, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, flops=pairs / tp, bytes=kv_read + kv_written),
+        Term("attention", arch.layers, flops=flops / tp, bytes=kv_read + kv_written + scores),
         *linear[1:],
     ]
 
 
 def decode(
-    arch: Architecture, batch: float, context: int, precision: Precision, tp: int = 1
+    arch: Architecture,
+    batch: float,
+    context: int,
+    precision: Precision,
+    tp: int = 1,
+    *,
+    flash: bool = True,
 ) -> Work:
     """One decode step, per chip: its terms together (`decode_terms`)."""
-    return work_of(decode_terms(arch, batch, context, precision, tp), precision)
+    return work_of(decode_terms(arch, batch, context, precision, tp, flash=flash), precision)

@@ -155,7 +155,7 @@ def _forward_comm(arch: Architecture, chip: Chip, tokens: float, spec: Transform
 
 
 def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float) -> Roofline:
-    work = prefill(arch, batch, spec.seq_len, spec.precision, spec.tp)
+    work = prefill(arch, batch, spec.seq_len, spec.precision, spec.tp, flash=spec.flash_attention)
     return place(work, chip, _forward_comm(arch, chip, batch * spec.seq_len, spec))
 
 
@@ -166,10 +166,14 @@ def _forward(
     roofline with the tensor-parallel all-reduces, the terms with them, and its tokens."""
     if spec.phase is Phase.PREFILL:
         tokens = spec.batch * spec.seq_len
-        terms = prefill_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+        terms = prefill_terms(
+            arch, spec.batch, spec.seq_len, spec.precision, spec.tp, flash=spec.flash_attention
+        )
     else:
         tokens = spec.batch
-        terms = decode_terms(arch, spec.batch, spec.seq_len, spec.precision, spec.tp)
+        terms = decode_terms(
+            arch, spec.batch, spec.seq_len, spec.precision, spec.tp, flash=spec.flash_attention
+        )
     comm = _forward_comm(arch, chip, tokens, spec)
     roof = place(work_of(terms, spec.precision), chip, comm)
     if comm:
@@ -186,7 +190,9 @@ def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roof
     window = arch.attention.sliding_window
 
     def step(context: int) -> Work:
-        return decode(arch, spec.batch, context, spec.precision, spec.tp)
+        return decode(
+            arch, spec.batch, context, spec.precision, spec.tp, flash=spec.flash_attention
+        )
 
     return place_steps(
         step,
@@ -297,7 +303,7 @@ def _realism(
     return Realism(
         kind,
         spec.software,
-        kernels=step_kernels(arch, spec.software) * forwards,
+        kernels=step_kernels(arch, spec.software, flash=spec.flash_attention) * forwards,
         steps=forwards,
         collectives=tp_collectives * forwards,
         across_nodes=spec.tp > spec.training.parallel.chips_per_node,

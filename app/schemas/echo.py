@@ -25,7 +25,7 @@ from app.schemas.requests import (
 # scale-out collectives' latency in inference too (app/engine/workload.py, `_realism`).
 ONLY_IN: dict[str, Phase] = {
     **dict.fromkeys(
-        [*TrainingFields.model_fields, "flash_attention", "recompute", "input_pipeline"],
+        [*TrainingFields.model_fields, "recompute", "input_pipeline"],
         Phase.TRAINING,
     ),
     "gen_len": Phase.GENERATE,

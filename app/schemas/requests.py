@@ -150,7 +150,10 @@ class TransformerFields(TrainingFields):
         "gpu_memory_utilization=0.9 leaves 0.1).",
     )
     flash_attention: bool = Field(
-        _SPEC.flash_attention, description="Training: scores are not stored."
+        _SPEC.flash_attention,
+        description="A fused (flash) attention kernel: the scores never reach memory. false: "
+        "they are written and read in fp32 (llama.cpp before FlashAttention, PyTorch's eager "
+        "attention), and training stores them for the backward.",
     )
     recompute: bool = Field(_SPEC.recompute, description="Training: full activation recomputation.")
 

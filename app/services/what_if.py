@@ -117,6 +117,14 @@ def _transformer_specs(
             ("kv_fp8", "KV cache in fp8", replace(spec, precision=replace(p, kv=Dtype.FP8)))
         )
     found += _transformer_dtypes(chip, spec, current)
+    if not spec.flash_attention:
+        found.append(
+            (
+                "flash_attention_on",
+                "a fused (flash) attention kernel: the scores never reach memory",
+                replace(spec, flash_attention=True),
+            )
+        )
     if 2 * spec.tp <= arch.attention.heads:
         found.append(
             (

@@ -332,6 +332,7 @@ def _roofline(
         gen_len=p.get("gen_len", 1),
         precision=Precision(dtype, Dtype(p.get("weights", dtype)), dtype),
         tp=p.get("tp", 1),
+        flash_attention=p.get("flash_attention", True),
         software=row.profile,
     )
     arch = models.resolve(p["model"]).arch

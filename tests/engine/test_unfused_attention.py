@@ -1,0 +1,55 @@
+"""Attention without a flash kernel (flash_attention=false) in inference: the scores reach
+memory in fp32, 16 bytes a score entry, and each layer's attention is three kernels. Every
+expected value is derived by hand in the comment beside it."""
+
+from dataclasses import replace
+
+import pytest
+
+from app.engine import Phase, Precision, Software, TransformerSpec, estimate
+from app.engine.realism import step_kernels
+from app.engine.transformer import decode_terms, prefill_terms
+from tests.engine.chips import H100
+from tests.engine.models import LLAMA_8B
+
+BF16 = Precision()
+
+
+def _attention_bytes(terms):
+    return next(t for t in terms if t.name == "attention").bytes
+
+
+def test_a_prefill_without_flash_writes_and_reads_every_score_in_fp32():
+    # Llama 3.1 8B (L = 32, H = 32), one prompt of P = 8192: causal score entries per head and
+    # layer 8192^2 / 2 = 33,554,432; all heads and layers 32 x 32 x 33,554,432 = 3.436e10;
+    # four fp32 accesses each: 16 B x 3.436e10 = 549,755,813,888 B (549.8 GB)
+    flash = _attention_bytes(prefill_terms(LLAMA_8B, 1, 8192, BF16))
+    unfused = _attention_bytes(prefill_terms(LLAMA_8B, 1, 8192, BF16, flash=False))
+    assert unfused - flash == 16 * 32 * 32 * 8192**2 / 2 == 549_755_813_888
+    # over tp = 4 chips, each computes 8 of the 32 heads: a quarter of the scores
+    split = prefill_terms(LLAMA_8B, 1, 8192, BF16, 4, flash=False)
+    added = _attention_bytes(split) - _attention_bytes(prefill_terms(LLAMA_8B, 1, 8192, BF16, 4))
+    assert added == pytest.approx(549_755_813_888 / 4)
+
+
+def test_a_decode_step_without_flash_writes_and_reads_one_score_per_cached_token():
+    # batch 8 at context 1024: 32 layers x 8 x 1024 cached tokens x 32 heads = 8,388,608
+    # scores, 16 B each: 134,217,728 B, next to the 8 x 1024 x 131,072 B = 1,073,741,824 B of
+    # KV read (an eighth more)
+    flash = _attention_bytes(decode_terms(LLAMA_8B, 8, 1024, BF16))
+    unfused = _attention_bytes(decode_terms(LLAMA_8B, 8, 1024, BF16, flash=False))
+    assert unfused - flash == 16 * 32 * 8 * 1024 * 32 == 134_217_728
+
+
+def test_the_flops_are_the_same_and_each_layer_launches_two_more_kernels():
+    spec = TransformerSpec(phase=Phase.PREFILL, batch=1, seq_len=8192)
+    fused = estimate(LLAMA_8B, H100, spec)
+    unfused = estimate(LLAMA_8B, H100, replace(spec, flash_attention=False))
+    assert unfused.roofline.flops == fused.roofline.flops
+    assert unfused.roofline.bytes - fused.roofline.bytes == pytest.approx(549_755_813_888)
+    # fused stacks: 9 kernels a layer and 4 outside: 32 x 9 + 4 = 292; unfused 32 x 11 + 4
+    assert step_kernels(LLAMA_8B, Software.TYPICAL) == 292
+    assert step_kernels(LLAMA_8B, Software.TYPICAL, flash=False) == 356
+    # on an H100 the 549.8 GB take 549.8 / 3350 = 0.164 s at the bandwidth, next to the
+    # prompt's 1.23e14 + 1.76e13 FLOPs / 989.4e12 = 0.142 s: the unfused prompt is slower
+    assert unfused.roofline.expected_time > fused.roofline.expected_time
