@@ -60,7 +60,7 @@ FIELDS: dict[str, dict[str, str]] = {
         name: name
         for name in (
             *("model", "config", "phase", "batch", "seq_len", "gen_len"),
-            *("dtype", "weight_dtype", "kv_dtype", "sparsity", "tp"),
+            *("dtype", "weight_dtype", "kv_dtype", "sparsity", "tp", "flash_attention"),
             *TRAINING_FIELDS,
         )
     },

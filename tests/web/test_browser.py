@@ -185,6 +185,7 @@ def test_the_form_shows_the_fields_of_the_chosen_kind_and_phase(page, url, shot)
     assert top and model and top["y"] < model["y"]
     phase = page.get_by_label("Phase")
     visible(page, "model", "batch", "seq_len", "kv_dtype", "sparsity", "max_tpot_ms")
+    visible(page, "flash_attention")  # every phase's attention kernel
     hidden(page, "gen_len", "max_ttft_ms", "dp", "chip_counts", "m", "heads", "rows")
     expect(page.locator("#training-fields")).to_be_hidden()
     covers(page, "one decode step (one token for each sequence)")
@@ -200,7 +201,7 @@ def test_the_form_shows_the_fields_of_the_chosen_kind_and_phase(page, url, shot)
     covers(page, "one prefill of the prompt")
 
     phase.select_option("training")
-    visible(page, "dp", "zero", "chip_counts", "serial_fraction", "batch")
+    visible(page, "dp", "zero", "chip_counts", "serial_fraction", "batch", "flash_attention")
     hidden(page, "weight_dtype", "kv_dtype", "sparsity", "gen_len", "max_tpot_ms", "max_ttft_ms")
     covers(page, "one optimizer step")
     shot(page, "12-form-training")

@@ -493,6 +493,37 @@ def test_the_form_takes_sparse_linear_layers_as_the_api_does(client, phase):
     assert 'option value="2:4" selected' in page.text
 
 
+def test_the_form_takes_an_unfused_attention_as_the_api_does(client):
+    # a llama.cpp prompt of 8,192 tokens on an RTX 4090 before FlashAttention: the page's time
+    # is the API's, slower than with the fused kernel (16 B of fp32 traffic a score)
+    params = {
+        "chip": "rtx4090",
+        "model": "llama-8b",
+        "phase": "prefill",
+        "seq_len": "8192",
+        "dtype": "fp16",
+        "stack": "llama.cpp",
+        "flash_attention": "false",
+    }
+    page = client.get("/", params={"kind": "transformer", **params})
+    assert page.status_code == 200, page.text[:2000]
+    unfused = client.get("/expected-time", params=params).json()
+    fused = client.get("/expected-time", params={**params, "flash_attention": "true"}).json()
+    assert expected_time_of(page.text) == seconds(unfused["expected_time_s"])
+    assert unfused["expected_time_s"] > fused["expected_time_s"]
+    assert _selected(page.text, "flash_attention") == "false"
+    assert _selected(client.get("/").text, "flash_attention") == "true"  # fused, the default
+
+
+def _selected(html: str, name: str) -> str:
+    """The value of the selected option of the select named `name`."""
+    select = re.search(rf'<select[^>]*name="{name}".*?</select>', html, re.S)
+    assert select, name
+    chosen = re.search(r'option value="([^"]*)" selected', select.group(0))
+    assert chosen, name
+    return chosen.group(1)
+
+
 def test_a_saxpy_from_the_form_worked_by_hand(client):
     # y = a x + y over 1e8 fp32 elements on the A100 SXM4 80GB: x and y read, y written,
     # 3 x 4 B x 1e8 = 1.2 GB over 2.039 TB/s = 588.5 µs; 2 FLOPs an element, 2e8 FLOPs
