@@ -611,7 +611,7 @@ def test_the_form_posts_and_a_catalog_model_answer_gets_a_shareable_url(client):
     assert location.path == "/"
     query = parse_qs(location.query)
     assert set(query) == {
-        *("kind", "chip", "model", "phase", "batch", "seq_len", "tp"),
+        *("kind", "chip", "model", "phase", "batch", "seq_len", "tp", "flash_attention"),
         *("stack", "ceilings", "measured_ms"),
     }
     page = client.get(sent.headers["location"])
