@@ -69,6 +69,15 @@ def transformer_assumptions(w: TransformerWorkload) -> list[str]:
         f"tensor parallel over {w.tp} chip{'' if w.tp == 1 else 's'}",
         f"{fmt.percent(w.reserve_fraction)} of each chip's memory held back for the runtime",
     ]
+    if not w.flash_attention:
+        lines.append(
+            "attention without a fused (flash) kernel: "
+            + (
+                "its scores stored for the backward, which reads them instead of recomputing"
+                if w.phase is Phase.TRAINING
+                else "three kernels a layer, every score written and read in fp32 (16 bytes)"
+            )
+        )
     if w.phase is Phase.TRAINING and w.mfu is not None:
         lines.append(f"realistic time at the given MFU of {fmt.percent(w.mfu)}")
     return lines

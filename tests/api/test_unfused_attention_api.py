@@ -26,6 +26,11 @@ def test_a_prefill_without_flash_pays_for_its_scores(client):
     assert unfused["bound"] == "memory" and fused["bound"] == "compute"
     assert unfused["expected_time_s"] == pytest.approx((fused["bytes"] + 549_755_813_888) / 1008e9)
     assert unfused["workload"]["flash_attention"] is False
+    assert (
+        "attention without a fused (flash) kernel: three kernels a layer, every score written "
+        "and read in fp32 (16 bytes)" in unfused["assumptions"]
+    )
+    assert not any("without a fused" in a for a in fused["assumptions"])
     assert not any("flash_attention" in w for w in unfused.get("warnings", []))
     (flash,) = [w for w in unfused["what_if"] if w["key"] == "flash_attention_on"]
     assert flash["expected_time_s"] == pytest.approx(fused["expected_time_s"])
@@ -34,4 +39,13 @@ def test_a_prefill_without_flash_pays_for_its_scores(client):
     assert not any(
         w["key"] == "flash_attention_on"
         for w in client.get("/expected-time", params={**QUERY, "what_if": "true"}).json()["what_if"]
+    )
+
+
+def test_a_training_step_without_flash_says_it_stores_its_scores(client):
+    query = {"chip": "h100", "model": "llama-8b", "phase": "training", "flash_attention": "false"}
+    answer = client.get("/expected-time", params=query).json()
+    assert (
+        "attention without a fused (flash) kernel: its scores stored for the backward, which "
+        "reads them instead of recomputing" in answer["assumptions"]
     )
