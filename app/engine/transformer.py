@@ -200,14 +200,16 @@ def _prompt_pairs(arch: Architecture, length: int) -> float:
 # (Hugging Face's) writes its scores in the compute dtype, reads them into an fp32 softmax and
 # casts the probabilities back: 2 + 2 + 4 + 4 + 2 + 2 = 16 bytes a score, four fp32 accesses.
 SCORE_DTYPE = Dtype.FP32
+SCORES_TERM = "attention_scores"  # the breakdown's name of that traffic
 
 
-def _unfused_scores(arch: Architecture, scores_per_head: float, tp: int, flash: bool) -> float:
-    """Bytes the score entries of every head move without a fused kernel (`score_traffic`),
-    per chip; none with one (flash)."""
+def _score_terms(arch: Architecture, scores_per_head: float, tp: int, flash: bool) -> list[Term]:
+    """The term of the scores of every head without a fused kernel, the bytes they move per
+    chip (`score_traffic`); none with one (flash)."""
     if flash:
-        return 0.0
-    return score_traffic(arch.attention.heads * scores_per_head / tp, SCORE_DTYPE)
+        return []
+    traffic = score_traffic(arch.attention.heads * scores_per_head / tp, SCORE_DTYPE)
+    return [Term(SCORES_TERM, arch.layers, bytes=traffic)]
 
 
 def _check(batch: float, length: int, tp: int, arch: Architecture) -> None:
@@ -250,11 +252,11 @@ def prefill_terms(
     flops = _attention_flops_per_pair(arch, absorbed=False) * pairs
     touched = experts_touched(c.experts, c.experts_per_token, tokens)
     written_kv = tokens * kv_bytes_per_token(arch, precision.kv) / kv_shards(arch, tp)
-    scores = _unfused_scores(arch, pairs, tp, flash)
     linear = linear_terms(arch, tokens, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, flops=flops / tp, bytes=written_kv + scores),
+        Term("attention", arch.layers, flops=flops / tp, bytes=written_kv),
+        *_score_terms(arch, pairs, tp, flash),
         *linear[1:],
         Term(
             "residual_stream",
@@ -313,11 +315,11 @@ def decode_terms(
     shards = kv_shards(arch, tp)
     kv_read = kv_cache_bytes(arch, precision.kv, batch, context) / shards
     kv_written = batch * kv_bytes_per_token(arch, precision.kv) / shards
-    scores = _unfused_scores(arch, pairs, tp, flash)
     linear = linear_terms(arch, batch, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, flops=flops / tp, bytes=kv_read + kv_written + scores),
+        Term("attention", arch.layers, flops=flops / tp, bytes=kv_read + kv_written),
+        *_score_terms(arch, pairs, tp, flash),
         *linear[1:],
     ]
 

@@ -80,8 +80,10 @@ from app.services.work_advice import (
     Chain,
     Decode,
     Gemm,
+    Scores,
     Training,
     WorkFacts,
+    score_bytes,
     work_lines,
 )
 
@@ -163,6 +165,8 @@ def _transformer_facts(
 ) -> WorkFacts | None:
     if result.training is not None:
         return Training(result.training, spec.training.parallel.overlap, spec.recompute)
+    if spec.phase is Phase.PREFILL:
+        return Scores(score_bytes(result))
     if spec.phase is not Phase.DECODE:
         return None
     return Decode.of(result, spec, chip, max_batch(arch, chip, spec))

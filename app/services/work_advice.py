@@ -21,6 +21,7 @@ from app.engine import (
 from app.engine.input_pipeline import ADVICE, PREFETCH, Limit
 from app.engine.tiling import TILE, fill
 from app.engine.training import TrainingStep
+from app.engine.transformer import SCORES_TERM
 
 # faster matrix dtypes worth naming for a GEMM in each dtype, fastest last
 _FASTER = {
@@ -120,9 +121,33 @@ class Chain:
         return []
 
 
+def score_bytes(result: TransformerEstimate) -> float:
+    """The bytes a forward pass's scores move without a fused attention kernel (its
+    `attention_scores` term; none with one)."""
+    return sum(t.bytes for t in result.terms if t.name == SCORES_TERM)
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """A forward pass without a fused attention kernel: the bytes its scores move."""
+
+    score_bytes: float
+
+    def lines(self, roof: Roofline) -> list[str]:
+        """What the scores' round trips through memory cost, and what keeps them on chip."""
+        if not self.score_bytes:
+            return []
+        return [
+            "Without a fused attention kernel every score goes through memory in fp32: "
+            f"{fmt.bytes_(self.score_bytes)}, {_percent(self.score_bytes / roof.bytes)} of the "
+            "bytes moved. A flash kernel (FlashAttention, PyTorch's scaled_dot_product_attention, "
+            "llama.cpp's -fa) keeps them on chip: see what_if's flash_attention_on."
+        ]
+
+
 @dataclass(frozen=True, slots=True)
 class Decode:
-    """A decode step: its batch, its weights' and KV cache's bytes and dtypes."""
+    """A decode step: its batch, its weights', KV cache's and scores' bytes and dtypes."""
 
     batch: int
     weight_bytes: float
@@ -131,27 +156,32 @@ class Decode:
     kv_dtype: Dtype
     fp8: bool  # the chip has an fp8 matrix peak
     max_batch: int  # the largest batch that fits the chip's memory at this layout
+    scores: Scores = Scores(0.0)
 
     @classmethod
     def of(
         cls, result: TransformerEstimate, spec: TransformerSpec, chip: Chip, max_batch: int
     ) -> Decode:
-        """A decode step's facts from its estimate: the attention term moves the KV cache,
-        every other term the weights (decode_terms); `max_batch`, the largest that fits."""
+        """A decode step's facts from its estimate: the attention term moves the KV cache, the
+        scores' term (without a flash kernel) the scores, every other term the weights
+        (decode_terms); `max_batch`, the largest that fits."""
         kv = sum(t.bytes for t in result.terms if t.name == "attention")
+        scores = score_bytes(result)
         return cls(
             spec.batch,
-            result.roofline.bytes - kv,
+            result.roofline.bytes - kv - scores,
             kv,
             spec.precision.weights,
             spec.precision.kv,
             Dtype.FP8 in chip.matrix_peaks,
             max_batch,
+            Scores(scores),
         )
 
     def lines(self, roof: Roofline) -> list[str]:
-        """The batch against the ridge, weight quantisation, the KV cache's dtype."""
-        lines = []
+        """The batch against the ridge, weight quantisation, the KV cache's dtype, the
+        scores."""
+        lines = self.scores.lines(roof)
         if roof.roof is Bound.MEMORY:
             larger = (
                 f"a larger batch, up to the {self.max_batch:,} that fit (see /optimal-batch), "
@@ -166,7 +196,7 @@ class Decode:
                 f"{_sequences(self.batch)}: {fmt.number(roof.arithmetic_intensity)} FLOP/B "
                 f"against the chip's ridge of {fmt.number(roof.ridge_intensity)}: {larger}"
             )
-        total = self.weight_bytes + self.kv_bytes
+        total = self.weight_bytes + self.kv_bytes + self.scores.score_bytes
         if total and dtype_bytes(self.weight_dtype) > dtype_bytes(Dtype.INT8):
             lines.append(
                 f"The weights are {_percent(self.weight_bytes / total)} of the bytes a step "
@@ -263,7 +293,7 @@ class Fed:
         return [ADVICE[self.limit], PREFETCH, *own] if roof.bound is Bound.INPUT else own
 
 
-WorkFacts = Gemm | Chain | Decode | Training | HostCopy | Fed
+WorkFacts = Gemm | Chain | Decode | Scores | Training | HostCopy | Fed
 
 
 @dataclass(frozen=True, slots=True)

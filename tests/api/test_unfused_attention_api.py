@@ -49,3 +49,21 @@ def test_a_training_step_without_flash_says_it_stores_its_scores(client):
         "attention without a fused (flash) kernel: its scores stored for the backward, which "
         "reads them instead of recomputing" in answer["assumptions"]
     )
+
+
+def test_the_advice_says_what_the_scores_cost_and_what_keeps_them_on_chip(client):
+    # the prefill above, measured at 1.7 s: its scores are 549.8 GB of the 570.1 GB it moves
+    # (549,755,813,888 / 570,134,372,352 = 96.4%)
+    prefill = client.get(
+        "/check", params={**QUERY, "flash_attention": "false", "measured_ms": 1700}
+    )
+    (line,) = [a for a in prefill.json()["advice"] if a.startswith("Without a fused attention")]
+    assert "550 GB, 96.4% of the bytes moved" in line and "flash_attention_on" in line
+    # a decode step of batch 8 at context 4096 on an H100: 16 B x 32 layers x 8 x 4096 x 32
+    # heads = 536,870,912 B of scores beside the weights' and the KV cache's
+    decode = {"chip": "h100", "model": "llama-8b", "batch": 8, "seq_len": 4096}
+    answer = client.get("/check", params={**decode, "flash_attention": "false", "measured_ms": 20})
+    advice = answer.json()["advice"]
+    assert any(a.startswith("Without a fused attention") and "537 MB" in a for a in advice)
+    fused = client.get("/check", params={**decode, "measured_ms": 20}).json()["advice"]
+    assert not any("Without a fused attention" in a for a in fused)

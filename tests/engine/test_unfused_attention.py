@@ -15,30 +15,36 @@ from tests.engine.models import LLAMA_8B
 BF16 = Precision()
 
 
-def _attention_bytes(terms):
-    return next(t for t in terms if t.name == "attention").bytes
+def _score_bytes(terms):
+    """The bytes of the scores' own term, none with a flash kernel."""
+    return sum(t.bytes for t in terms if t.name == "attention_scores")
 
 
 def test_a_prefill_without_flash_writes_and_reads_every_score_in_fp32():
     # Llama 3.1 8B (L = 32, H = 32), one prompt of P = 8192: causal score entries per head and
     # layer 8192^2 / 2 = 33,554,432; all heads and layers 32 x 32 x 33,554,432 = 3.436e10;
     # four fp32 accesses each: 16 B x 3.436e10 = 549,755,813,888 B (549.8 GB)
-    flash = _attention_bytes(prefill_terms(LLAMA_8B, 1, 8192, BF16))
-    unfused = _attention_bytes(prefill_terms(LLAMA_8B, 1, 8192, BF16, flash=False))
-    assert unfused - flash == 16 * 32 * 32 * 8192**2 / 2 == 549_755_813_888
+    fused = prefill_terms(LLAMA_8B, 1, 8192, BF16)
+    unfused = prefill_terms(LLAMA_8B, 1, 8192, BF16, flash=False)
+    assert _score_bytes(fused) == 0 and [t.name for t in unfused if t not in fused] == [
+        "attention_scores"
+    ]
+    assert _score_bytes(unfused) == 16 * 32 * 32 * 8192**2 / 2 == 549_755_813_888
     # over tp = 4 chips, each computes 8 of the 32 heads: a quarter of the scores
     split = prefill_terms(LLAMA_8B, 1, 8192, BF16, 4, flash=False)
-    added = _attention_bytes(split) - _attention_bytes(prefill_terms(LLAMA_8B, 1, 8192, BF16, 4))
-    assert added == pytest.approx(549_755_813_888 / 4)
+    assert _score_bytes(split) == pytest.approx(549_755_813_888 / 4)
 
 
 def test_a_decode_step_without_flash_writes_and_reads_one_score_per_cached_token():
     # batch 8 at context 1024: 32 layers x 8 x 1024 cached tokens x 32 heads = 8,388,608
     # scores, 16 B each: 134,217,728 B, next to the 8 x 1024 x 131,072 B = 1,073,741,824 B of
     # KV read (an eighth more)
-    flash = _attention_bytes(decode_terms(LLAMA_8B, 8, 1024, BF16))
-    unfused = _attention_bytes(decode_terms(LLAMA_8B, 8, 1024, BF16, flash=False))
-    assert unfused - flash == 16 * 32 * 8 * 1024 * 32 == 134_217_728
+    unfused = decode_terms(LLAMA_8B, 8, 1024, BF16, flash=False)
+    assert _score_bytes(unfused) == 16 * 32 * 8 * 1024 * 32 == 134_217_728
+    kv = next(t for t in unfused if t.name == "attention").bytes  # the KV cache's alone
+    assert (
+        kv == next(t for t in decode_terms(LLAMA_8B, 8, 1024, BF16) if t.name == "attention").bytes
+    )
 
 
 def test_the_flops_are_the_same_and_each_layer_launches_two_more_kernels():
