@@ -159,7 +159,10 @@ def report(
         " table fitted **without the row's source** (leave one source out): its median ratio,"
         " and its range, whose width comes from how far the other sources' runs fell from"
         " the medians fitted without each of them, with the row's fixed costs and their spread"
-        " (docs/formulas.md#realistic-time). No figure of a row's prediction saw its source.",
+        " (docs/formulas.md#realistic-time). No figure of a row's prediction saw its source."
+        " A source is one publication (its URL): publications of one author's machine or one"
+        " harness (ggerganov's M2 Ultra in several llama.cpp PRs, InferenceX's issues and"
+        " PRs) count apart, so their rows are predicted with their siblings' help.",
         "- Error: |measured / realistic - 1|, the distance of the run from the estimate as a"
         " share of the estimate (a run 1.5x or 0.5x the realistic time is 50% off), for every"
         " figure here, the peers' included. Width: the range's high end over its low end.",
