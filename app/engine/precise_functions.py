@@ -11,10 +11,9 @@ on an H200 (the measurements are in the docs).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from app.engine.hardware import Chip
-from app.engine.roofline import Roofline, critical_path
+from app.engine.roofline import Roofline
 from app.engine.stacks import Backend
 from app.engine.units import Dtype, Unit
 
@@ -64,21 +63,4 @@ def with_evaluations(
     """`placed`, one kernel, with its transcendental `evaluations` at their `rates`
     (`evaluations_time` more compute); itself where none has a rate."""
     extra = evaluations_time(evaluations, rates, placed.peak.flops_per_s)
-    if not extra:
-        return placed
-    compute = placed.compute_time + extra
-    expected, realistic = critical_path(
-        compute,
-        placed.memory_time,
-        placed.communication_time,
-        (placed.sustained_compute, placed.sustained_memory),
-    )
-    return replace(
-        placed,
-        compute_time=compute,
-        expected_time=expected,
-        realistic_time=realistic,
-        sustained_time=realistic,
-        realistic_low=realistic,
-        realistic_high=realistic,
-    )
+    return placed.with_compute_time(placed.compute_time + extra) if extra else placed

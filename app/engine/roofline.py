@@ -134,6 +134,25 @@ class Roofline:
             kernels=self.kernels if kernels is None else kernels,
         )
 
+    def with_compute_time(self, compute_time: float) -> Roofline:
+        """This roofline as placed (not yet realized, without a schedule's stretch) with
+        another compute time: its ideal and sustained times follow (`critical_path`)."""
+        expected, sustained = critical_path(
+            compute_time,
+            self.memory_time,
+            self.communication_time,
+            (self.sustained_compute, self.sustained_memory),
+        )
+        return replace(
+            self,
+            compute_time=compute_time,
+            expected_time=expected,
+            realistic_time=sustained,
+            sustained_time=sustained,
+            realistic_low=sustained,
+            realistic_high=sustained,
+        )
+
     @property
     def arithmetic_intensity(self) -> float:
         """FLOPs per byte moved."""

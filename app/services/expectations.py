@@ -166,7 +166,8 @@ def _transformer_facts(
     if result.training is not None:
         return Training(result.training, spec.training.parallel.overlap, spec.recompute)
     if spec.phase is Phase.PREFILL:
-        return Scores(score_bytes(result))
+        scores = score_bytes(result)
+        return Scores(scores) if scores else None
     if spec.phase is not Phase.DECODE:
         return None
     return Decode.of(result, spec, chip, max_batch(arch, chip, spec))
