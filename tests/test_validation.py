@@ -170,18 +170,23 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # and four PRs') then paid for their fp32 scores in memory: p90 44.8%, 2.52x. Four decode
     # steps of gpt-oss-120b by vLLM on one MI300X (InferenceX PR 1061) took decode-fine-moe to
     # 20.7%, 97% inside, its median width from 11x to 7.0x: all 17.5%, p90 44.4%, 88% inside
-    # at 2.54x on 710 rows from 65 sources; the worst kinds are generate (20.6%) and
-    # generate-fine-moe (50.6%). Only the share
-    # inside is met. These bounds hold what is reached, so that a change that makes it worse
-    # fails
-    assert median_error(predictions()) <= 0.175
+    # at 2.54x on 710 rows from 65 sources; the worst kinds were generate (20.6%) and
+    # generate-fine-moe (50.6%). A generation priced phase by phase, its published runs
+    # counted among its stack's decode steps (docs/formulas.md#realistic-time), took
+    # generate to 16.5% and decode to 8.8%: all 16.7%, every dense kind within 17.4%
+    # (matmul), 89% inside at 2.55x; p90 went to 48.4% (llama.cpp's generations on HBM cards,
+    # one source, now priced from its own steps) and the fine-grained experts' kinds to 40.5%
+    # (decode) and 61.1% (generate), as Qwen's and dstack's SGLang 0.4 generations pool with
+    # SGLang 0.5's steps. Only the share inside is met. These bounds hold what is reached, so
+    # that a change that makes it worse fails
+    assert median_error(predictions()) <= 0.167
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
-        bound = 0.507 if kind in REFINES else 0.21
+        bound = 0.612 if kind in REFINES else 0.175
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.445
+    assert percentile_90([p.error for p in predictions()]) <= 0.485
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.55
+    assert median_width(predictions()) <= 2.56
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
@@ -347,21 +352,20 @@ def test_a_stack_without_a_handful_of_its_own_runs_gets_a_wider_range() -> None:
     # other stacks (by other sources), 10th to 90th percentile; it holds 1 (no widening)
     low, high = STACK_SPREAD
     assert 0.4 < low < 1 < high < 2.5
-    typical = Fitted(*FITTED["decode"]["typical"])
-    # SGLang has 2 decode runs of dense models, fewer than 3: typical's median, its range
-    # widened to the spread
-    sglang, used, _ = fitted(Kind.DECODE, Software.SGLANG)
+    typical = Fitted(*FITTED["prefill"]["typical"])
+    # vLLM has no prefill runs of its own: typical's median, its range widened to the spread
+    vllm, used, _ = fitted(Kind.PREFILL, Software.VLLM)
     assert used is Software.TYPICAL
-    assert sglang.ratio == typical.ratio
-    assert sglang.low == pytest.approx(min(typical.low, typical.ratio * low))
-    assert sglang.high == pytest.approx(max(typical.high, typical.ratio * high))
-    assert sglang.low < typical.low or sglang.high > typical.high  # wider on one side at least
-    # vLLM's own decode runs are 4 from 1 source, fewer than a handful: its own median,
-    # widened
-    vllm, used, _ = fitted(Kind.DECODE, Software.VLLM)
-    own = Fitted(*FITTED["decode"]["vllm"])
-    assert used is Software.VLLM and own.runs < 5 and not own.established
-    assert vllm.high == pytest.approx(max(own.high, own.ratio * high))
+    assert vllm.ratio == typical.ratio
+    assert vllm.low == pytest.approx(min(typical.low, typical.ratio * low))
+    assert vllm.high == pytest.approx(max(typical.high, typical.ratio * high))
+    assert vllm.low < typical.low or vllm.high > typical.high  # wider on one side at least
+    # eager PyTorch's own prefill runs are 5 from 1 source, fewer than a handful of sources:
+    # its own median, widened
+    eager, used, _ = fitted(Kind.PREFILL, Software.EAGER)
+    own = Fitted(*FITTED["prefill"]["eager"])
+    assert used is Software.EAGER and own.sources < 2 and not own.established
+    assert eager.high == pytest.approx(max(own.high, own.ratio * high))
     # Megatron's training runs (26 by 5 sources) stand for it: its own range, untouched
     megatron, _, _ = fitted(Kind.TRAINING, Software.MEGATRON)
     assert megatron == Fitted(*FITTED["training"]["megatron"]) and megatron.established

@@ -9,31 +9,21 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.5557, 1.1795, 2.1487, 34, 5),
     },
     "decode": {
-        "typical": (1.2664, 1.0917, 2.0463, 53, 10),
-        "tensorrt-llm": (1.2973, 1.1184, 2.0963, 5, 1),
-        "llama.cpp": (1.2247, 1.0558, 1.9789, 6, 4),
-        "compiled": (1.2788, 1.1025, 2.0664, 33, 2),
-        "vllm": (1.1277, 0.9722, 1.8223, 4, 1),
+        "typical": (1.3909, 0.9964, 2.4391, 319, 29),
+        "tensorrt-llm": (1.2946, 0.9274, 2.2703, 39, 5),
+        "llama.cpp": (1.1361, 0.8139, 1.9923, 42, 5),
+        "compiled": (1.2788, 0.9161, 2.2425, 33, 2),
+        "eager": (1.8048, 1.2929, 3.1649, 13, 4),
+        "vllm": (1.9353, 1.3864, 3.3937, 66, 7),
+        "sglang": (2.4754, 1.7733, 4.3409, 20, 2),
     },
     "decode-fine-moe": {
-        "typical": (2.3231, 1.5474, 7.9463, 31, 6),
-        "sglang": (2.2946, 1.5284, 7.8488, 27, 5),
-        "vllm": (2.4102, 1.6054, 8.2443, 4, 1),
+        "typical": (3.4887, 1.5284, 9.5677, 49, 8),
+        "sglang": (3.7691, 1.6512, 10.3368, 45, 7),
+        "vllm": (2.4102, 1.0559, 6.6101, 4, 1),
     },
     "elementwise": {
         "typical": (0.9979, 0.9762, 1.0989, 8, 3),
-    },
-    "generate": {
-        "typical": (1.4963, 1.009, 2.4202, 266, 19),
-        "tensorrt-llm": (1.3883, 0.9362, 2.2455, 34, 4),
-        "vllm": (2.0194, 1.3618, 3.2662, 62, 6),
-        "llama.cpp": (1.124, 0.7579, 1.8179, 36, 1),
-        "eager": (1.6919, 1.1409, 2.7365, 12, 3),
-        "sglang": (2.4491, 1.6515, 3.9612, 18, 1),
-    },
-    "generate-fine-moe": {
-        "typical": (4.3008, 3.0077, 6.4501, 18, 2),
-        "sglang": (4.3008, 3.0077, 6.4501, 18, 2),
     },
     "matmul": {
         "typical": (0.996, 0.8109, 1.4975, 27, 5),
@@ -55,30 +45,31 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 # kind -> stack -> backend -> entry.
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
+        "tensorrt-llm": {
+            "nvidia": (1.2946, 0.9274, 2.2703, 39, 5),
+        },
+        "llama.cpp": {
+            "nvidia": (1.1802, 0.8455, 2.0696, 27, 3),
+            "apple": (1.1058, 0.7922, 1.9391, 15, 3),
+        },
         "compiled": {
-            "nvidia": (1.2788, 1.1025, 2.0664, 31, 2),
+            "nvidia": (1.2788, 0.9161, 2.2425, 31, 2),
+        },
+        "eager": {
+            "nvidia": (1.8048, 1.2929, 3.1649, 13, 4),
+        },
+        "vllm": {
+            "nvidia": (1.1755, 0.8421, 2.0613, 13, 4),
+            "amd": (2.3587, 1.6897, 4.1362, 53, 3),
+        },
+        "sglang": {
+            "nvidia": (2.4754, 1.7733, 4.3409, 20, 2),
         },
     },
     "decode-fine-moe": {
         "sglang": {
-            "nvidia": (2.1906, 1.4591, 7.4931, 23, 5),
-        },
-    },
-    "generate": {
-        "tensorrt-llm": {
-            "nvidia": (1.3883, 0.9362, 2.2455, 34, 4),
-        },
-        "vllm": {
-            "nvidia": (1.2268, 0.8273, 1.9842, 9, 3),
-            "amd": (2.2925, 1.5459, 3.7079, 53, 3),
-        },
-        "eager": {
-            "nvidia": (1.6919, 1.1409, 2.7365, 12, 3),
-        },
-    },
-    "generate-fine-moe": {
-        "sglang": {
-            "nvidia": (3.105, 2.1714, 4.6567, 14, 2),
+            "nvidia": (2.8815, 1.2624, 7.9025, 37, 7),
+            "amd": (5.5635, 2.4374, 15.258, 8, 2),
         },
     },
     "prefill": {
@@ -103,4 +94,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6807, 1.7125)
+STACK_SPREAD: tuple[float, float] = (0.6837, 1.9148)

@@ -20,14 +20,14 @@ once here (docs/formulas.md#realistic-time):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture
 from app.engine.hardware import Chip
 from app.engine.kernels import NAIVE_ATTENTION_KERNELS
 from app.engine.precise_functions import precise_rates, with_evaluations
-from app.engine.published import Fitted, fitted
+from app.engine.published import Fitted, blend, fitted
 from app.engine.roofline import Roofline, Work, place
 from app.engine.stacks import Backend, Kind, Software
 from app.engine.units import MICRO
@@ -195,6 +195,17 @@ class Realism:
     collectives: int = 0  # on the critical path, each paying a latency
     across_nodes: bool = False
     backend: Backend | None = None  # the chip's (Chip.backend)
+    # (kind, busy seconds) of the phases priced apart, each by its own kind's published runs
+    # (a generation's prefill and decode steps: GENERATION_PHASES); none: `kind` prices all
+    phases: tuple[tuple[Kind, float], ...] = ()
+
+    def priced_by(self, entry: Callable[[Kind], Fitted]) -> Fitted:
+        """The published entry that prices this work, from `entry` (a table's entry of a kind
+        on this stack and backend): its kind's, or its phases' blended by their busy
+        seconds."""
+        if self.phases:
+            return blend([(entry(kind), busy) for kind, busy in self.phases])
+        return entry(self.kind)
 
     @property
     def costs(self) -> FixedCosts:
@@ -228,9 +239,13 @@ class Practice:
 
     @staticmethod
     def of(realism: Realism) -> Practice:
-        """The published ratio and fixed costs of `realism`."""
-        published = fitted(realism.kind, realism.software, realism.backend)[0]
-        return Practice(published, realism.costs)
+        """The published ratio (`Realism.priced_by` the engine's table) and fixed costs of
+        `realism`."""
+
+        def entry(kind: Kind) -> Fitted:
+            return fitted(kind, realism.software, realism.backend)[0]
+
+        return Practice(realism.priced_by(entry), realism.costs)
 
     def times(
         self, busy: float, communication: float, expected: float

@@ -62,6 +62,13 @@ FINE_MOE = {
     Kind.GENERATE: Kind.GENERATE_FINE_MOE,
 }
 REFINES = {fine: kind for kind, fine in FINE_MOE.items()}
+# A generation is its prefill, then one decode step per new token: each phase's busy time is
+# priced by the published runs of its own kind (Realism.phases), and the runs of whole
+# generations count among those of their decode steps (app/validation/calibrate.py).
+GENERATION_PHASES = {
+    Kind.GENERATE: (Kind.PREFILL, Kind.DECODE),
+    Kind.GENERATE_FINE_MOE: (Kind.PREFILL_FINE_MOE, Kind.DECODE_FINE_MOE),
+}
 
 
 # The stacks whose 16-bit GEMMs accumulate in fp16, where the chip has a faster fp16-accumulate

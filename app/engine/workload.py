@@ -16,7 +16,7 @@ from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
 from app.engine.roofline import Bound, Roofline, Work, place
-from app.engine.stacks import FINE_MOE, Backend, Kind, Software
+from app.engine.stacks import FINE_MOE, GENERATION_PHASES, Backend, Kind, Software
 from app.engine.steps import combine, place_steps
 from app.engine.training import (
     Layout,
@@ -317,10 +317,20 @@ def pass_realism(arch: Architecture, spec: TransformerSpec, backend: Backend | N
     return _realism(work_kind(arch, spec.phase), arch, spec, backend)
 
 
-def generate_realism(arch: Architecture, spec: TransformerSpec, backend: Backend | None) -> Realism:
-    """How a generate request of `spec`, its prefill then one step per new token, runs on its
-    software on `backend`."""
-    return _realism(work_kind(arch, spec.phase), arch, spec, backend, forwards=1 + spec.gen_len)
+def generation(
+    arch: Architecture, chip: Chip, spec: TransformerSpec
+) -> tuple[Roofline, Roofline, Realism]:
+    """A generate request of `spec` on `chip` (as its software runs it: `Chip.run_by`): its
+    prefill and its decode steps, placed, and how it runs: the launches of all its forward
+    passes, each phase priced by its own kind's published runs (GENERATION_PHASES)."""
+    first, steps = _prefill(arch, chip, spec, spec.batch), _decode_steps(arch, chip, spec)
+    kind = work_kind(arch, spec.phase)
+    busy = [phase.realistic_time - phase.communication_time for phase in (first, steps)]
+    realism = replace(
+        _realism(kind, arch, spec, chip.backend, forwards=1 + spec.gen_len),
+        phases=tuple(zip(GENERATION_PHASES[kind], busy, strict=True)),
+    )
+    return first, steps, realism
 
 
 def ideal_pass(arch: Architecture, chip: Chip, spec: TransformerSpec) -> TransformerEstimate:
@@ -362,13 +372,11 @@ def estimate(
             tpot = roof.expected_time
         roof = realize(roof, pass_realism(arch, spec, chip.backend))
     elif spec.phase is Phase.GENERATE:
-        first = _prefill(arch, chip, spec, spec.batch)
-        steps = _decode_steps(arch, chip, spec)
-        roof = combine(first, steps)
+        first, steps, realism = generation(arch, chip, spec)
         tokens = spec.batch * spec.gen_len
         ttft = first.expected_time
         tpot = steps.expected_time / spec.gen_len
-        roof = realize(roof, generate_realism(arch, spec, chip.backend))
+        roof = realize(combine(first, steps), realism)
     else:
         step = _training(arch, chip, spec, breakdown)
         roof = step.roofline

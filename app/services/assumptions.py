@@ -34,7 +34,7 @@ from app.engine.realism import (
     STREAM_GAP_S,
     graph_pays,
 )
-from app.engine.stacks import REFINES
+from app.engine.stacks import GENERATION_PHASES, REFINES
 from app.engine.tiling import TILE, output_tiles
 from app.engine.units import dtype_bytes
 from app.schemas.copy_bodies import CopyWorkload
@@ -147,7 +147,23 @@ def _stack_lines(
     kind: Kind, stack: Software, backend: Backend | None, roof: Roofline
 ) -> tuple[str, ...]:
     """What the realistic time assumed of the stack and the chip: which published runs set its
-    ratio, the roofline's fractions, peak and kernels."""
+    ratio (a generation's: those of each of its phases), the roofline's fractions, peak and
+    kernels."""
+    if kind in GENERATION_PHASES:
+        prefill, steps = GENERATION_PHASES[kind]
+        lines = [
+            "a generation is its prefill then its decode steps, each priced by its own phase's "
+            "published runs (the published generations count among the decode steps' runs)",
+            *(f"prefill: {line}" for line in _published_lines(prefill, stack, backend)),
+            *(f"decode steps: {line}" for line in _published_lines(steps, stack, backend)),
+        ]
+    else:
+        lines = _published_lines(kind, stack, backend)
+    return (*lines, *_chip_lines(stack, roof))
+
+
+def _published_lines(kind: Kind, stack: Software, backend: Backend | None) -> list[str]:
+    """Which published runs of `kind` set the realistic ratio on `stack` on `backend`."""
     published, used, on = fitted(kind, stack, backend)
     borrowed = published_kind(kind, PUBLISHED)
     kind_lines = []
@@ -191,7 +207,13 @@ def _stack_lines(
             f"fewer than {MIN_OWN_RUNS} published {runs} on {stack}: the median is "
             f"typical tuned software's, {took}{below}; {widened}"
         ]
-    lines = kind_lines + lines
+    return kind_lines + lines
+
+
+def _chip_lines(stack: Software, roof: Roofline) -> list[str]:
+    """The roofline's sustained fractions and peak on the chip, and the kernels `stack`
+    launches."""
+    lines: list[str] = []
     peak = roof.peak
     compute = (
         f"{roof.sustained_compute:.0%} of the {peak.dtype} matrix peak"
@@ -218,7 +240,7 @@ def _stack_lines(
         )
     else:
         lines.append(f"{launched}, each with {fmt.seconds(EAGER_DISPATCH_S)} of host dispatch")
-    return tuple(lines)
+    return lines
 
 
 def accumulation_lines(chip: Chip, stack: Software, roof: Roofline) -> list[str]:

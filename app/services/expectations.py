@@ -24,6 +24,7 @@ from app.engine.cache import cache_roof_time
 from app.engine.compare import summarise_times
 from app.engine.fit import max_batch
 from app.engine.fusion import OpsEstimate
+from app.engine.stacks import GENERATION_PHASES
 from app.engine.workload import work_kind
 from app.schemas.answers import (
     Check,
@@ -94,8 +95,11 @@ BREAKDOWN_WARNING = [
 
 
 def _roofline_fields(roof: Roofline, kind: Kind, stack: Software, chip: Chip) -> dict[str, object]:
-    """The answer's roofline figures, and `chip`'s cache roof where the work fits in it."""
-    published, used, on = fitted(kind, stack, chip.backend)
+    """The answer's roofline figures, and `chip`'s cache roof where the work fits in it; the
+    published runs named are those of a generation's decode steps (its prefill's are in its
+    `assumptions`)."""
+    steps = GENERATION_PHASES.get(kind, (kind, kind))[1]
+    published, used, on = fitted(steps, stack, chip.backend)
     return {
         "stack": stack,
         "published_stack": used,

@@ -9,7 +9,9 @@ at least MIN_OWN_RUNS of its runs were published, and its own on one vendor's ba
 its runs there make an established entry (ESTABLISHED_RUNS runs by ESTABLISHED_SOURCES
 sources: the rule that lets a stack's entry keep its own range). The range is the 10th to
 90th percentile of how far the runs of the kind fell from what a fit without their source
-predicted (all kinds pooled for a kind published by fewer than MIN_SOURCES sources).
+predicted (all kinds pooled for a kind published by fewer than MIN_SOURCES sources). A
+published generation is a run of its decode steps (`Evidence`): the table has no kind of its
+own for generations, which the engine prices phase by phase (`Realism.phases`).
 Cross-validated, that whole fit is redone without the predicted row's source: the range's
 width too comes only from the other sources. An entry the engine deems not established
 (`Fitted.established`), or one borrowed from typical software, is widened to the stack
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from app.engine.published import (
     published_kind,
 )
 from app.engine.realism import Practice, realistic_communication
+from app.engine.stacks import GENERATION_PHASES
 from app.validation.runs import ROOT, Result
 
 TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
@@ -80,6 +83,58 @@ def ratio(result: Result) -> float:
     p = parts(result)
     spent = p.fixed + p.communication
     return max(result.measured_s - spent, p.ideal - spent) / p.busy
+
+
+def steps_ratio(result: Result, prefill: float) -> float:
+    """A generation's `ratio` for its decode steps alone, its prefill taken at the `prefill`
+    ratio: (measured - fixed - communication - prefill x prefill busy) / steps' busy; the
+    steps take at least their share of the ideal."""
+    p = parts(result)
+    (_, prefill_busy), (_, steps_busy) = result.realism.phases
+    spent = p.fixed + p.communication
+    floor = (p.ideal - spent) * steps_busy / p.busy
+    steps = max(result.measured_s - spent, p.ideal - spent) - prefill * prefill_busy
+    return max(steps, floor) / steps_busy
+
+
+def _as_kind(result: Result, kind: Kind) -> Result:
+    """`result` as a run of `kind` priced as a whole (no phases)."""
+    return replace(result, realism=replace(result.realism, kind=kind, phases=()))
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The rows a table is fitted on: each pass's or kernel's `ratio` as it ran (by row id),
+    and each generation as a run of its decode steps (GENERATION_PHASES), by row id."""
+
+    ratios: Mapping[str, float]
+    steps: Mapping[str, Result]
+
+    @staticmethod
+    def of(results: Iterable[Result]) -> Evidence:
+        """The evidence of `results`."""
+        rows = list(results)
+        return Evidence(
+            {r.row.id: ratio(r) for r in rows if not r.realism.phases},
+            {r.row.id: _as_kind(r, r.realism.phases[1][0]) for r in rows if r.realism.phases},
+        )
+
+    def among(self, results: Iterable[Result]) -> tuple[list[Result], dict[str, float]]:
+        """`results` as runs a table is fitted on, with their ratios by row id: a generation's
+        ratio that of its decode steps (`steps_ratio`), its prefill at the median the other
+        rows give its stack's prefill, so that every published generation informs the decode
+        steps of its stack."""
+        rows = list(results)
+        runs = [r for r in rows if r.row.id in self.ratios]
+        ratios = {r.row.id: self.ratios[r.row.id] for r in runs}
+        prefill_kinds = {phases[0] for phases in GENERATION_PHASES.values()}
+        prefill = _points((r for r in runs if r.kind in prefill_kinds), ratios)
+        for r in rows:
+            if r.row.id in self.steps:
+                prefill_ratio = _point(prefill, r, r.realism.phases[0][0])
+                ratios[r.row.id] = steps_ratio(r, prefill_ratio)
+                runs.append(self.steps[r.row.id])
+        return runs, ratios
 
 
 def _deciles(values: list[float]) -> tuple[float, float]:
@@ -131,11 +186,13 @@ def _points(
     }
 
 
-def _point(points: dict[Kind, dict[Cell, float]], result: Result) -> float:
-    """The median `points` predict for `result`, in the engine's order (`entry_in`): its
-    stack's on its backend, its stack's, typical software's, of its kind or of the kind it
-    refines where none of its own were published."""
-    entries = points.get(published_kind(result.kind, points), {})
+def _point(
+    points: dict[Kind, dict[Cell, float]], result: Result, kind: Kind | None = None
+) -> float:
+    """The median `points` predict for `result` as a run of `kind` (default: its own), in the
+    engine's order (`entry_in`): its stack's on its backend, its stack's, typical software's,
+    of the kind or of the kind it refines where none of its own were published."""
+    entries = points.get(published_kind(kind or result.kind, points), {})
     profile = result.row.profile
     for cell in ((profile, result.realism.backend), (profile, None), (Software.TYPICAL, None)):
         if cell in entries:
@@ -147,11 +204,12 @@ def fit(results: Iterable[Result]) -> Table:
     """The table of ratios from `results`: medians per entry, and a range from how far each
     row's ratio fell from the median a fit without its source predicts (10th-90th percentile
     per kind), so that the range holds what happens to a run the table has not seen."""
-    rows = list(results)
-    ratios = {r.row.id: ratio(r) for r in rows}
+    given = list(results)
+    evidence = Evidence.of(given)
+    rows, ratios = evidence.among(given)
     points = _points(rows, ratios)
     left_out = {
-        source: _points((r for r in rows if r.row.source != source), ratios)
+        source: _points(*evidence.among(r for r in given if r.row.source != source))
         for source in {r.row.source for r in rows}
     }
     surprise: dict[Kind, list[float]] = {}
@@ -208,15 +266,19 @@ def stack_spread(
 
 def lookup(table: Table, result: Result) -> Fitted:
     """The entry the engine would use from `table` for `result`'s kind, stack and backend
-    (`entry_in`)."""
-    return entry_in(
-        result.kind,
-        result.row.profile,
-        table.entries,
-        table.on_backend,
-        table.spread,
-        backend=result.realism.backend,
-    )[0]
+    (`entry_in`), of each of its phases where they are priced apart (`Realism.priced_by`)."""
+
+    def entry(kind: Kind) -> Fitted:
+        return entry_in(
+            kind,
+            result.row.profile,
+            table.entries,
+            table.on_backend,
+            table.spread,
+            backend=result.realism.backend,
+        )[0]
+
+    return result.realism.priced_by(entry)
 
 
 @dataclass(frozen=True, slots=True)

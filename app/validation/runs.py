@@ -71,7 +71,7 @@ from app.engine import (
 from app.engine.published import KERNEL_KINDS
 from app.engine.training import attention_at_wide, attention_passes
 from app.engine.units import GIGA, TERA, seconds_from_ms
-from app.engine.workload import generate_realism, pass_realism
+from app.engine.workload import generation, pass_realism
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CSV_PATH = ROOT / "validation" / "measurements.csv"
@@ -336,8 +336,10 @@ def _roofline(
         software=row.profile,
     )
     arch = models.resolve(p["model"]).arch
-    of_phase = generate_realism if spec.phase is Phase.GENERATE else pass_realism
-    realism = of_phase(arch, spec, chip.backend)
+    if spec.phase is Phase.GENERATE:
+        realism = generation(arch, chip.run_by(spec.software), spec)[2]
+    else:
+        realism = pass_realism(arch, spec, chip.backend)
     return estimate(arch, chip, spec).roofline, realism
 
 

@@ -18,31 +18,35 @@ def _decode(client, stack: str) -> dict[str, Any]:
     return answer
 
 
-def test_a_stack_without_decode_runs_borrows_typicals_median_and_widens_its_range(client):
-    # SGLang has 2 published decode runs of dense models, fewer than 3: typical's median (53
-    # runs, 10 sources), the range at STACK_SPREAD around it where that is wider than
-    # typical's own. On the H100: busy 5.50 ms, fixed costs 1,057 us (292 graph nodes x
+def test_a_stack_without_prefill_runs_borrows_typicals_median_and_widens_its_range(client):
+    # vLLM has no published prefill runs: typical's median (61 runs, 10 sources), the range at
+    # STACK_SPREAD around it where that is wider than typical's own. Llama 3.1 8B, one prompt
+    # of 2,048 tokens on the H100: busy 40.07 ms, fixed costs 1,057 us (292 graph nodes x
     # 0.58 us + 291 boundaries x 3.0 us + one 15 us graph launch);
-    # high = 5.50 ms x max(typical high 2.05, 1.266 x 1.713 = 2.169)
-    #      + 1,057 us x 6.7 / 2.31 = 11.93 + 3.07 = 15.00 ms;
-    # low = 5.50 x min(1.092, 1.266 x 0.681 = 0.862) + 1,057 us x 0.9 / 2.31 = 4.74 + 0.41
-    #     = 5.15 ms, above the 4.56 ms ideal
-    sglang, typical = _decode(client, "sglang"), _decode(client, "typical")
-    median, low, high, runs, sources = FITTED["decode"]["typical"]
+    # realistic = 40.07 ms x 1.787 + 1.057 ms = 72.66 ms;
+    # high = 40.07 ms x max(typical high 2.084, 1.787 x 1.915 = 3.421)
+    #      + 1,057 us x 6.7 / 2.31 = 137.10 + 3.07 = 140.17 ms;
+    # low = 40.07 x min(1.385, 1.787 x 0.684 = 1.222) + 1,057 us x 0.9 / 2.31 = 48.95 + 0.41
+    #     = 49.37 ms, above the 32.18 ms ideal
+    params = {**DECODE, "phase": "prefill", "seq_len": 2048}
+    vllm = client.get("/expected-time", params={**params, "stack": "vllm"}).json()
+    typical = client.get("/expected-time", params={**params, "stack": "typical"}).json()
+    median, low, high, runs, sources = FITTED["prefill"]["typical"]
     spread_low, spread_high = STACK_SPREAD
-    busy, fixed = sglang["sustained_time_s"], sglang["overhead_time_s"]
-    assert sglang["realistic_time_s"] == typical["realistic_time_s"]
-    assert sglang["published_stack"] == "typical"
-    assert sglang["realistic_range_s"][1] == pytest.approx(
+    busy, fixed = vllm["sustained_time_s"], vllm["overhead_time_s"]
+    assert vllm["realistic_time_s"] == typical["realistic_time_s"]
+    assert vllm["realistic_time_s"] == pytest.approx(72.66e-3, rel=2e-3)
+    assert vllm["published_stack"] == "typical"
+    assert vllm["realistic_range_s"][1] == pytest.approx(
         busy * max(high, median * spread_high) + fixed * LAUNCH_HIGH
     )
-    assert sglang["realistic_range_s"][1] == pytest.approx(15.00e-3, rel=2e-3)
-    assert sglang["realistic_range_s"][0] == pytest.approx(5.15e-3, rel=2e-3)
-    assert sglang["realistic_range_s"][0] > sglang["expected_time_s"]
+    assert vllm["realistic_range_s"][1] == pytest.approx(140.17e-3, rel=2e-3)
+    assert vllm["realistic_range_s"][0] == pytest.approx(49.37e-3, rel=2e-3)
+    assert vllm["realistic_range_s"][0] > vllm["expected_time_s"]
     assert typical["realistic_range_s"][1] == pytest.approx(busy * high + fixed * LAUNCH_HIGH)
-    line = next(a for a in sglang["assumptions"] if "published decode runs" in a)
+    line = next(a for a in vllm["assumptions"] if "published prefill runs" in a)
     assert line == (
-        f"fewer than 3 published decode runs on sglang: the median is typical tuned software's, "
+        f"fewer than 3 published prefill runs on vllm: the median is typical tuned software's, "
         f"{median:.2f}x the sustained-kernel time ({runs} runs, {sources} sources); the range "
         f"is widened to {min(low, median * spread_low) / median:.2f}-"
         f"{max(high, median * spread_high) / median:.2f}x the median, how far runs of one "
@@ -50,14 +54,20 @@ def test_a_stack_without_decode_runs_borrows_typicals_median_and_widens_its_rang
     )
 
 
+def _eager_prefill(client) -> dict[str, Any]:
+    params = {**DECODE, "phase": "prefill", "seq_len": 2048, "stack": "eager"}
+    answer: dict[str, Any] = client.get("/expected-time", params=params).json()
+    return answer
+
+
 def test_a_stack_with_too_few_runs_keeps_its_median_and_says_it_is_thin(client):
-    # vLLM's decode runs are 4 from 1 source: its own median, a widened range
-    vllm = _decode(client, "vllm")
-    assert vllm["published_stack"] == "vllm"
+    # eager PyTorch's prefill runs are 5 from 1 source: its own median, a widened range
+    eager = _eager_prefill(client)
+    assert eager["published_stack"] == "eager"
     assert any(
-        "stack vllm: published decode runs take" in a
+        "stack eager: published prefill runs take" in a
         and "too few to stand for the stack (fewer than 5 runs or 2 sources)" in a
-        for a in vllm["assumptions"]
+        for a in eager["assumptions"]
     )
 
 
@@ -106,20 +116,23 @@ def test_a_stack_with_established_runs_on_the_chips_backend_uses_them(client):
 
 
 def test_a_dense_model_on_sglang_is_not_priced_by_sglangs_mixtures_of_experts(client):
-    # SGLang's published decode runs are all of fine-grained experts (DeepSeek-V3,
-    # gpt-oss-120b): they price those models' decode steps, and a dense model's SGLang decode
-    # step borrows typical's dense median, widened. Before the split, Llama 3.1 8B's decode
-    # step on SGLang was 7x its sustained kernels (38.9 ms, against 9.6 ms on vLLM)
-    sglang, typical = _decode(client, "sglang"), _decode(client, "typical")
-    assert sglang["published_stack"] == "typical"
-    assert sglang["realistic_time_s"] == typical["realistic_time_s"]
-    assert "decode-fine-moe" in FITTED and "sglang" not in FITTED["decode"]
+    # SGLang's published decode steps of dense models (Qwen3-8B's generations on an H20, as
+    # runs of their decode steps, and two of its steps on an H100) price a dense model's SGLang
+    # decode step; its runs of fine-grained experts (DeepSeek-R1, gpt-oss) price those models'
+    # steps alone. Pooled, Llama 3.1 8B's decode step on SGLang was 7x its sustained kernels
+    sglang = _decode(client, "sglang")
+    dense = ON_BACKEND["decode"]["sglang"]["nvidia"]
+    fine = ON_BACKEND["decode-fine-moe"]["sglang"]["nvidia"]
+    assert (sglang["published_stack"], sglang["published_backend"]) == ("sglang", "nvidia")
+    assert sglang["published_runs"] == dense[3]
+    busy, fixed = sglang["sustained_time_s"], sglang["overhead_time_s"]
+    assert sglang["realistic_time_s"] == pytest.approx(busy * dense[0] + fixed)
+    assert dense[0] != fine[0]
     deepseek = client.get(
         "/expected-time",
         params={"chip": "h200", "model": "deepseek-v3", "tp": 8, "batch": 8, "stack": "sglang"},
     ).json()
-    # SGLang's runs of fine-grained experts on NVIDIA chips (10 by 3 sources) price it
-    median, _, _, runs, sources = ON_BACKEND["decode-fine-moe"]["sglang"]["nvidia"]
+    median, _, _, runs, sources = fine
     assert (deepseek["published_stack"], deepseek["published_backend"]) == ("sglang", "nvidia")
     assert deepseek["published_runs"] == runs
     assert (
@@ -150,8 +163,9 @@ def test_fine_grained_experts_without_runs_of_their_own_borrow_every_models(clie
 
 
 def test_a_stack_from_one_source_says_so_in_the_singular(client):
-    # vLLM's own decode runs: 4, all from GPUStack's performance lab
-    median, _, _, runs, sources = FITTED["decode"]["vllm"]
-    assert (runs, sources) == (4, 1)
-    line = next(a for a in _decode(client, "vllm")["assumptions"] if "published decode" in a)
-    assert f"take {median:.2f}x the sustained-kernel time (4 runs, 1 source);" in line
+    # eager PyTorch's own prefill runs: 5, all from one of Hugging Face Optimum's benchmarks
+    median, _, _, runs, sources = FITTED["prefill"]["eager"]
+    assert (runs, sources) == (5, 1)
+    eager = _eager_prefill(client)
+    line = next(a for a in eager["assumptions"] if "published prefill" in a)
+    assert f"take {median:.2f}x the sustained-kernel time (5 runs, 1 source);" in line
