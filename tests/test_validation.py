@@ -177,8 +177,9 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # (matmul), 89% inside at 2.55x; p90 went to 48.4% (llama.cpp's generations on HBM cards,
     # one source, now priced from its own steps) and the fine-grained experts' kinds to 40.5%
     # (decode) and 61.1% (generate), as Qwen's and dstack's SGLang 0.4 generations pool with
-    # SGLang 0.5's steps. Only the share inside is met. These bounds hold what is reached, so
-    # that a change that makes it worse fails
+    # SGLang 0.5's steps. Counting the fp16 scales and 4-bit zeros of ExLlama's GPTQ weights
+    # (int4-g128) moved the median width to 2.56x. Only the share inside is met. These bounds
+    # hold what is reached, so that a change that makes it worse fails
     assert median_error(predictions()) <= 0.167
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
@@ -186,7 +187,7 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
         assert median_error(of_kind) <= bound, kind
     assert percentile_90([p.error for p in predictions()]) <= 0.485
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.56
+    assert median_width(predictions()) <= 2.565
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 

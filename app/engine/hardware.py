@@ -24,6 +24,7 @@ _NARROW = frozenset(
         Dtype.MXFP4,
         Dtype.Q4_0,
         Dtype.Q8_0,
+        Dtype.INT4_G128,
     }
 )
 

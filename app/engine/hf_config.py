@@ -115,6 +115,16 @@ def architecture_from_config(raw: Mapping[str, Any]) -> Architecture:
 # quantization_config's quant_method -> the format its weights are stored in (transformers'
 # quantizers of the same names): MXFP4 (gpt-oss), fp8 e4m3 with block scales (DeepSeek-V3)
 _FORMATS = {"mxfp4": Dtype.MXFP4, "fp8": Dtype.FP8}
+# GPTQ's and AWQ's 4-bit weights in groups of 128 with their zero points (AWQ's zero_point)
+_GROUPED = ("gptq", "awq")
+
+
+def _format(config: Mapping[str, Any], method: str) -> Dtype | None:
+    """The storage format a quantization_config of `method` names, where the engine has it."""
+    if method in _FORMATS:
+        return _FORMATS[method]
+    grouped = (config.get("bits"), config.get("group_size"), config.get("zero_point", True))
+    return Dtype.INT4_G128 if method in _GROUPED and grouped == (4, 128, True) else None
 
 
 def _quantised(config: Any) -> Quantised | None:
@@ -122,11 +132,12 @@ def _quantised(config: Any) -> Quantised | None:
     (or a method stored otherwise). Attention left unconverted (modules_to_not_convert names
     self_attn, as gpt-oss's does) leaves the routed experts alone quantised."""
     method = config.get("quant_method") if isinstance(config, Mapping) else None
-    if not isinstance(method, str) or method not in _FORMATS:
+    dtype = _format(config, method) if isinstance(method, str) else None
+    if dtype is None:
         return None
     kept = config.get("modules_to_not_convert") or []
     experts_only = isinstance(kept, list) and any("self_attn" in str(name) for name in kept)
-    return Quantised(_FORMATS[method], experts_only)
+    return Quantised(dtype, experts_only)
 
 
 def _heads(cfg: _Config, d: int, heads_name: str = "num_attention_heads") -> tuple[int, int, int]:

@@ -6,7 +6,8 @@ Humans get formatted values only at the edges (API docs, HTML pages).
 - GB = 1e9 bytes, GiB = 2**30 bytes; bandwidths are decimal (1 TB/s = 1e12 bytes/s).
 - Dtype sizes (docs/formulas.md#units): fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1,
   fp4/int4 0.5 bytes; mxfp4 0.53125 (4-bit values and one 8-bit scale per 32 of them);
-  llama.cpp's q4_0 0.5625 and q8_0 1.0625 (one fp16 scale per 32 values).
+  llama.cpp's q4_0 0.5625 and q8_0 1.0625 (one fp16 scale per 32 values); int4-g128
+  0.51953125 (GPTQ's and AWQ's 4-bit values, an fp16 scale and a 4-bit zero per 128).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Dtype(StrEnum):
     MXFP4 = "mxfp4"  # a storage format of weights (gpt-oss's experts), not a peak's dtype
     Q4_0 = "q4_0"  # llama.cpp's (GGUF) storage formats of weights, not peaks' dtypes
     Q8_0 = "q8_0"
+    INT4_G128 = "int4-g128"  # GPTQ's and AWQ's 4-bit weights in groups of 128 (storage)
 
 
 class Unit(StrEnum):
@@ -81,6 +83,13 @@ DTYPE_BYTES: dict[Dtype, float] = {
     # element); block_q8_0 one fp16 scale and 32 int8 values, 2 + 32 = 34 bytes (8.5 bits)
     Dtype.Q4_0: (16 + 32 * 4) / 32 / BITS_PER_BYTE,
     Dtype.Q8_0: (16 + 32 * 8) / 32 / BITS_PER_BYTE,
+    # AutoGPTQ's QuantLinear and AutoAWQ's WQLinear_GEMM store, per output channel and group
+    # of 128 inputs, 128 4-bit values, one fp16 scale (`scales`) and one 4-bit zero point
+    # packed eight to an int32 (`qzeros`): (128 x 4 + 16 + 4) / 128 = 4.15625 bits an element
+    # (https://github.com/AutoGPTQ/AutoGPTQ/blob/main/auto_gptq/nn_modules/qlinear/qlinear_cuda.py,
+    # https://github.com/casper-hansen/AutoAWQ/blob/main/awq/modules/linear/gemm.py); GPTQ's
+    # `g_idx`, one int32 per input row, is under 0.01 bit an element and not counted
+    Dtype.INT4_G128: (128 * 4 + 16 + 4) / 128 / BITS_PER_BYTE,
 }
 
 

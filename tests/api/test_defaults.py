@@ -199,13 +199,45 @@ def test_an_inline_config_with_the_same_quantization_config_answers_the_same(cli
 
 @pytest.mark.parametrize(
     "quantization",
-    [{"quant_method": []}, {"quant_method": "gptq", "bits": 4}, "mxfp4", {"quant_method": None}],
+    [
+        {"quant_method": []},
+        {"quant_method": "gptq", "bits": 4},
+        {"quant_method": "gptq", "bits": 4, "group_size": 64},
+        {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": False},
+        "mxfp4",
+        {"quant_method": None},
+    ],
 )
 def test_a_quantization_config_the_engine_does_not_read_leaves_the_default(client, quantization):
-    # only mxfp4 and fp8 checkpoints are read; anything else is the compute dtype, as before
+    # only mxfp4, fp8 and 4-bit GPTQ or AWQ in groups of 128 with zero points are read;
+    # anything else is the compute dtype, as before
     models = json.loads(Settings().model_catalog.read_text())["models"]
     config = next(m["config"] for m in models if m["id"] == "gpt-oss-120b")
     workload = {"kind": "transformer", "config": {**config, "quantization_config": quantization}}
     body = client.post("/memory-fit", json={"chip": "h100", "workload": workload}).json()
     assert body["workload"]["weight_dtype"] == "bf16"
     assert body["breakdown"]["weights"] == 233_658_313_344
+
+
+@pytest.mark.parametrize(
+    "quantization",
+    [
+        {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+        {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
+    ],
+)
+def test_a_gptq_or_awq_checkpoint_defaults_to_its_groups_of_128(client, quantization):
+    # Llama 3.1 8B stored as GPTQ or AWQ: its blocks' 6,979,321,856 linear weights at 4.15625
+    # bits (int4-g128: an fp16 scale and a 4-bit zero per 128) = 3,625,975,808 B; embeddings,
+    # lm_head (525,336,576 each) and norms (266,240) at 2 B = 2,101,878,784 B: 5,727,854,592
+    models = json.loads(Settings().model_catalog.read_text())["models"]
+    config = next(m["config"] for m in models if m["id"] == "llama-3.1-8b")
+    workload = {"kind": "transformer", "config": {**config, "quantization_config": quantization}}
+    body = client.post("/memory-fit", json={"chip": "h100", "workload": workload}).json()
+    assert body["workload"]["weight_dtype"] == "int4-g128"
+    assert body["breakdown"]["weights"] == 5_727_854_592
+    # the format stores weights; it is no compute dtype: no chip has a peak for it
+    params = {"chip": "h100", "model": "llama-8b", "dtype": "int4-g128"}
+    answer = client.get("/expected-time", params=params)
+    assert answer.status_code == 422
+    assert "no published int4-g128 matrix peak" in answer.text

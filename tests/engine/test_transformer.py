@@ -20,6 +20,7 @@ from app.engine import (
     param_counts,
 )
 from app.engine.transformer import decode, experts_touched, prefill, prefill_terms
+from app.engine.units import dtype_bytes
 from tests.engine.chips import A100, H100
 from tests.engine.models import BERT, LLAMA_8B, MISTRAL_7B, MIXTRAL
 
@@ -143,6 +144,19 @@ def test_llama_cpp_block_formats_stream_their_scales():
     # the scales are what a bare int4 (0.5 a weight) leaves out: 0.0625 x 6,979,321,856
     w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
     assert q4.bytes - w4.bytes == pytest.approx(436_207_616)
+
+
+def test_gptq_and_awq_groups_stream_their_scales_and_zeros():
+    # GPTQ's and AWQ's 4-bit weights in groups of 128: per output channel and group, an fp16
+    # scale and a 4-bit zero point, (128 x 4 + 16 + 4) / 128 = 4.15625 bits a weight, so the
+    # blocks' 6,979,321,856 linear weights stream 6,979,321,856 x 0.51953125 = 3,625,975,808
+    # bytes, 136,314,880 (2.5 bytes a group) more than bare int4's 3,489,660,928
+    assert dtype_bytes(Dtype.INT4_G128) == 0.51953125
+    kv = 2 * 131_072
+    g128 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4_G128))
+    assert g128.bytes == pytest.approx(3_625_975_808 + 1_051_205_632 + kv)
+    w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
+    assert g128.bytes - w4.bytes == pytest.approx(136_314_880)
 
 
 def test_moe_decode_reads_more_experts_as_the_batch_grows():
