@@ -297,7 +297,7 @@ QUOTES = [
         (F("optimal_batch", "batch {}"), F("limited_by", "limited by {}")),
     ),
     Quote(
-        "(13.7 ms ideal, 27.6 ms realistic), and the memory it needs per chip (54.6 GB: fits)",
+        "(13.7 ms ideal, 27.4 ms realistic), and the memory it needs per chip (54.6 GB: fits)",
         "model=llama-70b&tp=4",
         (
             F("expected_time_s", "{:.1f} ms ideal", MS),
@@ -340,7 +340,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "8,750 tokens, limited by latency (memory alone allows 58,406)",
+        "8,955 tokens, limited by latency (memory alone allows 58,406)",
         "max-context?chip=a100",
         (
             F("max_context", "{:,} tokens"),

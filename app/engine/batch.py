@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.architecture import Architecture
+from app.engine.breakdown import term_times
 from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
 from app.engine.realism import Practice, at_collective_bandwidth
-from app.engine.roofline import Bound, critical_path, regime
+from app.engine.roofline import Bound, regime, roofline_time
 from app.engine.transformer import Phase
 from app.engine.workload import (
     MAX_BATCH,
@@ -223,7 +224,7 @@ def search(
     point: Callable[[int], SweepPoint]
     if lines:
         one_pass = _OnePass.through(
-            one, unbounded, Practice.of(pass_realism(arch, spec, chip.backend))
+            one, unbounded, chip, Practice.of(pass_realism(arch, spec, chip.backend))
         )
         ridge = _decided(one_pass.compute_bound, one_pass.ridge_guess(), compute_bound)
         near = _decided(
@@ -313,32 +314,37 @@ def _at_least(value: float, bound: float) -> bool | None:
 @dataclass(frozen=True, slots=True)
 class _OnePass:
     """One forward pass of a dense model as a function of the batch: its compute, memory and
-    communication times, its memory and its tokens are affine in it (decode_terms,
-    prefill_terms, inference_memory), so lines through two exact estimates give them at any
-    batch, and its ideal and realistic times and regime follow from the functions the
-    estimate itself uses (critical_path, Practice.times, regime)."""
+    communication times (each term's too), its memory and its tokens are affine in it, so
+    lines through two exact estimates give them at any batch, and its ideal and realistic
+    times and regime follow as the estimate's do (`serial_busy`, Practice.times, regime)."""
 
     compute: Line
     memory: Line
     communication: Line
     held: Line  # memory needed, bytes
     tokens: Line
-    sustained: tuple[float, float]  # the (compute, memory) fractions of the peaks
+    # each term's (compute, memory) seconds at the sustained fractions (`serial_busy`)
+    kernels: tuple[tuple[Line, Line], ...]
     practice: Practice
 
     @classmethod
     def through(
-        cls, one: TransformerEstimate, top: TransformerEstimate, practice: Practice
+        cls, one: TransformerEstimate, top: TransformerEstimate, chip: Chip, practice: Practice
     ) -> _OnePass:
-        """The pass through its estimates at batch 1 and at MAX_BATCH."""
+        """The pass through its estimates at batch 1 and at MAX_BATCH on `chip`."""
         a, b = one.roofline, top.roofline
+        f_c, f_m = a.sustained_compute, a.sustained_memory
+        ends = zip(term_times(one.terms, a, chip), term_times(top.terms, b, chip), strict=True)
         return cls(
             compute=Line.through(a.compute_time, b.compute_time),
             memory=Line.through(a.memory_time, b.memory_time),
             communication=Line.through(a.communication_time, b.communication_time),
             held=Line.through(one.memory.total, top.memory.total),
             tokens=Line.through(one.tokens, top.tokens),
-            sustained=(a.sustained_compute, a.sustained_memory),
+            kernels=tuple(
+                (Line.through(c_one / f_c, c_top / f_c), Line.through(m_one / f_m, m_top / f_m))
+                for (c_one, m_one), (c_top, m_top) in ends
+            ),
             practice=practice,
         )
 
@@ -367,9 +373,10 @@ class _OnePass:
         """The sweep's row at `batch`."""
         compute, memory = self.compute.at(batch), self.memory.at(batch)
         communication = self.communication.at(batch)
-        expected, sustained = critical_path(compute, memory, communication, self.sustained)
+        expected = roofline_time(compute, memory) + communication
+        busy = sum(roofline_time(c.at(batch), m.at(batch)) for c, m in self.kernels)
         realistic, overhead = self.practice.median(
-            sustained - communication, at_collective_bandwidth(communication), expected
+            busy, at_collective_bandwidth(communication), expected
         )
         return SweepPoint(
             batch=batch,

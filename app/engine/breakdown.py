@@ -49,11 +49,9 @@ def totals(terms: Sequence[Term]) -> tuple[float, float]:
     return sum(t.flops for t in terms), sum(t.bytes for t in terms)
 
 
-def shares(terms: Sequence[Term], roof: Roofline, chip: Chip | None = None) -> tuple[Share, ...]:
-    """The terms on `roof`'s peak and bandwidth: each one's time, share and regime. Where some
-    are products of sparse weights, or kept at 16 bits in a narrower step, the step's peak is
-    a blend: each term is then at `chip`'s own rate for it, sparse, wide or dense (the chip as
-    the step's software drives it)."""
+def _rates(terms: Sequence[Term], roof: Roofline, chip: Chip | None) -> tuple[float, float, float]:
+    """The (dense, sparse, wide) FLOP rates the terms run at on `roof`'s peak: `chip`'s own
+    for each where some are sparse or wide (the step's peak is then a blend)."""
     dense = sparse = wide = roof.peak.flops_per_s
     if chip is not None and any(t.sparse or t.wide for t in terms):
         dense = chip.peak(roof.peak.dtype, roof.peak.unit).flops_per_s
@@ -61,11 +59,43 @@ def shares(terms: Sequence[Term], roof: Roofline, chip: Chip | None = None) -> t
             sparse = chip.sparse_peak(roof.peak.dtype).flops_per_s
         if any(t.wide for t in terms):
             wide = chip.peak(WIDE, roof.peak.unit).flops_per_s
+    return dense, sparse, wide
+
+
+def term_times(
+    terms: Sequence[Term], roof: Roofline, chip: Chip | None = None
+) -> list[tuple[float, float]]:
+    """Each term's (compute, memory) seconds at `roof`'s peaks and bandwidth (`shares`)."""
+    dense, sparse, wide = _rates(terms, roof, chip)
+    return [
+        (
+            t.flops / (sparse if t.sparse else wide if t.wide else dense),
+            t.bytes / roof.memory_bandwidth,
+        )
+        for t in terms
+    ]
+
+
+def serial_busy(terms: Sequence[Term], roof: Roofline, chip: Chip) -> float:
+    """The sustained-kernel time of a pass whose terms run one after another, each its own
+    kernels: the sum of each term's roofline at the chip's sustained fractions (`roof`'s).
+    A kernel overlaps its own compute and memory, never the next kernel's: a memory-bound
+    term (unfused scores, the residual stream) adds to the compute-bound GEMMs around it
+    (docs/formulas.md#realistic-time)."""
+    fractions = roof.sustained_compute, roof.sustained_memory
+    return sum(
+        roofline_time(compute / fractions[0], memory / fractions[1])
+        for compute, memory in term_times(terms, roof, chip)
+    )
+
+
+def shares(terms: Sequence[Term], roof: Roofline, chip: Chip | None = None) -> tuple[Share, ...]:
+    """The terms on `roof`'s peak and bandwidth: each one's time, share and regime. Where some
+    are products of sparse weights, or kept at 16 bits in a narrower step, the step's peak is
+    a blend: each term is then at `chip`'s own rate for it, sparse, wide or dense (the chip as
+    the step's software drives it)."""
     placed = []
-    for term in terms:
-        rate = sparse if term.sparse else wide if term.wide else dense
-        compute = term.flops / rate
-        memory = term.bytes / roof.memory_bandwidth
+    for term, (compute, memory) in zip(terms, term_times(terms, roof, chip), strict=True):
         regime = term.regime or (Bound.COMPUTE if compute >= memory else Bound.MEMORY)
         placed.append((term, roofline_time(compute, memory) + term.seconds, regime))
     whole = sum(time for _, time, _ in placed)

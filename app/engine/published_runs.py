@@ -9,18 +9,18 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.5557, 1.1795, 2.1487, 34, 5),
     },
     "decode": {
-        "typical": (1.3909, 0.9946, 2.4391, 319, 29),
-        "tensorrt-llm": (1.2946, 0.9257, 2.2703, 39, 5),
-        "llama.cpp": (1.1361, 0.8124, 1.9923, 42, 5),
-        "compiled": (1.2788, 0.9144, 2.2425, 33, 2),
-        "eager": (1.8048, 1.2905, 3.1649, 13, 4),
-        "vllm": (1.9353, 1.3839, 3.3937, 66, 7),
-        "sglang": (2.4754, 1.7701, 4.3409, 20, 2),
+        "typical": (1.3787, 1.0033, 2.4132, 319, 29),
+        "tensorrt-llm": (1.2394, 0.902, 2.1694, 39, 5),
+        "llama.cpp": (1.1362, 0.8269, 1.9888, 42, 5),
+        "compiled": (1.2788, 0.9306, 2.2384, 33, 2),
+        "eager": (1.8048, 1.3134, 3.1591, 13, 4),
+        "vllm": (1.9363, 1.4091, 3.3893, 66, 7),
+        "sglang": (2.4774, 1.8029, 4.3364, 20, 2),
     },
     "decode-fine-moe": {
-        "typical": (3.4887, 1.5284, 9.5677, 49, 8),
-        "sglang": (3.7691, 1.6512, 10.3368, 45, 7),
-        "vllm": (2.4102, 1.0559, 6.6101, 4, 1),
+        "typical": (3.4887, 1.5284, 9.7284, 49, 8),
+        "sglang": (3.7691, 1.6512, 10.5103, 45, 7),
+        "vllm": (2.4102, 1.0559, 6.7211, 4, 1),
     },
     "elementwise": {
         "typical": (0.9979, 0.9762, 1.0989, 8, 3),
@@ -29,10 +29,10 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.996, 0.8109, 1.4975, 27, 5),
     },
     "prefill": {
-        "typical": (1.7868, 1.3845, 2.0836, 61, 10),
-        "tensorrt-llm": (1.6042, 1.243, 1.8707, 12, 2),
-        "llama.cpp": (2.1278, 1.6487, 2.4813, 44, 7),
-        "eager": (1.7374, 1.3462, 2.026, 5, 1),
+        "typical": (1.7291, 1.3854, 2.2497, 61, 10),
+        "tensorrt-llm": (1.5817, 1.2673, 2.058, 12, 2),
+        "llama.cpp": (1.8502, 1.4824, 2.4073, 44, 7),
+        "eager": (1.7291, 1.3854, 2.2497, 5, 1),
     },
     "training": {
         "typical": (1.8728, 1.4399, 2.5162, 212, 14),
@@ -46,39 +46,39 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
         "tensorrt-llm": {
-            "nvidia": (1.2946, 0.9257, 2.2703, 39, 5),
+            "nvidia": (1.2394, 0.902, 2.1694, 39, 5),
         },
         "llama.cpp": {
-            "nvidia": (1.1802, 0.8439, 2.0696, 27, 3),
-            "apple": (1.1058, 0.7907, 1.9391, 15, 3),
+            "nvidia": (1.1803, 0.8589, 2.0659, 27, 3),
+            "apple": (1.1058, 0.8047, 1.9356, 15, 3),
         },
         "compiled": {
-            "nvidia": (1.2788, 0.9144, 2.2425, 31, 2),
+            "nvidia": (1.2788, 0.9306, 2.2384, 31, 2),
         },
         "eager": {
-            "nvidia": (1.8048, 1.2905, 3.1649, 13, 4),
+            "nvidia": (1.8048, 1.3134, 3.1591, 13, 4),
         },
         "vllm": {
-            "nvidia": (1.1755, 0.8405, 2.0613, 13, 4),
-            "amd": (2.3587, 1.6866, 4.1362, 53, 3),
+            "nvidia": (1.1755, 0.8554, 2.0575, 13, 4),
+            "amd": (2.3588, 1.7166, 4.1288, 53, 3),
         },
         "sglang": {
-            "nvidia": (2.4754, 1.7701, 4.3409, 20, 2),
+            "nvidia": (2.4774, 1.8029, 4.3364, 20, 2),
         },
     },
     "decode-fine-moe": {
         "sglang": {
-            "nvidia": (2.8815, 1.2624, 7.9025, 37, 7),
-            "amd": (5.5635, 2.4374, 15.258, 8, 2),
+            "nvidia": (2.8815, 1.2624, 8.0353, 37, 7),
+            "amd": (5.5642, 2.4377, 15.516, 8, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.6042, 1.243, 1.8707, 12, 2),
+            "nvidia": (1.5817, 1.2673, 2.058, 12, 2),
         },
         "llama.cpp": {
-            "nvidia": (2.688, 2.0828, 3.1346, 25, 3),
-            "apple": (1.1368, 0.8808, 1.3256, 19, 5),
+            "nvidia": (1.9793, 1.5859, 2.5752, 25, 3),
+            "apple": (1.0783, 0.864, 1.403, 19, 5),
         },
     },
     "training": {
@@ -94,4 +94,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6833, 1.9148)
+STACK_SPREAD: tuple[float, float] = (0.6807, 1.8931)

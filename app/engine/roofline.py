@@ -153,6 +153,18 @@ class Roofline:
             realistic_high=sustained,
         )
 
+    def with_busy(self, busy: float) -> Roofline:
+        """This roofline as placed (not yet realized) with another sustained-kernel time:
+        `busy` seconds of its kernels (`serial_busy`), its collectives after them."""
+        sustained = busy + self.communication_time
+        return replace(
+            self,
+            realistic_time=sustained,
+            sustained_time=sustained,
+            realistic_low=sustained,
+            realistic_high=sustained,
+        )
+
     @property
     def arithmetic_intensity(self) -> float:
         """FLOPs per byte moved."""

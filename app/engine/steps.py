@@ -1,6 +1,6 @@
-"""Rooflines of work run one after another: two phases combined (a prefill then its decode
-steps), and runs of steps whose costs grow linearly (decode at a growing context) summed in
-closed form (docs/formulas.md#transformer-workloads)."""
+"""Rooflines of work run one after another: the kernels of a forward pass, two phases
+combined (a prefill then its decode steps), and runs of steps whose costs grow linearly
+(decode at a growing context) summed in closed form (docs/formulas.md#transformer-workloads)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import functools
 import itertools
 from collections.abc import Callable, Sequence
 
+from app.engine.breakdown import Term, serial_busy, term_times
 from app.engine.hardware import Chip, Peak
-from app.engine.roofline import Roofline, Work, blend, place
+from app.engine.roofline import Roofline, blend, place
+from app.engine.transformer import Precision, work_of
 
 
 def combine(first: Roofline, second: Roofline) -> Roofline:
@@ -55,6 +57,14 @@ def _sustained_together(first: Roofline, last: Roofline) -> float:
     return (first.compute_time + last.compute_time) / sustained
 
 
+def place_pass(terms: Sequence[Term], precision: Precision, chip: Chip, comm: float) -> Roofline:
+    """A forward pass's terms on `chip`'s roofline, `comm` seconds of collectives after them:
+    the ideal of their FLOPs and bytes together, the sustained time of their kernels one
+    after another (`serial_busy`)."""
+    roof = place(work_of(list(terms), precision), chip, comm)
+    return roof.with_busy(serial_busy(terms, roof, chip))
+
+
 def _sum_linear(lo: int, hi: int, at_lo: float, at_hi: float) -> float:
     """Sum over integers lo..hi of a function linear in x (exact: the trapezoid rule)."""
     return (hi - lo + 1) * (at_lo + at_hi) / 2
@@ -81,21 +91,42 @@ def _sum_max_linear(lo: int, hi: int, a: tuple[float, float], b: tuple[float, fl
     return first + last
 
 
-def _linear_run(first: Roofline, last: Roofline, lo: int, hi: int, comm: float) -> Roofline:
-    """Steps lo..hi whose costs grow linearly from `first` to `last`, summed exactly."""
+def _serial_run(
+    ends: tuple[Sequence[Term], Sequence[Term]],
+    placed: tuple[Roofline, Roofline],
+    chip: Chip,
+    lo: int,
+    hi: int,
+) -> float:
+    """The sustained-kernel time of steps lo..hi whose terms grow linearly from the first
+    step's to the last's, each term its own kernels run after the others (`serial_busy`):
+    per term, the sum of its sustained roofline over the steps, in closed form."""
+    first, last = placed
+    times = zip(term_times(ends[0], first, chip), term_times(ends[1], last, chip), strict=True)
+    s_m = first.sustained_memory
+    # each end at its own sustained share: a term's sustained compute time is linear in x
+    return sum(
+        _sum_max_linear(
+            lo,
+            hi,
+            (c_lo / first.sustained_compute, c_hi / last.sustained_compute),
+            (m_lo / s_m, m_hi / s_m),
+        )
+        for (c_lo, m_lo), (c_hi, m_hi) in times
+    )
+
+
+def _linear_run(
+    first: Roofline, last: Roofline, lo: int, hi: int, *, comm: float, busy: float
+) -> Roofline:
+    """Steps lo..hi whose costs grow linearly from `first` to `last`, summed exactly, with
+    `busy` seconds of sustained kernels (`_serial_run`)."""
     n = hi - lo + 1
     s_m = first.sustained_memory
     ideal = _sum_max_linear(
         lo, hi, (first.compute_time, last.compute_time), (first.memory_time, last.memory_time)
     )
-    # each end at its own sustained share: a step's sustained compute time is linear in x
-    # too where the share changes with it (sparse linear layers beside growing attention)
-    realistic = n * comm + _sum_max_linear(
-        lo,
-        hi,
-        (first.compute_time / first.sustained_compute, last.compute_time / last.sustained_compute),
-        (first.memory_time / s_m, last.memory_time / s_m),
-    )
+    realistic = n * comm + busy
     flops = _sum_linear(lo, hi, first.flops, last.flops)
     compute_time = _sum_linear(lo, hi, first.compute_time, last.compute_time)
     return Roofline(
@@ -117,7 +148,8 @@ def _linear_run(first: Roofline, last: Roofline, lo: int, hi: int, comm: float) 
 
 
 def place_steps(
-    step: Callable[[int], Work],
+    step: Callable[[int], Sequence[Term]],
+    precision: Precision,
     lo: int,
     hi: int,
     chip: Chip,
@@ -125,14 +157,20 @@ def place_steps(
     communication_per_step: float = 0.0,
     breakpoints: Sequence[int] = (),
 ) -> Roofline:
-    """Steps x = lo..hi run one after another (e.g. decode steps at growing context).
+    """Steps x = lo..hi run one after another (e.g. decode steps at growing context), each
+    the terms `step(x)` in `precision`.
 
     `step(x)` must be linear in x between consecutive `breakpoints`; then the sum of the
-    per-step roofline times is computed in closed form, so 10^7 steps cost what 1 does.
+    per-step roofline times (and of each term's sustained roofline: `serial_busy`) is
+    computed in closed form, so 10^7 steps cost what 1 does.
     """
     edges = sorted({lo, hi + 1, *(b for b in breakpoints if lo < b <= hi)})
     parts: list[Roofline] = []
     for start, stop in itertools.pairwise(edges):
-        first, last = place(step(start), chip), place(step(stop - 1), chip)
-        parts.append(_linear_run(first, last, start, stop - 1, communication_per_step))
+        ends = step(start), step(stop - 1)
+        first, last = (place(work_of(list(terms), precision), chip) for terms in ends)
+        busy = _serial_run(ends, (first, last), chip, start, stop - 1)
+        parts.append(
+            _linear_run(first, last, start, stop - 1, comm=communication_per_step, busy=busy)
+        )
     return functools.reduce(combine, parts)

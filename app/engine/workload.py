@@ -15,9 +15,9 @@ from app.engine.hardware import Chip
 from app.engine.memory import MemoryBreakdown, inference_memory
 from app.engine.parallel import tensor_parallel_time
 from app.engine.realism import Realism, realize, step_kernels
-from app.engine.roofline import Bound, Roofline, Work, place
+from app.engine.roofline import Bound, Roofline
 from app.engine.stacks import FINE_MOE, GENERATION_PHASES, Backend, Kind, Software
-from app.engine.steps import combine, place_steps
+from app.engine.steps import combine, place_pass, place_steps
 from app.engine.training import (
     Layout,
     Training,
@@ -29,11 +29,8 @@ from app.engine.training import (
 from app.engine.transformer import (
     Phase,
     Precision,
-    decode,
     decode_terms,
-    prefill,
     prefill_terms,
-    work_of,
 )
 
 MAX_BATCH = 2**40  # far beyond any memory; keeps every product finite
@@ -154,11 +151,6 @@ def _forward_comm(arch: Architecture, chip: Chip, tokens: float, spec: Transform
     )
 
 
-def _prefill(arch: Architecture, chip: Chip, spec: TransformerSpec, batch: float) -> Roofline:
-    work = prefill(arch, batch, spec.seq_len, spec.precision, spec.tp, flash=spec.flash_attention)
-    return place(work, chip, _forward_comm(arch, chip, batch * spec.seq_len, spec))
-
-
 def _forward(
     arch: Architecture, chip: Chip, spec: TransformerSpec
 ) -> tuple[Roofline, tuple[Term, ...], int]:
@@ -175,7 +167,7 @@ def _forward(
             arch, spec.batch, spec.seq_len, spec.precision, spec.tp, flash=spec.flash_attention
         )
     comm = _forward_comm(arch, chip, tokens, spec)
-    roof = place(work_of(terms, spec.precision), chip, comm)
+    roof = place_pass(terms, spec.precision, chip, comm)
     if comm:
         terms = [
             *terms,
@@ -189,13 +181,14 @@ def _decode_steps(arch: Architecture, chip: Chip, spec: TransformerSpec) -> Roof
     docs/formulas.md#transformer-workloads)."""
     window = arch.attention.sliding_window
 
-    def step(context: int) -> Work:
-        return decode(
+    def step(context: int) -> list[Term]:
+        return decode_terms(
             arch, spec.batch, context, spec.precision, spec.tp, flash=spec.flash_attention
         )
 
     return place_steps(
         step,
+        spec.precision,
         spec.seq_len,
         spec.seq_len + spec.gen_len - 1,
         chip,
@@ -323,7 +316,8 @@ def generation(
     """A generate request of `spec` on `chip` (as its software runs it: `Chip.run_by`): its
     prefill and its decode steps, placed, and how it runs: the launches of all its forward
     passes, each phase priced by its own kind's published runs (GENERATION_PHASES)."""
-    first, steps = _prefill(arch, chip, spec, spec.batch), _decode_steps(arch, chip, spec)
+    first = _forward(arch, chip, replace(spec, phase=Phase.PREFILL))[0]
+    steps = _decode_steps(arch, chip, spec)
     kind = work_kind(arch, spec.phase)
     busy = [phase.realistic_time - phase.communication_time for phase in (first, steps)]
     realism = replace(

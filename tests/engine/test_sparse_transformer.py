@@ -12,7 +12,7 @@ from app.engine import Dtype, InvalidInput, Unsupported
 from app.engine.breakdown import shares
 from app.engine.hardware import SPARSE_SPEEDUP
 from app.engine.roofline import place
-from app.engine.steps import place_steps
+from app.engine.steps import place_pass, place_steps
 from app.engine.transformer import Phase, Precision, decode, decode_terms
 from app.engine.workload import TransformerSpec, estimate, memory_needed
 from tests.engine.chips import H100
@@ -98,12 +98,12 @@ def test_a_prefill_runs_its_linear_layers_at_the_sparse_rate_and_attention_dense
 
 def test_generate_sums_its_decode_steps_at_each_steps_own_blend():
     # the closed form over a growing context, whose attention (dense) grows while the linear
-    # layers (sparse) do not, equals the steps placed one by one
+    # layers (sparse) do not, equals the steps placed one by one, each its kernels in turn
     def step(context: int):
-        return decode(LLAMA_8B, 64, context, SPARSE)
+        return decode_terms(LLAMA_8B, 64, context, SPARSE)
 
-    summed = place_steps(step, 1000, 1099, SPARSE_H100)
-    placed = [place(step(c), SPARSE_H100) for c in range(1000, 1100)]
+    summed = place_steps(step, SPARSE, 1000, 1099, SPARSE_H100)
+    placed = [place_pass(step(c), SPARSE, SPARSE_H100, 0.0) for c in range(1000, 1100)]
     assert summed.expected_time == pytest.approx(sum(r.expected_time for r in placed))
     assert summed.realistic_time == pytest.approx(sum(r.realistic_time for r in placed))
     assert summed.compute_time == pytest.approx(sum(r.compute_time for r in placed))

@@ -1,0 +1,96 @@
+"""A forward pass's kernels run one after another: its sustained-kernel time is the sum of
+each term's roofline at the sustained fractions, its ideal the one roofline of their sums
+(breakdown.serial_busy, steps.place_pass, steps.place_steps)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.engine import Dtype, Phase, Precision, TransformerSpec, estimate
+from app.engine.breakdown import Term, serial_busy
+from app.engine.steps import place_pass, place_steps
+from app.engine.transformer import decode_terms
+from tests.engine.chips import H100, ROUND
+from tests.engine.models import LLAMA_8B
+
+BF16 = Precision(Dtype.BF16)
+# on ROUND (1e12 FLOP/s, 1e9 B/s, both reached in full): a GEMM of 2e12 FLOPs reading 1e9
+# bytes is 2 s of compute and 1 s of memory; a pointwise term moving 3e9 bytes is 3 s
+GEMM = Term("gemm", 1, flops=2e12, bytes=1e9)
+POINTWISE = Term("pointwise", 1, bytes=3e9)
+
+
+def test_a_memory_bound_kernel_adds_to_the_compute_bound_one_before_it() -> None:
+    # one roofline of the sums: max(2 s, 4 s) = 4 s, the ideal; run one after the other,
+    # max(2, 1) + max(0, 3) = 5 s of sustained kernels
+    roof = place_pass([GEMM, POINTWISE], BF16, ROUND, comm=0.0)
+    assert roof.expected_time == pytest.approx(4.0)
+    assert roof.sustained_time == pytest.approx(5.0)
+    assert roof.realistic_time == roof.sustained_time
+    # collectives come after the kernels: 0.5 s more on both
+    with_comm = place_pass([GEMM, POINTWISE], BF16, ROUND, comm=0.5)
+    assert (with_comm.expected_time, with_comm.sustained_time) == pytest.approx((4.5, 5.5))
+
+
+def test_each_term_is_at_the_chips_sustained_fractions() -> None:
+    # on the H100 (80.3% of 989.4 TFLOP/s, 90% of 3.35 TB/s): the GEMM's 2e12 FLOPs take
+    # 2.021 ms at the peak, 2.517 ms sustained (its 1e9 bytes 0.332 ms); the pointwise
+    # term's 3e9 bytes 0.896 ms at the bandwidth, 0.995 ms sustained: 3.512 ms in all
+    roof = place_pass([GEMM, POINTWISE], BF16, H100, comm=0.0)
+    gemm = 2e12 / (989.4e12 * 0.803)
+    pointwise = 3e9 / (3.35e12 * 0.9)
+    assert serial_busy([GEMM, POINTWISE], roof, H100) == pytest.approx(gemm + pointwise)
+    assert roof.sustained_time == pytest.approx(3.512e-3, rel=1e-3)
+    assert roof.expected_time == pytest.approx(max(2e12 / 989.4e12, 4e9 / 3.35e12))
+
+
+def test_unfused_scores_add_to_the_prompts_arithmetic() -> None:
+    # Llama 3.1 8B, one 8,192-token prompt on the H100 without a flash kernel: the scores'
+    # fp32 traffic runs after the GEMMs, not under them. Sustained, the pass is the sum of its
+    # terms' own rooflines, more than one roofline of their sums, and the ideal is unchanged
+    spec = TransformerSpec(phase=Phase.PREFILL, seq_len=8192, precision=BF16, flash_attention=False)
+    answer = estimate(LLAMA_8B, H100, spec)
+    roof = answer.roofline
+    compute = roof.compute_time / roof.sustained_compute
+    memory = roof.memory_time / roof.sustained_memory
+    assert roof.sustained_time > max(compute, memory) * 1.2
+    assert roof.sustained_time == pytest.approx(
+        serial_busy(answer.terms, roof, H100) + roof.communication_time
+    )
+    assert roof.expected_time == pytest.approx(max(roof.compute_time, roof.memory_time))
+
+
+@given(batch=st.integers(1, 512), context=st.integers(1, 4096), steps=st.integers(1, 40))
+def test_decode_steps_in_closed_form_are_the_sum_of_each_steps_kernels(
+    batch: int, context: int, steps: int
+) -> None:
+    # the closed form sums each term's roofline over the contexts exactly: it equals the
+    # steps placed one by one
+    def step(c: int) -> list[Term]:
+        return decode_terms(LLAMA_8B, batch, c, BF16)
+
+    run = place_steps(step, BF16, context, context + steps - 1, H100)
+    one_by_one = [
+        place_pass(step(c), BF16, H100, comm=0.0) for c in range(context, context + steps)
+    ]
+    assert run.sustained_time == pytest.approx(sum(r.sustained_time for r in one_by_one))
+    assert run.expected_time == pytest.approx(sum(r.expected_time for r in one_by_one))
+
+
+def test_a_generations_steps_are_its_decode_steps_kernels() -> None:
+    # a generation of 3 tokens after a 100-token prompt: its busy time is its prefill's and
+    # the three decode steps' (contexts 100, 101, 102), each serial
+    spec = TransformerSpec(phase=Phase.GENERATE, batch=4, seq_len=100, gen_len=3, precision=BF16)
+    roof = estimate(LLAMA_8B, H100, spec).roofline
+    prefill = estimate(LLAMA_8B, H100, replace(spec, phase=Phase.PREFILL)).roofline
+    steps = [
+        estimate(LLAMA_8B, H100, replace(spec, phase=Phase.DECODE, seq_len=c)).roofline
+        for c in (100, 101, 102)
+    ]
+    assert roof.sustained_time == pytest.approx(
+        prefill.sustained_time + sum(s.sustained_time for s in steps)
+    )
