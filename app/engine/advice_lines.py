@@ -84,8 +84,6 @@ def less_work(roof: Roofline, chip: Chip | None) -> tuple[str, ...]:
             "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation)"
             f"{', an fp8 KV cache' if fp8_cache else ''}.",
             "Fuse adjacent ops so intermediates stay on chip.",
-            "In decode, raise the batch as far as memory allows (/memory-fit gives the "
-            "largest): the weights are read once per step for every sequence.",
         )
     faster = faster_dtypes(roof, chip)
     return (
