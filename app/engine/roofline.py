@@ -143,15 +143,8 @@ class Roofline:
             self.communication_time,
             (self.sustained_compute, self.sustained_memory),
         )
-        return replace(
-            self,
-            compute_time=compute_time,
-            expected_time=expected,
-            realistic_time=sustained,
-            sustained_time=sustained,
-            realistic_low=sustained,
-            realistic_high=sustained,
-        )
+        placed = replace(self, compute_time=compute_time, expected_time=expected)
+        return placed.with_busy(sustained - self.communication_time)
 
     def with_busy(self, busy: float) -> Roofline:
         """This roofline as placed (not yet realized) with another sustained-kernel time:

@@ -267,20 +267,6 @@ def prefill_terms(
     ]
 
 
-def prefill(
-    arch: Architecture,
-    batch: float,
-    prompt: int,
-    precision: Precision,
-    tp: int = 1,
-    *,
-    flash: bool = True,
-) -> Work:
-    """A forward pass over `batch` prompts of `prompt` tokens, per chip: its terms together
-    (`prefill_terms`)."""
-    return work_of(prefill_terms(arch, batch, prompt, precision, tp, flash=flash), precision)
-
-
 def work_of(terms: list[Term], precision: Precision) -> Work:
     """The work of a forward pass's terms: their FLOPs and bytes together, on the matrix
     unit in the compute dtype, the sparse terms' FLOPs at the sparse rate."""
@@ -323,16 +309,3 @@ def decode_terms(
         *_score_terms(arch, pairs, tp, flash),
         *linear[1:],
     ]
-
-
-def decode(
-    arch: Architecture,
-    batch: float,
-    context: int,
-    precision: Precision,
-    tp: int = 1,
-    *,
-    flash: bool = True,
-) -> Work:
-    """One decode step, per chip: its terms together (`decode_terms`)."""
-    return work_of(decode_terms(arch, batch, context, precision, tp, flash=flash), precision)

@@ -76,39 +76,28 @@ def test_a_chip_once_given_a_siblings_copy_fraction_carries_its_own(chip_id, mea
     assert record.chip.sustained_memory == pytest.approx(measured / peak, abs=5e-4)
 
 
-def test_a_4096_cubed_bf16_gemm_on_an_h100_pcie():
-    # 137,438,953,472 FLOPs / 756e12 = 0.181798 ms ideal (memory 100,663,296 / 2.0e12 =
-    # 0.0503 ms); sustained 0.181798 / 0.624 = 0.291343 ms: 471.74 TFLOP/s, the rate the
-    # 350 W board held at 10240^3, where an H100 SXM's 0.803 would have promised 607
-    h100_pcie = CATALOG.resolve("h100-pcie-80gb").chip
-    roof = place(matmul(4096, 4096, 4096, Dtype.BF16), h100_pcie)
-    assert roof.bound is Bound.COMPUTE
-    assert roof.expected_time == pytest.approx(1.817975e-4, rel=1e-5)
-    assert roof.sustained_time == pytest.approx(2.913421e-4, rel=1e-5)
-    assert roof.flops / roof.sustained_time == pytest.approx(471.74e12, rel=1e-4)
+# A 4096^3 GEMM: 2 x 4096^3 = 137,438,953,472 FLOPs; A, B read and C written, 3 x 4096^2 x 2
+# = 100,663,296 B. Each row: chip, dtype, the ideal and sustained seconds, the sustained rate.
+GEMM_4096 = [
+    # H100 PCIe: 137,438,953,472 / 756e12 = 0.181798 ms ideal (memory / 2.0e12 = 0.0503 ms);
+    # sustained 0.181798 / 0.624 = 0.291343 ms: 471.74 TFLOP/s, the rate the 350 W board held
+    # at 10240^3, where an H100 SXM's 0.803 would have promised 607
+    ("h100-pcie-80gb", Dtype.BF16, 1.817975e-4, 2.913421e-4, 471.74e12),
+    # T4: compute 137,438,953,472 / 65e12 = 2.1144 ms, memory / 320e9 = 0.3146 ms; sustained
+    # compute 2.1144 / 0.369 = 5.7302 ms, memory 0.3146 / 0.833 = 0.3776 ms: 23.985 TFLOP/s,
+    # the ~24 the forum measured at this shape
+    ("t4", Dtype.FP16, 2.114445e-3, 5.730204e-3, 23.985e12),
+    # L4: 137,438,953,472 / 121e12 = 1.13586 ms ideal (memory / 300e9 = 0.3355 ms); sustained
+    # 1.13586 / 0.470 = 2.41672 ms against memory 0.3355 / 0.829 = 0.4048 ms: 56.87 TFLOP/s
+    ("l4", Dtype.BF16, 1.135859e-3, 2.416722e-3, 56.87e12),
+]
 
 
-def test_a_4096_cubed_fp16_gemm_on_a_t4():
-    # 2 x 4096^3 = 137,438,953,472 FLOPs; A, B read and C written, 3 x 4096^2 x 2 bytes =
-    # 100,663,296 B. Ideal: compute 137,438,953,472 / 65e12 = 2.1144 ms, memory
-    # 100,663,296 / 320e9 = 0.3146 ms: compute-bound, 2.1144 ms. Sustained: compute
-    # 2.1144 / 0.369 = 5.7302 ms, memory 0.3146 / 0.833 = 0.3776 ms: 5.7302 ms, i.e.
-    # 137,438,953,472 / 5.7302 ms = 23.985 TFLOP/s, the ~24 the forum measured at this shape
-    t4 = CATALOG.resolve("t4").chip
-    roof = place(matmul(4096, 4096, 4096, Dtype.FP16), t4)
+@pytest.mark.parametrize(("chip_id", "dtype", "ideal", "sustained", "rate"), GEMM_4096)
+def test_a_4096_cubed_gemm_runs_at_the_chips_own_fraction(chip_id, dtype, ideal, sustained, rate):
+    roof = place(matmul(4096, 4096, 4096, dtype), CATALOG.resolve(chip_id).chip)
     assert roof.bound is Bound.COMPUTE
     assert roof.flops == 2 * 4096**3
-    assert roof.expected_time == pytest.approx(2.114445e-3, rel=1e-5)
-    assert roof.sustained_time == pytest.approx(5.730204e-3, rel=1e-5)
-    assert roof.flops / roof.sustained_time == pytest.approx(23.985e12, rel=1e-4)
-
-
-def test_a_4096_cubed_bf16_gemm_on_an_l4():
-    # 137,438,953,472 FLOPs / 121e12 = 1.13586 ms ideal (memory 100,663,296 / 300e9 =
-    # 0.3355 ms); sustained 1.13586 / 0.470 = 2.41672 ms against memory 0.3355 / 0.829 =
-    # 0.4048 ms: 2.41672 ms, 56.87 TFLOP/s
-    l4 = CATALOG.resolve("l4").chip
-    roof = place(matmul(4096, 4096, 4096, Dtype.BF16), l4)
-    assert roof.bound is Bound.COMPUTE
-    assert roof.expected_time == pytest.approx(1.135859e-3, rel=1e-5)
-    assert roof.sustained_time == pytest.approx(2.416722e-3, rel=1e-5)
+    assert roof.expected_time == pytest.approx(ideal, rel=1e-5)
+    assert roof.sustained_time == pytest.approx(sustained, rel=1e-5)
+    assert roof.flops / roof.sustained_time == pytest.approx(rate, rel=1e-4)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from app.engine import Dtype, Phase, TransformerSpec, estimate
 from app.engine.breakdown import shares
 from app.engine.roofline import Work, on_the_roofs
-from app.engine.transformer import Precision, prefill
+from app.engine.transformer import Precision, prefill_terms, work_of
 from app.engine.units import Unit
 from tests.engine.chips import H100
 from tests.engine.models import LLAMA_8B
@@ -49,7 +49,7 @@ def test_bf16_training_and_fp8_inference_are_unchanged():
     assert _step(Precision()).roofline.peak.flops_per_s == 989.4e12
     # fp8 inference engines (TensorRT-LLM's fp8 context attention) keep attention in fp8:
     # a prefill's work has no FLOPs at the 16-bit peak
-    assert prefill(LLAMA_8B, 1, 8192, FP8).wide_flops == 0.0
+    assert work_of(prefill_terms(LLAMA_8B, 1, 8192, FP8), FP8).wide_flops == 0.0
 
 
 @settings(max_examples=30, deadline=None)

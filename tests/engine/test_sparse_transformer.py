@@ -13,7 +13,7 @@ from app.engine.breakdown import shares
 from app.engine.hardware import SPARSE_SPEEDUP
 from app.engine.roofline import place
 from app.engine.steps import place_pass, place_steps
-from app.engine.transformer import Phase, Precision, decode, decode_terms
+from app.engine.transformer import Phase, Precision, decode_terms, work_of
 from app.engine.workload import TransformerSpec, estimate, memory_needed
 from tests.engine.chips import H100
 from tests.engine.models import LLAMA_8B, MIXTRAL
@@ -37,8 +37,8 @@ def test_llama_8b_decode_on_an_h100_streams_the_compressed_weights():
     # KV: read 2048 x 131,072 (2 x 32 layers x 8 heads x 128 x 2 bytes per token) =
     # 268,435,456, written 131,072. Total 9,171,509,248 bytes (dense 15,278,415,872):
     # 2.7378 ms at 3.35 TB/s against the dense 4.5607 ms, 1.67x: memory-bound either way
-    sparse = place(decode(LLAMA_8B, 1, 2048, SPARSE), SPARSE_H100)
-    dense = place(decode(LLAMA_8B, 1, 2048, Precision()), SPARSE_H100)
+    sparse = place(work_of(decode_terms(LLAMA_8B, 1, 2048, SPARSE), SPARSE), SPARSE_H100)
+    dense = place(work_of(decode_terms(LLAMA_8B, 1, 2048, Precision()), Precision()), SPARSE_H100)
     assert BLOCKS * COMPRESSED + 2 * (LM_HEAD + NORMS) == 8_902_942_720
     assert sparse.bytes == 9_171_509_248
     assert dense.bytes == 15_278_415_872

@@ -19,7 +19,8 @@ from app.engine import (
     kv_bytes_per_token,
     param_counts,
 )
-from app.engine.transformer import decode, experts_touched, prefill, prefill_terms
+from app.engine.breakdown import totals
+from app.engine.transformer import decode_terms, experts_touched, prefill_terms, work_of
 from app.engine.units import dtype_bytes
 from tests.engine.chips import A100, H100
 from tests.engine.models import BERT, LLAMA_8B, MISTRAL_7B, MIXTRAL
@@ -59,7 +60,7 @@ def test_llama_31_8b_decode_at_batch_1_on_h100_is_memory_bound_at_about_4_5_ms()
 def test_prefill_counts_causal_attention_as_half_the_square():
     # B=1, P=2048: FLOPs = 2 N_mm P + 2 L P^2 H dh
     #   = 2 * 7,504,658,432 * 2048 + 2 * 32 * 2048^2 * 32 * 128 = 3.0738e13 + 1.0995e12
-    work = prefill(LLAMA_8B, 1, 2048, BF16)
+    work = work_of(prefill_terms(LLAMA_8B, 1, 2048, BF16), BF16)
     assert work.flops == 2 * 7_504_658_432 * 2048 + 2 * 32 * 2048**2 * 32 * 128
     # 3.1838e13 FLOPs / 312e12 = 102.0 ms on an A100: compute-bound
     result = estimate(LLAMA_8B, A100, TransformerSpec(phase=Phase.PREFILL, seq_len=2048))
@@ -115,20 +116,23 @@ def test_generate_across_a_sliding_window_matches_the_step_by_step_sum():
 
 def test_a_sliding_window_caps_the_kv_cache():
     # Mistral 7B keeps at most 4096 tokens per layer: context 8192 reads what 4096 does
-    short = decode(MISTRAL_7B, 1, 4096, BF16)
-    long = decode(MISTRAL_7B, 1, 8192, BF16)
+    short = work_of(decode_terms(MISTRAL_7B, 1, 4096, BF16), BF16)
+    long = work_of(decode_terms(MISTRAL_7B, 1, 8192, BF16), BF16)
     assert long.bytes == short.bytes and long.flops == short.flops
+
+
+def _streamed(precision: Precision, context: int = 1) -> float:
+    """The bytes one decode step of Llama 3.1 8B at batch 1 moves in `precision`."""
+    return totals(decode_terms(LLAMA_8B, 1, context, precision))[1]
 
 
 def test_weight_only_quantisation_shrinks_the_streamed_weights():
     # w4a16: the blocks' linear weights at 0.5 bytes, embeddings and lm_head stay bf16:
     # 6,979,321,856 * 0.5 + (525,336,576 + 266,240) * 2 = 4,540,866,560 bytes streamed
-    w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
     kv = 2 * 131_072  # one cached token read, one written
-    assert w4.bytes == pytest.approx(4_540_866_560 + kv)
-    fp8_kv = decode(LLAMA_8B, 1, 1024, Precision(kv=Dtype.FP8))
-    bf16_kv = decode(LLAMA_8B, 1, 1024, BF16)
-    assert bf16_kv.bytes - fp8_kv.bytes == pytest.approx(1025 * 65_536)
+    assert _streamed(Precision(weights=Dtype.INT4)) == pytest.approx(4_540_866_560 + kv)
+    fp8_kv = _streamed(Precision(kv=Dtype.FP8), context=1024)
+    assert _streamed(BF16, context=1024) - fp8_kv == pytest.approx(1025 * 65_536)
 
 
 def test_llama_cpp_block_formats_stream_their_scales():
@@ -137,13 +141,13 @@ def test_llama_cpp_block_formats_stream_their_scales():
     # 3,925,868,544 and 7,415,529,472 bytes, embeddings and lm_head in bf16 as for int4:
     # + (525,336,576 + 266,240) * 2 = 1,051,205,632, + the cached token read and written
     kv = 2 * 131_072
-    q4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.Q4_0))
-    q8 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.Q8_0))
-    assert q4.bytes == pytest.approx(3_925_868_544 + 1_051_205_632 + kv)
-    assert q8.bytes == pytest.approx(7_415_529_472 + 1_051_205_632 + kv)
+    q4 = _streamed(Precision(weights=Dtype.Q4_0))
+    assert q4 == pytest.approx(3_925_868_544 + 1_051_205_632 + kv)
+    assert _streamed(Precision(weights=Dtype.Q8_0)) == pytest.approx(
+        7_415_529_472 + 1_051_205_632 + kv
+    )
     # the scales are what a bare int4 (0.5 a weight) leaves out: 0.0625 x 6,979,321,856
-    w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
-    assert q4.bytes - w4.bytes == pytest.approx(436_207_616)
+    assert q4 - _streamed(Precision(weights=Dtype.INT4)) == pytest.approx(436_207_616)
 
 
 def test_gptq_and_awq_groups_stream_their_scales_and_zeros():
@@ -153,18 +157,17 @@ def test_gptq_and_awq_groups_stream_their_scales_and_zeros():
     # bytes, 136,314,880 (2.5 bytes a group) more than bare int4's 3,489,660,928
     assert dtype_bytes(Dtype.INT4_G128) == 0.51953125
     kv = 2 * 131_072
-    g128 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4_G128))
-    assert g128.bytes == pytest.approx(3_625_975_808 + 1_051_205_632 + kv)
-    w4 = decode(LLAMA_8B, 1, 1, Precision(weights=Dtype.INT4))
-    assert g128.bytes - w4.bytes == pytest.approx(136_314_880)
+    g128 = _streamed(Precision(weights=Dtype.INT4_G128))
+    assert g128 == pytest.approx(3_625_975_808 + 1_051_205_632 + kv)
+    assert g128 - _streamed(Precision(weights=Dtype.INT4)) == pytest.approx(136_314_880)
 
 
 def test_moe_decode_reads_more_experts_as_the_batch_grows():
     # one token touches k=2 of 8 experts; 8 tokens touch 8 (1 - (3/4)^8) = 7.2 on average
     assert experts_touched(8, 2, 1) == pytest.approx(2)
     assert experts_touched(8, 2, 8) == pytest.approx(8 * (1 - 0.75**8))
-    one = decode(MIXTRAL, 1, 1, BF16).bytes
-    many = decode(MIXTRAL, 64, 1, BF16).bytes
+    one = work_of(decode_terms(MIXTRAL, 1, 1, BF16), BF16).bytes
+    many = work_of(decode_terms(MIXTRAL, 64, 1, BF16), BF16).bytes
     counts = param_counts(MIXTRAL)
     assert one < many < 2 * counts.total * 1.01
 
@@ -267,7 +270,7 @@ def test_prefill_writes_the_kv_cache_split_over_at_most_the_kv_heads():
     # Llama 3.1 8B prefill, batch 1, 1024 tokens, tp = 16: weights 15,009,849,344 / 16 =
     # 938,115,584; KV written 1024 * 131,072 / min(16, 8) = 16,777,216; the residual stream
     # (replicated) 2 L T d s = 2 * 32 * 1024 * 4096 * 2 = 536,870,912: 1,491,763,712 in all
-    work = prefill(LLAMA_8B, 1, 1024, BF16, tp=16)
+    work = work_of(prefill_terms(LLAMA_8B, 1, 1024, BF16, tp=16), BF16)
     assert work.bytes == 1_491_763_712
 
 
@@ -309,24 +312,24 @@ def test_mla_decode_attends_over_the_latent_with_absorbed_projections():
     # d_v = r_kv = 16, so 2 * 4 * 36 = 288 per cached token and layer.
     # B = 1, C = 10: 2 * 70,400 + 288 * 2 * 10 = 140,800 + 5,760 = 146,560
     # (unabsorbed, d_qk + d_v = 12 + 8 = 20, it would be 140,800 + 3,200 = 144,000)
-    assert decode(TINY_MLA, 1, 10, BF16).flops == 146_560
+    assert work_of(decode_terms(TINY_MLA, 1, 10, BF16), BF16).flops == 146_560
     # B = 3: three times as much; C = 11: one more token per layer, + 288 * 2 = 576
-    assert decode(TINY_MLA, 3, 10, BF16).flops == 3 * 146_560
-    assert decode(TINY_MLA, 1, 11, BF16).flops == 146_560 + 576
+    assert work_of(decode_terms(TINY_MLA, 3, 10, BF16), BF16).flops == 3 * 146_560
+    assert work_of(decode_terms(TINY_MLA, 1, 11, BF16), BF16).flops == 146_560 + 576
     # bytes: weights streamed (64,000 + 352 + 6,400) * 2 = 141,504 (the untied input embedding
     # is only indexed); latent read 10 * 80 = 800; written 80: 142,384
-    assert decode(TINY_MLA, 1, 10, BF16).bytes == 142_384
+    assert work_of(decode_terms(TINY_MLA, 1, 10, BF16), BF16).bytes == 142_384
 
 
 def test_mla_prefill_uses_the_full_head_dimensions():
     # prefill does not absorb: 2 H (d_qk + d_v) = 2 * 4 * (12 + 8) = 160 per score and layer;
     # causal, P = 10: 10^2 / 2 = 50 scores per layer: 2 N_mm P + 160 * 2 * 50
     # = 1,408,000 + 16,000 = 1,424,000
-    assert prefill(TINY_MLA, 1, 10, BF16).flops == 1_424_000
+    assert work_of(prefill_terms(TINY_MLA, 1, 10, BF16), BF16).flops == 1_424_000
 
 
 def test_the_mla_latent_cache_is_replicated_under_tensor_parallelism():
     # tp = 2: weights and FLOPs halve, the latent cache does not: 141,504 / 2 + 800 + 80 = 71,632
-    work = decode(TINY_MLA, 1, 10, BF16, tp=2)
+    work = work_of(decode_terms(TINY_MLA, 1, 10, BF16, tp=2), BF16)
     assert work.bytes == 71_632
     assert work.flops == 146_560 / 2
