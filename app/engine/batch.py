@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.architecture import Architecture
-from app.engine.breakdown import term_times
+from app.engine.breakdown import sustained_times
 from app.engine.errors import InvalidInput
 from app.engine.fit import max_batch as largest_fitting_batch
 from app.engine.hardware import Chip
@@ -323,7 +323,7 @@ class _OnePass:
     communication: Line
     held: Line  # memory needed, bytes
     tokens: Line
-    # each term's (compute, memory) seconds at the sustained fractions (`serial_busy`)
+    # each term's (compute, memory) seconds at its sustained rates (`sustained_times`)
     kernels: tuple[tuple[Line, Line], ...]
     practice: Practice
 
@@ -333,8 +333,9 @@ class _OnePass:
     ) -> _OnePass:
         """The pass through its estimates at batch 1 and at MAX_BATCH on `chip`."""
         a, b = one.roofline, top.roofline
-        f_c, f_m = a.sustained_compute, a.sustained_memory
-        ends = zip(term_times(one.terms, a, chip), term_times(top.terms, b, chip), strict=True)
+        ends = zip(
+            sustained_times(one.terms, a, chip), sustained_times(top.terms, b, chip), strict=True
+        )
         return cls(
             compute=Line.through(a.compute_time, b.compute_time),
             memory=Line.through(a.memory_time, b.memory_time),
@@ -342,7 +343,7 @@ class _OnePass:
             held=Line.through(one.memory.total, top.memory.total),
             tokens=Line.through(one.tokens, top.tokens),
             kernels=tuple(
-                (Line.through(c_one / f_c, c_top / f_c), Line.through(m_one / f_m, m_top / f_m))
+                (Line.through(c_one, c_top), Line.through(m_one, m_top))
                 for (c_one, m_one), (c_top, m_top) in ends
             ),
             practice=practice,

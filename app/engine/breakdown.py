@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.hardware import Chip
+from app.engine.published import attention_pace
 from app.engine.roofline import WIDE, Bound, Roofline, roofline_time
 
 
@@ -29,6 +30,8 @@ class Term:
     regime: Bound | None = None  # what `seconds` are (communication, overhead)
     sparse: bool = False  # products of 2:4 sparse weights: at the sparse rate
     wide: bool = False  # products kept at 16 bits in a narrower step: at the WIDE peak
+    flash: bool = False  # a fused (flash) attention kernel's: at its pace (`sustained_times`)
+    warp: bool = False  # issued as warp-level MMA (FlashAttention-2 on Hopper and later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +79,37 @@ def term_times(
     ]
 
 
+def sustained_times(terms: Sequence[Term], roof: Roofline, chip: Chip) -> list[tuple[float, float]]:
+    """Each term's (compute, memory) seconds at the chip's sustained fractions (`roof`'s), a
+    fused attention kernel's compute at the pace published ones reach (`attention_pace`),
+    one issued as warp-level MMA held to the chip's `warp_mma` share of the peak."""
+    f_c, f_m = roof.sustained_compute, roof.sustained_memory
+    pace = attention_pace()
+    return [
+        (
+            compute / (min(f_c, chip.warp_mma) if t.warp else f_c) * (pace if t.flash else 1.0),
+            memory / f_m,
+        )
+        for t, (compute, memory) in zip(terms, term_times(terms, roof, chip), strict=True)
+    ]
+
+
 def serial_busy(terms: Sequence[Term], roof: Roofline, chip: Chip) -> float:
     """The sustained-kernel time of a pass whose terms run one after another, each its own
-    kernels: the sum of each term's roofline at the chip's sustained fractions (`roof`'s).
+    kernels: the sum of each term's roofline at its sustained rates (`sustained_times`).
     A kernel overlaps its own compute and memory, never the next kernel's: a memory-bound
     term (unfused scores, the residual stream) adds to the compute-bound GEMMs around it
     (docs/formulas.md#realistic-time)."""
-    fractions = roof.sustained_compute, roof.sustained_memory
-    return sum(
-        roofline_time(compute / fractions[0], memory / fractions[1])
-        for compute, memory in term_times(terms, roof, chip)
-    )
+    return sum(roofline_time(c, m) for c, m in sustained_times(terms, roof, chip))
+
+
+def overlapped_busy(terms: Sequence[Term], roof: Roofline, chip: Chip) -> float:
+    """The sustained-kernel time of a step whose terms' compute and memory overlap as one
+    roofline (a training step: its published runs give its FLOPs, not its memory-bound
+    kernels): max(sum of the compute, sum of the memory) at the sustained rates
+    (`sustained_times`)."""
+    times = sustained_times(terms, roof, chip)
+    return roofline_time(sum(c for c, _ in times), sum(m for _, m in times))
 
 
 def shares(terms: Sequence[Term], roof: Roofline, chip: Chip | None = None) -> tuple[Share, ...]:

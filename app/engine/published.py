@@ -157,3 +157,14 @@ def fitted(
 ) -> tuple[Fitted, Software, Backend | None]:
     """`entry_in` the engine's table of published runs."""
     return entry_in(kind, software, PUBLISHED, PUBLISHED_ON_BACKEND, STACK_SPREAD, backend=backend)
+
+
+def attention_pace(table: Mapping[Kind, Mapping[Software, Fitted]] = PUBLISHED) -> float:
+    """How many times its time at the chip's sustained matrix rate a fused (flash) attention
+    kernel's FLOPs take, next to the best GEMMs': the median published attention kernel's
+    ratio over the median published GEMM's, both kernels timed alone (FlashAttention-2 and -3,
+    cuDNN, on A100 to B200: app/validation). Inside a pass or a training step, attention's
+    FLOPs run at the pace its kernels reach, the linear layers' at the GEMMs'
+    (docs/formulas.md#realistic-time)."""
+    typical = Software.TYPICAL
+    return table[Kind.ATTENTION][typical].ratio / table[Kind.MATMUL][typical].ratio

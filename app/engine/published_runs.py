@@ -9,18 +9,18 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (1.5557, 1.1795, 2.1487, 34, 5),
     },
     "decode": {
-        "typical": (1.3787, 1.0033, 2.4132, 319, 29),
-        "tensorrt-llm": (1.2394, 0.902, 2.1694, 39, 5),
-        "llama.cpp": (1.1362, 0.8269, 1.9888, 42, 5),
-        "compiled": (1.2788, 0.9306, 2.2384, 33, 2),
-        "eager": (1.8048, 1.3134, 3.1591, 13, 4),
-        "vllm": (1.9363, 1.4091, 3.3893, 66, 7),
-        "sglang": (2.4774, 1.8029, 4.3364, 20, 2),
+        "typical": (1.3765, 0.9783, 2.3932, 319, 29),
+        "tensorrt-llm": (1.243, 0.8834, 2.1612, 39, 5),
+        "llama.cpp": (1.1362, 0.8075, 1.9755, 42, 5),
+        "compiled": (1.2788, 0.9088, 2.2234, 33, 2),
+        "eager": (1.8048, 1.2827, 3.1379, 13, 4),
+        "vllm": (1.9365, 1.3762, 3.3669, 66, 7),
+        "sglang": (2.3925, 1.7003, 4.1597, 20, 2),
     },
     "decode-fine-moe": {
-        "typical": (3.4887, 1.5284, 9.7284, 49, 8),
-        "sglang": (3.7691, 1.6512, 10.5103, 45, 7),
-        "vllm": (2.4102, 1.0559, 6.7211, 4, 1),
+        "typical": (3.4877, 1.4783, 8.1123, 49, 8),
+        "sglang": (3.659, 1.5509, 8.5106, 45, 7),
+        "vllm": (2.4102, 1.0216, 5.6061, 4, 1),
     },
     "elementwise": {
         "typical": (0.9979, 0.9762, 1.0989, 8, 3),
@@ -29,15 +29,15 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
         "typical": (0.996, 0.8109, 1.4975, 27, 5),
     },
     "prefill": {
-        "typical": (1.7291, 1.3854, 2.2497, 61, 10),
-        "tensorrt-llm": (1.5817, 1.2673, 2.058, 12, 2),
+        "typical": (1.7213, 1.3791, 2.2395, 61, 10),
+        "tensorrt-llm": (1.5714, 1.259, 2.0445, 12, 2),
         "llama.cpp": (1.8502, 1.4824, 2.4073, 44, 7),
-        "eager": (1.7291, 1.3854, 2.2497, 5, 1),
+        "eager": (1.7213, 1.3791, 2.2395, 5, 1),
     },
     "training": {
-        "typical": (1.8728, 1.4399, 2.5162, 212, 14),
-        "megatron": (2.0635, 1.5864, 2.7723, 26, 5),
-        "maxtext": (1.3406, 1.0307, 1.8011, 25, 3),
+        "typical": (1.6762, 1.2433, 1.9944, 212, 14),
+        "megatron": (2.0635, 1.5305, 2.4551, 26, 5),
+        "maxtext": (1.3406, 0.9943, 1.595, 25, 3),
     },
 }
 
@@ -46,35 +46,35 @@ FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {
 ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {
     "decode": {
         "tensorrt-llm": {
-            "nvidia": (1.2394, 0.902, 2.1694, 39, 5),
+            "nvidia": (1.243, 0.8834, 2.1612, 39, 5),
         },
         "llama.cpp": {
-            "nvidia": (1.1803, 0.8589, 2.0659, 27, 3),
-            "apple": (1.1058, 0.8047, 1.9356, 15, 3),
+            "nvidia": (1.1803, 0.8388, 2.0521, 27, 3),
+            "apple": (1.1058, 0.7859, 1.9226, 15, 3),
         },
         "compiled": {
-            "nvidia": (1.2788, 0.9306, 2.2384, 31, 2),
+            "nvidia": (1.2788, 0.9088, 2.2234, 31, 2),
         },
         "eager": {
-            "nvidia": (1.8048, 1.3134, 3.1591, 13, 4),
+            "nvidia": (1.8048, 1.2827, 3.1379, 13, 4),
         },
         "vllm": {
-            "nvidia": (1.1755, 0.8554, 2.0575, 13, 4),
-            "amd": (2.3588, 1.7166, 4.1288, 53, 3),
+            "nvidia": (1.1755, 0.8354, 2.0438, 13, 4),
+            "amd": (2.3588, 1.6764, 4.1011, 53, 3),
         },
         "sglang": {
-            "nvidia": (2.4774, 1.8029, 4.3364, 20, 2),
+            "nvidia": (2.3925, 1.7003, 4.1597, 20, 2),
         },
     },
     "decode-fine-moe": {
         "sglang": {
-            "nvidia": (2.8815, 1.2624, 8.0353, 37, 7),
-            "amd": (5.5642, 2.4377, 15.516, 8, 2),
+            "nvidia": (2.875, 1.2186, 6.6871, 37, 7),
+            "amd": (5.5588, 2.3562, 12.9296, 8, 2),
         },
     },
     "prefill": {
         "tensorrt-llm": {
-            "nvidia": (1.5817, 1.2673, 2.058, 12, 2),
+            "nvidia": (1.5714, 1.259, 2.0445, 12, 2),
         },
         "llama.cpp": {
             "nvidia": (1.9793, 1.5859, 2.5752, 25, 3),
@@ -83,10 +83,10 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
     },
     "training": {
         "megatron": {
-            "nvidia": (2.0635, 1.5864, 2.7723, 26, 5),
+            "nvidia": (2.0635, 1.5305, 2.4551, 26, 5),
         },
         "maxtext": {
-            "google": (1.3219, 1.0163, 1.776, 22, 2),
+            "google": (1.3219, 0.9804, 1.5728, 22, 2),
         },
     },
 }
@@ -94,4 +94,4 @@ ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]
 # (10th, 90th percentile) of a whole workload's run over the median of its kind's runs
 # on other stacks, by other sources: the range at least, around its median, of an entry
 # borrowed from another stack or backed by fewer than a handful of runs or one source.
-STACK_SPREAD: tuple[float, float] = (0.6807, 1.8931)
+STACK_SPREAD: tuple[float, float] = (0.6935, 1.8892)

@@ -8,7 +8,7 @@ import functools
 import itertools
 from collections.abc import Callable, Sequence
 
-from app.engine.breakdown import Term, serial_busy, term_times
+from app.engine.breakdown import Term, serial_busy, sustained_times
 from app.engine.hardware import Chip, Peak
 from app.engine.roofline import Roofline, blend, place
 from app.engine.transformer import Precision, work_of
@@ -102,17 +102,12 @@ def _serial_run(
     step's to the last's, each term its own kernels run after the others (`serial_busy`):
     per term, the sum of its sustained roofline over the steps, in closed form."""
     first, last = placed
-    times = zip(term_times(ends[0], first, chip), term_times(ends[1], last, chip), strict=True)
-    s_m = first.sustained_memory
-    # each end at its own sustained share: a term's sustained compute time is linear in x
+    # each end at its own sustained rates: a term's sustained compute time is linear in x
+    times = zip(
+        sustained_times(ends[0], first, chip), sustained_times(ends[1], last, chip), strict=True
+    )
     return sum(
-        _sum_max_linear(
-            lo,
-            hi,
-            (c_lo / first.sustained_compute, c_hi / last.sustained_compute),
-            (m_lo / s_m, m_hi / s_m),
-        )
-        for (c_lo, m_lo), (c_hi, m_hi) in times
+        _sum_max_linear(lo, hi, (c_lo, c_hi), (m_lo, m_hi)) for (c_lo, m_lo), (c_hi, m_hi) in times
     )
 
 

@@ -256,7 +256,7 @@ def prefill_terms(
     linear = linear_terms(arch, tokens, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, flops=flops / tp, bytes=written_kv),
+        Term("attention", arch.layers, flops=flops / tp, bytes=written_kv, flash=flash),
         *_score_terms(arch, pairs, tp, flash),
         *linear[1:],
         Term(
@@ -305,7 +305,7 @@ def decode_terms(
     linear = linear_terms(arch, batch, precision, tp, touched)
     return [
         *linear[:1],
-        Term("attention", arch.layers, flops=flops / tp, bytes=kv_read + kv_written),
+        Term("attention", arch.layers, flops=flops / tp, bytes=kv_read + kv_written, flash=flash),
         *_score_terms(arch, pairs, tp, flash),
         *linear[1:],
     ]

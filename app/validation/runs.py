@@ -34,7 +34,10 @@ recomputes activations runs the forward twice: 4 passes of the forward's FLOPs i
 row narrower than 16 bits (fp8) the attention FLOPs run at the bf16 peak, as the engine's fp8
 training step runs them (docs/formulas.md#fp8-training); where the source trained with
 FlashAttention-2 or earlier (ATTENTION_KERNELS), they are warp-level MMA, held to the chip's
-`warp_mma` share of the peak as an attention row of that kernel is.
+`warp_mma` share of the peak as an attention row of that kernel is. A training row's step is
+the engine's terms (`training_terms`), its sustained time one roofline of them with
+attention's FLOPs at the pace published attention kernels reach (`overlapped_busy`), as the
+engine's training step's.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from app.engine import (
     realize,
     saxpy,
 )
+from app.engine.breakdown import Term, overlapped_busy
 from app.engine.published import KERNEL_KINDS
 from app.engine.training import attention_at_wide, attention_passes
 from app.engine.units import GIGA, TERA, seconds_from_ms
@@ -242,22 +246,40 @@ def work(row: Measurement) -> Work:
     if row.workload == "triad":  # a = b + s c: saxpy's 2 FLOPs and 3 arrays per element
         return saxpy(p["elements"], Dtype(p["dtype"]))
     if row.workload == "training":
-        linear, attention_flops = training_flops_per_token(p)
-        per_chip = p["tokens_per_step"] / p["chips"]
-        bytes_moved = 2.0 * p["params"] / p["chips"]
-        dtype = Dtype(p["dtype"])
-        step = custom((linear + attention_flops) * per_chip, bytes_moved, dtype, Unit.MATRIX)
-        # narrower than 16 bits, attention's products run at the bf16 peak (fp8 training); a
-        # FlashAttention-2 stack issues them as warp-level MMA
-        wide = attention_flops * per_chip if attention_at_wide(dtype) else 0.0
-        warp = ATTENTION_KERNELS.get(row.software) is AttentionKernel.FLASH_2
+        linear, attention_term, weights = training_terms(row)
+        step = custom(
+            linear.flops + attention_term.flops,
+            weights.bytes,
+            Dtype(p["dtype"]),
+            Unit.MATRIX,
+        )
+        # narrower than 16 bits, attention's products run at the bf16 peak (fp8 training)
         return replace(
             step,
             kind=Kind.TRAINING,
-            wide_flops=wide,
-            warp_flops=attention_flops * per_chip if warp else 0.0,
+            wide_flops=attention_term.flops if attention_term.wide else 0.0,
         )
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
+
+
+def training_terms(row: Measurement) -> tuple[Term, Term, Term]:
+    """A training row's step on one chip as the engine's terms: its linear layers' FLOPs,
+    its attention's (a fused kernel's: every source trained with one, at the pace its
+    kernels reach; warp-level MMA where the stack runs FlashAttention-2 or earlier), its
+    bf16 weight shard read once (module docstring)."""
+    p = row.params
+    linear, attention_flops = training_flops_per_token(p)
+    per_chip = p["tokens_per_step"] / p["chips"]
+    wide = attention_at_wide(Dtype(p["dtype"]))
+    warp = ATTENTION_KERNELS.get(row.software) is AttentionKernel.FLASH_2
+    attention_term = Term(
+        "attention", 1, flops=attention_flops * per_chip, wide=wide, flash=True, warp=warp
+    )
+    return (
+        Term("linear", 1, flops=linear * per_chip),
+        attention_term,
+        Term("weights", 1, bytes=2.0 * p["params"] / p["chips"]),
+    )
 
 
 def training_flops_per_token(p: dict[str, Any], *, flash: bool = True) -> tuple[float, float]:
@@ -322,7 +344,10 @@ def _roofline(
     if row.workload != "transformer":
         kernel = work(row)
         realism = Realism(kernel.kind, row.profile, kernel.kernels, backend=chip.backend)
-        return realize(place(kernel, chip), realism), realism
+        roof = place(kernel, chip)
+        if row.workload == "training":  # its attention at the pace its kernels reach
+            roof = roof.with_busy(overlapped_busy(training_terms(row), roof, chip))
+        return realize(roof, realism), realism
     p = row.params
     dtype = Dtype(p["dtype"])
     spec = TransformerSpec(

@@ -1,6 +1,7 @@
 """A forward pass's kernels run one after another: its sustained-kernel time is the sum of
 each term's roofline at the sustained fractions, its ideal the one roofline of their sums
-(breakdown.serial_busy, steps.place_pass, steps.place_steps)."""
+(breakdown.serial_busy, steps.place_pass, steps.place_steps); a fused attention kernel's FLOPs
+at the pace published attention kernels reach next to GEMMs (breakdown.sustained_times)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.engine import Dtype, Phase, Precision, TransformerSpec, estimate
-from app.engine.breakdown import Term, serial_busy
+from app.engine.breakdown import Term, overlapped_busy, serial_busy, sustained_times
+from app.engine.published import PUBLISHED, attention_pace
+from app.engine.stacks import Kind, Software
 from app.engine.steps import place_pass, place_steps
-from app.engine.transformer import decode_terms
+from app.engine.transformer import decode_terms, prefill_terms
 from tests.engine.chips import H100, ROUND
 from tests.engine.models import LLAMA_8B
 
@@ -46,6 +49,47 @@ def test_each_term_is_at_the_chips_sustained_fractions() -> None:
     assert serial_busy([GEMM, POINTWISE], roof, H100) == pytest.approx(gemm + pointwise)
     assert roof.sustained_time == pytest.approx(3.512e-3, rel=1e-3)
     assert roof.expected_time == pytest.approx(max(2e12 / 989.4e12, 4e9 / 3.35e12))
+
+
+def test_attentions_pace_is_its_published_kernels_next_to_the_gemms() -> None:
+    # the median published attention kernel over the median published GEMM, each against the
+    # chip's sustained matrix rate: 1.5557 / 0.9960 = 1.5620 in the committed table
+    typical = Software.TYPICAL
+    pace = PUBLISHED[Kind.ATTENTION][typical].ratio / PUBLISHED[Kind.MATMUL][typical].ratio
+    assert attention_pace() == pace
+    assert 1.3 < pace < 1.8
+
+
+def test_a_flash_kernels_flops_run_at_attentions_pace() -> None:
+    # on ROUND (all rates reached in full) a flash term of 2e12 FLOPs and 1e9 bytes is 2 s of
+    # compute at the peak, 2 p s at attention's pace p; the same FLOPs in a GEMM stay 2 s
+    pace = attention_pace()
+    flash = Term("attention", 1, flops=2e12, bytes=1e9, flash=True)
+    roof = place_pass([GEMM, flash], BF16, ROUND, comm=0.0)
+    times = [t for pair in sustained_times([GEMM, flash], roof, ROUND) for t in pair]
+    assert times == pytest.approx([2.0, 1.0, 2.0 * pace, 1.0])
+    # one after the other: 2 + 2 p s; the ideal is still max(4 s, 2 s)
+    assert roof.sustained_time == pytest.approx(2.0 + 2.0 * pace)
+    assert roof.expected_time == pytest.approx(4.0)
+    # a training step overlaps its terms as one roofline: max(2 + 2 p, 1 + 1 + 3) s
+    step = [GEMM, flash, POINTWISE]
+    assert overlapped_busy(step, roof, ROUND) == pytest.approx(max(2.0 + 2.0 * pace, 5.0))
+
+
+def test_a_long_prompts_flash_attention_takes_its_pace() -> None:
+    # Llama 3.1 8B, one 8,192-token prompt on the H100: the flash kernel's causal 2 L P^2 H dh
+    # = 2 x 32 x 8192^2 x 32 x 128 = 1.759e13 FLOPs (Q K^T and P V, half of each masked) take
+    # 17.78 ms at the 989.4 TFLOP/s peak, 22.14 ms at the sustained 80.3%, and
+    # (p - 1) x 22.14 = 12.44 ms more at its pace: the pass's sustained time is that much above
+    # the same pass with the kernel counted as a GEMM
+    terms = prefill_terms(LLAMA_8B, 1, 8192, BF16)
+    as_gemm = [replace(t, flash=False) for t in terms]
+    roof = place_pass(terms, BF16, H100, comm=0.0)
+    attention = 2 * 32 * 8192**2 * 32 * 128
+    assert next(t.flops for t in terms if t.name == "attention") == attention
+    extra = (attention_pace() - 1) * attention / (989.4e12 * 0.803)
+    assert serial_busy(terms, roof, H100) - serial_busy(as_gemm, roof, H100) == pytest.approx(extra)
+    assert extra == pytest.approx(12.44e-3, rel=2e-3)
 
 
 def test_unfused_scores_add_to_the_prompts_arithmetic() -> None:

@@ -26,9 +26,13 @@ def test_a_prefill_without_flash_writes_and_reads_every_score_in_fp32():
     # four fp32 accesses each: 16 B x 3.436e10 = 549,755,813,888 B (549.8 GB)
     fused = prefill_terms(LLAMA_8B, 1, 8192, BF16)
     unfused = prefill_terms(LLAMA_8B, 1, 8192, BF16, flash=False)
-    assert _score_bytes(fused) == 0 and [t.name for t in unfused if t not in fused] == [
+    assert _score_bytes(fused) == 0
+    assert [t.name for t in unfused if t.name not in {f.name for f in fused}] == [
         "attention_scores"
     ]
+    # the fused kernel is flash's, at its pace (`sustained_times`); the unfused one's GEMMs are not
+    assert [t.flash for t in fused if t.name == "attention"] == [True]
+    assert [t.flash for t in unfused if t.name == "attention"] == [False]
     assert _score_bytes(unfused) == 16 * 32 * 32 * 8192**2 / 2 == 549_755_813_888
     # over tp = 4 chips, each computes 8 of the 32 heads: a quarter of the scores
     split = prefill_terms(LLAMA_8B, 1, 8192, BF16, 4, flash=False)

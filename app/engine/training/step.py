@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine.architecture import Architecture, param_counts
-from app.engine.breakdown import Term
+from app.engine.breakdown import Term, overlapped_busy
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.published import Fitted, fitted
@@ -108,6 +108,7 @@ def step_plan(
         training.lora,
         passes=passes,
         attention=attention_passes(reads, flash=flash),
+        flash=flash,
     )
     tokens = batch * seq_len
     adapters = 0.0 if training.lora is None else 6.0 * trained * tokens
@@ -223,24 +224,27 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
         recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
     )
-    roof = place(work, chip, comm.exposed, stretch=1 / (1 - lay.bubble_fraction))
+    moved = (
+        ("weight_reads", micro * reads, weight_reads),
+        ("saved_activations", micro, saved),
+        ("residual_stream", arch.layers, residual),
+        ("optimizer_update", 1, update),
+    )
+    kernels = (
+        *(
+            Term(name, count, flops, wide=w, flash=plan.flash and name == "attention")
+            for (name, count), flops, w in zip(named, computed, wide, strict=True)
+        ),
+        *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
+    )
+    stretch = 1 / (1 - lay.bubble_fraction)
+    roof = place(work, chip, comm.exposed, stretch)
+    # its kernels' sustained time, attention's at the pace its kernels reach, stretched
+    roof = roof.with_busy(stretch * overlapped_busy(kernels, roof, chip))
     terms: tuple[Term, ...] = ()
     if breakdown:
-        moved = (
-            ("weight_reads", micro * reads, weight_reads),
-            ("saved_activations", micro, saved),
-            ("residual_stream", arch.layers, residual),
-            ("optimizer_update", 1, update),
-        )
         idle = roof.expected_time - comm.exposed - busy if lay.bubble_fraction else 0.0
-        terms = (
-            *(
-                Term(name, count, flops, wide=w)
-                for (name, count), flops, w in zip(named, computed, wide, strict=True)
-            ),
-            *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
-            *_beside_the_roofs(comm, roof, idle),
-        )
+        terms = (*kernels, *_beside_the_roofs(comm, roof, idle))
     if training.mfu is None:
         realized = _published(roof, plan)
     else:
@@ -304,11 +308,13 @@ def _forward_pass(
     *,
     passes: int,
     attention: float,
+    flash: bool,
 ) -> tuple[tuple[tuple[str, int | float], ...], tuple[float, ...], float, float]:
     """The forward pass over the step's B S tokens, the same at any layout: the (name, count)
     of its terms with FLOPs, their FLOPs over the step (x `passes`, attention's x `attention`:
     `attention_passes`), its FLOPs, and the parameters trained, whole model."""
-    forward_terms = [t for t in prefill_terms(arch, batch, seq_len, precision, tp=1) if t.flops]
+    forward = prefill_terms(arch, batch, seq_len, precision, tp=1, flash=flash)
+    forward_terms = [t for t in forward if t.flops]
     flops = [t.flops for t in forward_terms]
     trained = float(param_counts(arch).total)
     if lora is not None:
