@@ -6,7 +6,8 @@ do."""
 from app.engine import prose
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
-from app.engine.units import Dtype, Unit
+from app.engine.transformer import Precision
+from app.engine.units import Dtype, Unit, dtype_bytes
 
 
 def unfit_advice(ratio: float) -> tuple[str, ...]:
@@ -75,14 +76,44 @@ def faster_dtypes(roof: Roofline, chip: Chip | None) -> str:
     )
 
 
-def less_work(roof: Roofline, chip: Chip | None) -> tuple[str, ...]:
+# the bits per value (block scales included) from which a format counts as 16-bit or 8-bit
+SIXTEEN_BIT, EIGHT_BIT = 12, 6
+
+
+def narrower_dtypes(roof: Roofline, chip: Chip | None, precision: Precision | None) -> str:
+    """The narrower dtypes a memory-bound run could move to, in words ('fp32 to bf16, bf16
+    weights to int8 or int4'): its compute from fp32, its weights to int8 (or int4) where they
+    are wider, its KV cache to fp8 where the chip computes in fp8 and the cache is wider; for
+    work of unknown `precision` (a kernel), the usual ones. Empty where all are narrow."""
+    fp8 = chip is None or Dtype.FP8 in chip.matrix_peaks
+    if precision is None:
+        return "fp32 to bf16, bf16 weights to int8/int4 (quantisation)" + (
+            ", an fp8 KV cache" if fp8 else ""
+        )
+    moves = []
+    if roof.peak.dtype is Dtype.FP32:
+        moves.append("fp32 to bf16")
+    # a format's bits per value with its block scales (q8_0's 8.5, int4-g128's 4.16): 16-bit
+    # from 12 up, 8-bit from 6 up, 4-bit below
+    weight_bits = 8 * dtype_bytes(precision.weights)
+    if weight_bits >= SIXTEEN_BIT:
+        moves.append(f"{precision.weights} weights to int8 or int4 (quantisation)")
+    elif weight_bits >= EIGHT_BIT:
+        moves.append(f"{precision.weights} weights to int4 (quantisation)")
+    if fp8 and 8 * dtype_bytes(precision.kv) >= SIXTEEN_BIT:
+        moves.append("an fp8 KV cache")
+    return ", ".join(moves)
+
+
+def less_work(
+    roof: Roofline, chip: Chip | None, precision: Precision | None = None
+) -> tuple[str, ...]:
     """How a run as close to its roof as tuned software gets can go faster: by doing less
-    work, or moving fewer bytes."""
+    work, or moving fewer bytes (in the narrower dtypes its `precision` allows)."""
     if roof.bound is Bound.MEMORY:
-        fp8_cache = chip is None or Dtype.FP8 in chip.matrix_peaks
+        narrower = narrower_dtypes(roof, chip, precision)
         return (
-            "Use narrower dtypes: fp32 to bf16, bf16 weights to int8/int4 (quantisation)"
-            f"{', an fp8 KV cache' if fp8_cache else ''}.",
+            *([f"Use narrower dtypes: {narrower}."] if narrower else []),
             "Fuse adjacent ops so intermediates stay on chip.",
         )
     faster = faster_dtypes(roof, chip)

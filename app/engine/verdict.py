@@ -30,6 +30,7 @@ from app.engine.cache import CacheRoof, cache_advice, cache_resident
 from app.engine.errors import InvalidInput
 from app.engine.hardware import Chip
 from app.engine.roofline import Bound, Roofline
+from app.engine.transformer import Precision
 
 # Within 1.5x of the floor is about as close as tuned kernels get: the catalog's sustained
 # fractions (e.g. ~0.8 of matmul peak on H100) already account for most of that gap.
@@ -175,6 +176,7 @@ def judge(
     fits: bool | None = None,
     chip: Chip | None = None,
     cpu_time: float | None = None,
+    precision: Precision | None = None,
 ) -> Judgement:
     """Compare `measured_time` (seconds) with the roofline (`stand`) and say what to do next.
 
@@ -187,7 +189,8 @@ def judge(
     (`cache_resident`, app/engine/cache.py). `cpu_time`, where
     given, is the host process's CPU time (seconds) over the same run on an accelerator: a
     host busy throughout a run slower than its floor puts the host-bound advice first
-    (`host_bound`)."""
+    (`host_bound`). `precision`, where given (a model's), keeps the advice to narrow dtypes
+    to those that are not already narrow (`less_work`)."""
     standing = stand(roofline, measured_time, fits=fits, chip=chip)
     if cpu_time is not None and not (math.isfinite(cpu_time) and cpu_time > 0):
         raise InvalidInput("cpu_time_s", f"must be a positive number of seconds, got {cpu_time}")
@@ -205,6 +208,7 @@ def judge(
             floor=floor,
             place=place,
             chip=chip,
+            precision=precision,
         )
         if verdict is not Verdict.FASTER_THAN_ROOFLINE:
             if (
@@ -324,6 +328,7 @@ def _advice(
     floor: float,
     place: AgainstPublished,
     chip: Chip | None,
+    precision: Precision | None,
 ) -> tuple[str, ...]:
     """The verdict's own advice, from the (ideal, floor) `ratios` of the run and its `place`
     against published runs."""
@@ -365,7 +370,7 @@ def _advice(
             head = "Close to the memory roofline: only moving fewer bytes helps."
         else:
             head = "Close to the compute roofline: the chip is saturated."
-        return (head, *less_work(roof, chip))
+        return (head, *less_work(roof, chip, precision))
     if verdict is Verdict.ROOM_TO_IMPROVE:
         roof_name = "compute" if bound is Bound.COMPUTE else "memory bandwidth"
         if place is not AgainstPublished.SLOWER:
@@ -373,7 +378,7 @@ def _advice(
             return (
                 f"At {gap}, {roof_name}-bound: published runs of this work get no closer, so "
                 "the room is in changing the work, not in tuning its implementation.",
-                *less_work(roof, chip),
+                *less_work(roof, chip, precision),
             )
         return (
             f"At {gap}, {roof_name}-bound: there is room to improve.",

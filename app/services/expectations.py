@@ -10,6 +10,7 @@ from app.engine import (
     Chip,
     Kind,
     Phase,
+    Precision,
     Roofline,
     Software,
     TransformerEstimate,
@@ -143,6 +144,7 @@ class _Placed:
     alternatives: list[Alternative] | None = None
     fits: bool | None = None  # in the chip's memory; None where no memory figure applies
     chip: Chip | None = None
+    precision: Precision | None = None  # a model's dtypes, which its advice narrows
 
 
 def _what_if(roof: Roofline, alternatives: list[Alternative] | None) -> dict[str, object]:
@@ -245,6 +247,7 @@ def _place(catalogs: Catalogs, request: CalculationRequest) -> _Placed:
             alternatives,
             result.memory.fits_in(result.capacity),
             chip,
+            spec.precision,
         )
     if isinstance(request.workload, OpsWorkload):
         ops = estimate_of(request.workload, chip, request.stack)
@@ -336,7 +339,13 @@ def check(catalogs: Catalogs, request: CheckRequest) -> Check:
     specific = work_lines(roof, placed.facts, _best(roof, placed.alternatives))
     cpu_time = request.cpu_seconds
     judgement = judge(
-        roof, repeats.mean, specific, fits=placed.fits, chip=placed.chip, cpu_time=cpu_time
+        roof,
+        repeats.mean,
+        specific,
+        fits=placed.fits,
+        chip=placed.chip,
+        cpu_time=cpu_time,
+        precision=placed.precision,
     )
     fusion = [] if ops is None else [ops.fusion_advice(judgement.measured_time)]
     lead = 1 if judgement.host_bound else 0

@@ -140,3 +140,30 @@ def test_a_run_as_close_as_published_runs_get_is_told_to_change_the_work_not_to_
         "Slower than each op as its own kernel with its launch (1.113 ms) and than published "
         "runs of such work (2.98 ms): look beyond the kernels"
     )
+
+
+@pytest.mark.parametrize(
+    ("weights", "narrower"),
+    [
+        (
+            "bf16",
+            "Use narrower dtypes: bf16 weights to int8 or int4 (quantisation), an fp8 KV cache.",
+        ),
+        # GPTQ's 4-bit weights are as narrow as weights go: only the bf16 KV cache is left
+        ("int4-g128", "Use narrower dtypes: an fp8 KV cache."),
+    ],
+)
+def test_a_quantised_decode_is_not_told_to_quantise_its_weights(client, weights, narrower):
+    # Llama 3.1 8B, one sequence at 1,024 tokens on an H100, measured at its realistic time:
+    # memory-bound, within what published runs reach; the advice to move fewer bytes names
+    # only the dtypes that are still wide (it used to tell an int4 run to go to int4)
+    workload = {"model": "llama-8b", "phase": "decode", "batch": 1, "seq_len": 1024}
+    workload["weight_dtype"] = weights
+    expected = client.post("/expected-time", json={"chip": "h100", "workload": workload}).json()
+    judged = _check(
+        client, chip="h100", workload=workload, measured_time_s=expected["realistic_time_s"]
+    )
+    assert judged["bound"] == "memory" and judged["against_published"] == "within_published"
+    assert [a for a in judged["advice"] if a.startswith("Use narrower dtypes")] == [narrower]
+    if weights != "bf16":  # nor does the workload's own advice
+        assert not any("int4" in a or "quantisation" in a for a in judged["advice"])

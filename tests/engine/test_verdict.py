@@ -13,12 +13,14 @@ from app.engine import (
     Bound,
     Dtype,
     InvalidInput,
+    Precision,
     Unit,
     Verdict,
     custom,
     judge,
     place,
 )
+from app.engine.advice_lines import narrower_dtypes
 from tests.engine.chips import ROUND
 
 # 1e9 bytes / 1e9 B/s = 1.0 s of memory time; 1e9 FLOPs / 1e12 = 1 ms of compute: memory-bound,
@@ -89,6 +91,32 @@ def test_faster_than_roofline_says_the_measurement_is_wrong():
     assert len(advice) == 4
     # the same whatever the bound
     assert judge(COMPUTE_BOUND, 0.8).advice == advice
+
+
+@pytest.mark.parametrize(
+    ("weights", "kv", "line"),
+    [
+        # a bf16 model: its weights to 8 or 4 bits, its KV cache to fp8 (ROUND has no fp8
+        # peak, so a chip is not given: the advice does not know it cannot)
+        (Dtype.BF16, Dtype.BF16, "bf16 weights to int8 or int4 (quantisation), an fp8 KV cache"),
+        # 8-bit weights (llama.cpp's q8_0 is 8.5 bits with its scales): to 4 bits alone
+        (Dtype.INT8, Dtype.FP8, "int8 weights to int4 (quantisation)"),
+        (Dtype.Q8_0, Dtype.BF16, "q8_0 weights to int4 (quantisation), an fp8 KV cache"),
+        # 4-bit weights (GPTQ's 4.16 bits with its scales) and an fp8 cache: nothing narrower
+        (Dtype.INT4_G128, Dtype.FP8, None),
+        (Dtype.INT4, Dtype.BF16, "an fp8 KV cache"),
+    ],
+)
+def test_memory_bound_advice_narrows_only_what_is_wide(weights, kv, line):
+    advice = judge(MEMORY_BOUND, 1.2, precision=Precision(Dtype.BF16, weights, kv)).advice
+    assert [a for a in advice if "narrower dtypes" in a] == (
+        [] if line is None else [f"Use narrower dtypes: {line}."]
+    )
+    assert "Fuse" in advice[-2]
+    # a kernel's precision is unknown: the usual narrowings
+    assert narrower_dtypes(MEMORY_BOUND, None, None) == (
+        "fp32 to bf16, bf16 weights to int8/int4 (quantisation), an fp8 KV cache"
+    )
 
 
 def test_near_roofline_advice_depends_on_the_bound():
