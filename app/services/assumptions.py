@@ -24,6 +24,7 @@ from app.engine.published import (
     KERNEL_KINDS,
     MIN_OWN_RUNS,
     PUBLISHED,
+    attention_pace,
     published_kind,
 )
 from app.engine.realism import (
@@ -77,6 +78,12 @@ def transformer_assumptions(w: TransformerWorkload) -> list[str]:
                 if w.phase is Phase.TRAINING
                 else "three kernels a layer, every score written and read in fp32 (16 bytes)"
             )
+        )
+    else:
+        lines.append(
+            f"attention in a fused (flash) kernel, its FLOPs at {attention_pace():.2f}x their "
+            "time at the sustained matrix rate: the pace published attention kernels reach "
+            "next to GEMMs"
         )
     if w.phase is Phase.TRAINING and w.mfu is not None:
         lines.append(f"realistic time at the given MFU of {fmt.percent(w.mfu)}")
