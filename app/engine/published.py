@@ -159,7 +159,7 @@ def fitted(
     return entry_in(kind, software, PUBLISHED, PUBLISHED_ON_BACKEND, STACK_SPREAD, backend=backend)
 
 
-def attention_pace(table: Mapping[Kind, Mapping[Software, Fitted]] = PUBLISHED) -> float:
+def attention_pace() -> float:
     """How many times its time at the chip's sustained matrix rate a fused (flash) attention
     kernel's FLOPs take, next to the best GEMMs': the median published attention kernel's
     ratio over the median published GEMM's, both kernels timed alone (FlashAttention-2 and -3,
@@ -167,4 +167,4 @@ def attention_pace(table: Mapping[Kind, Mapping[Software, Fitted]] = PUBLISHED) 
     FLOPs run at the pace its kernels reach, the linear layers' at the GEMMs'
     (docs/formulas.md#realistic-time)."""
     typical = Software.TYPICAL
-    return table[Kind.ATTENTION][typical].ratio / table[Kind.MATMUL][typical].ratio
+    return PUBLISHED[Kind.ATTENTION][typical].ratio / PUBLISHED[Kind.MATMUL][typical].ratio
