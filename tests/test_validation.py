@@ -193,12 +193,12 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # (generate-fine-moe 61.8%). Attention's FLOPs at the pace published attention kernels
     # reach next to GEMMs (`attention_pace`), in a pass and in a training step, took training
     # from 17.2% to 14.1% (llm-foundry's long sequences): all 15.4%, p90 45.0%, 86% inside at
-    # 2.47x (prefill 11.2%). Only the share inside is met. These bounds hold what is reached,
-    # so that a change that makes it worse fails
+    # 2.47x (prefill 11.2%; generate-fine-moe 58.6%). Only the share inside is met. These
+    # bounds hold what is reached, so that a change that makes it worse fails
     assert median_error(predictions()) <= 0.155
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
-        bound = 0.619 if kind in REFINES else 0.175
+        bound = 0.587 if kind in REFINES else 0.175
         assert median_error(of_kind) <= bound, kind
     assert percentile_90([p.error for p in predictions()]) <= 0.451
     assert 0.8 <= inside_share(predictions()) <= 0.9
