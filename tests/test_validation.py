@@ -9,7 +9,7 @@ from functools import cache
 import pytest
 
 from app.engine import Fitted, Kind, Software, fitted
-from app.engine.published import attention_pace
+from app.engine.published import ATTENTION_PACE
 from app.engine.published_runs import FITTED, STACK_SPREAD
 from app.engine.stacks import FINE_MOE, REFINES
 from app.services.catalogs import load_catalog_files
@@ -191,7 +191,7 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # (a memory-bound term adds to the GEMMs around it: `serial_busy`) took prefill from 14.5%
     # to 10.8%, decode to 8.0%, generate to 15.6%: all 16.5%, p90 47.3%, 90% inside at 2.46x
     # (generate-fine-moe 61.8%). Attention's FLOPs at the pace published attention kernels
-    # reach next to GEMMs (`attention_pace`), in a pass and in a training step, took training
+    # reach next to GEMMs (`ATTENTION_PACE`), in a pass and in a training step, took training
     # from 17.2% to 14.1% (llm-foundry's long sequences): all 15.4%, p90 45.0%, 86% inside at
     # 2.47x (prefill 11.2%; generate-fine-moe 58.6%). Only the share inside is met. These
     # bounds hold what is reached, so that a change that makes it worse fails
@@ -256,12 +256,12 @@ def test_recomputation_and_attention_add_training_flops() -> None:
     assert math.isclose(r.measured_s, 1048576 / (8 * 8611))
     assert math.isclose(r.measured_over_ideal, 1.975, rel_tol=1e-3)
     # llm-foundry's FlashAttention issues warp-level MMA, half of the H100's peak, at the pace
-    # attention kernels reach (p = attention_pace): attention is 4.8318e9 / 5.8170e10 = 8.31%
+    # attention kernels reach (p = ATTENTION_PACE): attention is 4.8318e9 / 5.8170e10 = 8.31%
     # of the FLOPs (and of the time at one peak), so the step's kernels take
     # 0.9169 / 0.803 + 0.0831 p / 0.5 = 1.1419 + 0.2596 = 1.4015 times the 7.706 s of its FLOPs
     # at the peak, 10.80 s, where the GEMMs' 80.3% alone would give 9.597 s
     y = 4.5 * a / per_token
-    paced = (1 - y) / 0.803 + y * attention_pace() / 0.5
+    paced = (1 - y) / 0.803 + y * ATTENTION_PACE / 0.5
     roof = r.roofline
     assert math.isclose(roof.sustained_time, roof.compute_time * paced)
     assert math.isclose(roof.sustained_time, 10.80, rel_tol=1e-3)
@@ -426,7 +426,7 @@ def test_peer_errors_are_on_rows_of_the_set(tmp_path) -> None:
 
 
 def test_attentions_pace_never_saw_a_predicted_pass() -> None:
-    # the pace of attention's FLOPs (attention_pace) is the committed table's attention kernels
+    # the pace of attention's FLOPs (ATTENTION_PACE) is the committed table's attention kernels
     # over its GEMMs, fitted on every source; it prices the passes and training steps of the
     # set before their cross-validation. It stays honest only while no source of a kernel row
     # also publishes a pass or a training step
@@ -437,7 +437,7 @@ def test_attentions_pace_never_saw_a_predicted_pass() -> None:
 
 def test_a_training_rows_attention_runs_at_its_pace() -> None:
     # llm-foundry's MPT-7B on 8 A100 80GB, 65,536-token sequences: its sustained time is
-    # that of its linear layers' FLOPs plus attention's x attention_pace, at the chip's
+    # that of its linear layers' FLOPs plus attention's x ATTENTION_PACE, at the chip's
     # sustained matrix rate (the weights' bytes far below them)
     result = next(
         r for r in RESULTS if r.row.id.endswith("mpt7b-a100-sxm4-80gb-bf16-seq65536-8gpu")
@@ -446,5 +446,5 @@ def test_a_training_rows_attention_runs_at_its_pace() -> None:
     assert attention.flash and attention.flops > linear.flops / 2
     roof = result.roofline
     rate = roof.peak.flops_per_s * roof.sustained_compute
-    paced = (linear.flops + attention_pace() * attention.flops) / rate
+    paced = (linear.flops + ATTENTION_PACE * attention.flops) / rate
     assert roof.sustained_time == pytest.approx(paced)

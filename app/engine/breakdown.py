@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine.hardware import Chip
-from app.engine.published import attention_pace
+from app.engine.published import ATTENTION_PACE
 from app.engine.roofline import WIDE, Bound, Roofline, roofline_time
 
 
@@ -81,13 +81,14 @@ def term_times(
 
 def sustained_times(terms: Sequence[Term], roof: Roofline, chip: Chip) -> list[tuple[float, float]]:
     """Each term's (compute, memory) seconds at the chip's sustained fractions (`roof`'s), a
-    fused attention kernel's compute at the pace published ones reach (`attention_pace`),
+    fused attention kernel's compute at the pace published ones reach (`ATTENTION_PACE`),
     one issued as warp-level MMA held to the chip's `warp_mma` share of the peak."""
     f_c, f_m = roof.sustained_compute, roof.sustained_memory
-    pace = attention_pace()
     return [
         (
-            compute / (min(f_c, chip.warp_mma) if t.warp else f_c) * (pace if t.flash else 1.0),
+            compute
+            / (chip.warp_sustained(f_c) if t.warp else f_c)
+            * (ATTENTION_PACE if t.flash else 1.0),
             memory / f_m,
         )
         for t, (compute, memory) in zip(terms, term_times(terms, roof, chip), strict=True)

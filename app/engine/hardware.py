@@ -191,6 +191,11 @@ class Chip:
         """FLOPs per byte where the roof of `dtype` on `unit` meets the memory roof."""
         return ridge_intensity(self.peak(dtype, unit).flops_per_s, self.memory_bandwidth)
 
+    def warp_sustained(self, sustained: float) -> float:
+        """The share of the matrix peak warp-level MMA kernels (FlashAttention-2) sustain
+        where other kernels sustain `sustained`: at most the chip's `warp_mma` share."""
+        return min(sustained, self.warp_mma)
+
     def link_bandwidth_per_direction(self) -> float:
         """One direction of the chip-to-chip link (scale-up, else the host link)."""
         bidirectional = self.scale_up_bandwidth or self.host_bandwidth

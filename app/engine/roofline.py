@@ -310,7 +310,7 @@ def place(
         # 1 / ((1 - y) / f + y / w) with w = min(f, warp_mma) (all of it: w, as
         # FlashAttention-2 alone)
         y = warp_share(work, chip, compute_time)
-        warp = min(sustained_compute, chip.warp_mma)
+        warp = chip.warp_sustained(sustained_compute)
         sustained_compute = 1 / ((1 - y) / sustained_compute + y / warp)
     if work.sparse_flops:
         # sparse kernels reach SPARSE_SPEEDUP / 2 of the dense kernels' share of their peak:

@@ -61,7 +61,7 @@ def place_pass(terms: Sequence[Term], precision: Precision, chip: Chip, comm: fl
     """A forward pass's terms on `chip`'s roofline, `comm` seconds of collectives after them:
     the ideal of their FLOPs and bytes together, the sustained time of their kernels one
     after another (`serial_busy`)."""
-    roof = place(work_of(list(terms), precision), chip, comm)
+    roof = place(work_of(terms, precision), chip, comm)
     return roof.with_busy(serial_busy(terms, roof, chip))
 
 
@@ -163,7 +163,7 @@ def place_steps(
     parts: list[Roofline] = []
     for start, stop in itertools.pairwise(edges):
         ends = step(start), step(stop - 1)
-        first, last = (place(work_of(list(terms), precision), chip) for terms in ends)
+        first, last = (place(work_of(terms, precision), chip) for terms in ends)
         busy = _serial_run(ends, (first, last), chip, start, stop - 1)
         parts.append(
             _linear_run(first, last, start, stop - 1, comm=communication_per_step, busy=busy)

@@ -9,6 +9,7 @@ latent cache is replicated); the residual stream is replicated on every chip.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -267,12 +268,16 @@ def prefill_terms(
     ]
 
 
-def work_of(terms: list[Term], precision: Precision) -> Work:
-    """The work of a forward pass's terms: their FLOPs and bytes together, on the matrix
-    unit in the compute dtype, the sparse terms' FLOPs at the sparse rate."""
+def work_of(terms: Sequence[Term], precision: Precision) -> Work:
+    """The work of a pass's or a training step's terms: their FLOPs and bytes together, on
+    the matrix unit in the compute dtype, the sparse terms' FLOPs at the sparse rate, the wide
+    ones' (kept at 16 bits in a narrower step) at the WIDE peak."""
     flops, traffic = totals(terms)
     sparse = sum(t.flops for t in terms if t.sparse)
-    return Work(flops, traffic, precision.compute, Unit.MATRIX, sparse_flops=sparse)
+    wide = sum(t.flops for t in terms if t.wide)
+    return Work(
+        flops, traffic, precision.compute, Unit.MATRIX, sparse_flops=sparse, wide_flops=wide
+    )
 
 
 def decode_terms(

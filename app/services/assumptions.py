@@ -19,12 +19,12 @@ from app.engine.copies import PAGEABLE_OVER_PINNED, PINNED_LINK_FRACTION, Direct
 from app.engine.hardware import SPARSE_SPEEDUP
 from app.engine.kernels import sparse_bytes
 from app.engine.published import (
+    ATTENTION_PACE,
     ESTABLISHED_RUNS,
     ESTABLISHED_SOURCES,
     KERNEL_KINDS,
     MIN_OWN_RUNS,
     PUBLISHED,
-    attention_pace,
     published_kind,
 )
 from app.engine.realism import (
@@ -81,7 +81,7 @@ def transformer_assumptions(w: TransformerWorkload) -> list[str]:
         )
     else:
         lines.append(
-            f"attention in a fused (flash) kernel, its FLOPs at {attention_pace():.2f}x their "
+            f"attention in a fused (flash) kernel, its FLOPs at {ATTENTION_PACE:.2f}x their "
             "time at the sustained matrix rate: the pace published attention kernels reach "
             "next to GEMMs"
         )

@@ -60,10 +60,8 @@ from app.engine import (
     Roofline,
     Software,
     TransformerSpec,
-    Unit,
     Work,
     attention,
-    custom,
     estimate,
     matmul,
     memcopy,
@@ -74,6 +72,7 @@ from app.engine import (
 from app.engine.breakdown import Term, overlapped_busy
 from app.engine.published import KERNEL_KINDS
 from app.engine.training import attention_at_wide, attention_passes
+from app.engine.transformer import work_of
 from app.engine.units import GIGA, TERA, seconds_from_ms
 from app.engine.workload import generation, pass_realism
 
@@ -223,7 +222,7 @@ def load(path: Path = CSV_PATH) -> list[Measurement]:
 
 
 def work(row: Measurement) -> Work:
-    """The roofcheck workload a row describes."""
+    """The roofcheck kernel a row describes (a training row's step: `training_terms`)."""
     p = row.params
     if row.workload == "matmul":
         return matmul(
@@ -245,20 +244,6 @@ def work(row: Measurement) -> Work:
         return memcopy(p["bytes_copied"])
     if row.workload == "triad":  # a = b + s c: saxpy's 2 FLOPs and 3 arrays per element
         return saxpy(p["elements"], Dtype(p["dtype"]))
-    if row.workload == "training":
-        linear, attention_term, weights = training_terms(row)
-        step = custom(
-            linear.flops + attention_term.flops,
-            weights.bytes,
-            Dtype(p["dtype"]),
-            Unit.MATRIX,
-        )
-        # narrower than 16 bits, attention's products run at the bf16 peak (fp8 training)
-        return replace(
-            step,
-            kind=Kind.TRAINING,
-            wide_flops=attention_term.flops if attention_term.wide else 0.0,
-        )
     raise ValueError(f"{row.id}: unknown workload {row.workload!r}")
 
 
@@ -341,13 +326,16 @@ def _roofline(
     row: Measurement, chips: ChipCatalogVersion, models: ModelCatalogVersion
 ) -> tuple[Roofline, Realism]:
     chip = chips.resolve(row.chip).chip
+    if row.workload == "training":  # the engine's terms, its sustained time as its step's
+        terms = training_terms(row)
+        step = replace(work_of(terms, Precision(Dtype(row.params["dtype"]))), kind=Kind.TRAINING)
+        realism = Realism(Kind.TRAINING, row.profile, step.kernels, backend=chip.backend)
+        roof = place(step, chip)
+        return realize(roof.with_busy(overlapped_busy(terms, roof, chip)), realism), realism
     if row.workload != "transformer":
         kernel = work(row)
         realism = Realism(kernel.kind, row.profile, kernel.kernels, backend=chip.backend)
-        roof = place(kernel, chip)
-        if row.workload == "training":  # its attention at the pace its kernels reach
-            roof = roof.with_busy(overlapped_busy(training_terms(row), roof, chip))
-        return realize(roof, realism), realism
+        return realize(place(kernel, chip), realism), realism
     p = row.params
     dtype = Dtype(p["dtype"])
     spec = TransformerSpec(

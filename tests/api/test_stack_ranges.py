@@ -22,7 +22,7 @@ def test_a_stack_without_prefill_runs_borrows_typicals_median_and_widens_its_ran
     # vLLM has no published prefill runs: typical's median (61 runs, 10 sources), the range at
     # STACK_SPREAD around it where that is wider than typical's own. Llama 3.1 8B, one prompt
     # of 2,048 tokens on the H100: busy 41.24 ms (its kernels one after another, the flash
-    # kernel's at attention_pace 1.5619), fixed costs 1,057 us (292 graph nodes x 0.58 us +
+    # kernel's at ATTENTION_PACE 1.5619), fixed costs 1,057 us (292 graph nodes x 0.58 us +
     # 291 boundaries x 3.0 us + one 15 us graph launch);
     # realistic = 41.24 ms x 1.7213 + 1.057 ms = 72.04 ms;
     # high = 41.24 ms x max(typical high 2.2395, 1.7213 x 1.8892 = 3.2519)

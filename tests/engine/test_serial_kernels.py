@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from app.engine import Dtype, Phase, Precision, TransformerSpec, estimate
 from app.engine.breakdown import Term, overlapped_busy, serial_busy, sustained_times
-from app.engine.published import PUBLISHED, attention_pace
+from app.engine.published import ATTENTION_PACE, PUBLISHED
 from app.engine.stacks import Kind, Software
 from app.engine.steps import place_pass, place_steps
 from app.engine.transformer import decode_terms, prefill_terms
@@ -56,14 +56,14 @@ def test_attentions_pace_is_its_published_kernels_next_to_the_gemms() -> None:
     # chip's sustained matrix rate: 1.5557 / 0.9960 = 1.5620 in the committed table
     typical = Software.TYPICAL
     pace = PUBLISHED[Kind.ATTENTION][typical].ratio / PUBLISHED[Kind.MATMUL][typical].ratio
-    assert attention_pace() == pace
+    assert pace == ATTENTION_PACE
     assert 1.3 < pace < 1.8
 
 
 def test_a_flash_kernels_flops_run_at_attentions_pace() -> None:
     # on ROUND (all rates reached in full) a flash term of 2e12 FLOPs and 1e9 bytes is 2 s of
     # compute at the peak, 2 p s at attention's pace p; the same FLOPs in a GEMM stay 2 s
-    pace = attention_pace()
+    pace = ATTENTION_PACE
     flash = Term("attention", 1, flops=2e12, bytes=1e9, flash=True)
     roof = place_pass([GEMM, flash], BF16, ROUND, comm=0.0)
     times = [t for pair in sustained_times([GEMM, flash], roof, ROUND) for t in pair]
@@ -87,7 +87,7 @@ def test_a_long_prompts_flash_attention_takes_its_pace() -> None:
     roof = place_pass(terms, BF16, H100, comm=0.0)
     attention = 2 * 32 * 8192**2 * 32 * 128
     assert next(t.flops for t in terms if t.name == "attention") == attention
-    extra = (attention_pace() - 1) * attention / (989.4e12 * 0.803)
+    extra = (ATTENTION_PACE - 1) * attention / (989.4e12 * 0.803)
     assert serial_busy(terms, roof, H100) - serial_busy(as_gemm, roof, H100) == pytest.approx(extra)
     assert extra == pytest.approx(12.44e-3, rel=2e-3)
 

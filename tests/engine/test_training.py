@@ -20,7 +20,7 @@ from app.engine import (
 )
 from app.engine import architecture_from_config as from_config
 from app.engine.parallel import ring_allreduce_bytes
-from app.engine.published import attention_pace, fitted
+from app.engine.published import ATTENTION_PACE, fitted
 from app.engine.scaling import ScalingMode, law_speedup, scaling
 from app.engine.training import (
     DataParallelAlgorithm,
@@ -263,7 +263,7 @@ def test_the_realistic_step_pays_for_every_flop_it_runs():
     # 2 * 32 * 8 * 2048^2 * 32 * 128 = 8,796,093,022,208. Without recomputation 3 passes of
     # the first and 3.5 of the second (FlashAttention's backward recomputes the scores):
     # 768,524,268,077,056 FLOPs; with it 4 and 4.5: 1,023,233,008,599,040, 1.3314x as many.
-    # Attention's FLOPs run at the pace its kernels reach (attention_pace p = 1.5619), so the
+    # Attention's FLOPs run at the pace its kernels reach (ATTENTION_PACE p = 1.5619), so the
     # sustained time is that of 3 x 245.91e12 + 3.5 p x 8.796e12 = 785.83e12 FLOPs at the
     # sustained rate, 4 x 245.91e12 + 4.5 p x 8.796e12 = 1,045.48e12 with recomputation:
     # 1.3304x the realistic time (before, recomputation left it as it was; only the ideal grew)
@@ -272,7 +272,7 @@ def test_the_realistic_step_pays_for_every_flop_it_runs():
     assert plain.flops == 768_524_268_077_056
     assert again.flops == 1_023_233_008_599_040
     published = fitted(Kind.TRAINING, Software.TYPICAL, H100.backend)[0].ratio
-    pace = attention_pace()
+    pace = ATTENTION_PACE
     linear, attention = 245_912_647_499_776, 8_796_093_022_208
     for roof, (passes, attention_passes) in ((plain, (3, 3.5)), (again, (4, 4.5))):
         assert roof.compute_time > roof.memory_time

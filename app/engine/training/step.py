@@ -15,7 +15,6 @@ from app.engine.roofline import (
     WIDE,
     Bound,
     Roofline,
-    Work,
     on_the_roofs,
     place,
     roofline_time,
@@ -32,8 +31,8 @@ from app.engine.training.footprint import (
 )
 from app.engine.training.layout import Layout, layout
 from app.engine.training.options import Lora, Training
-from app.engine.transformer import Precision, prefill_terms, residual_bytes
-from app.engine.units import Dtype, Unit, dtype_bytes
+from app.engine.transformer import Precision, prefill_terms, residual_bytes, work_of
+from app.engine.units import Dtype, dtype_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,15 +200,27 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
     saved = micro * 2 * sum(activations)
     residual = micro * passes * residual_bytes(arch, micro_tokens, dtype) / lay.pipeline_split
     update = params.trained / o_div * optimizer_traffic_per_param(training.optimizer, dtype)
-    # in a step narrower than 16 bits, attention's products stay at 16 bits
-    wide = [name == "attention" and attention_at_wide(dtype) for name, _ in named]
-    work = Work(
-        sum(computed),
-        weight_reads + saved + residual + update,
-        dtype,
-        Unit.MATRIX,
-        wide_flops=sum(f for f, w in zip(computed, wide, strict=True) if w),
+    moved = (
+        ("weight_reads", micro * reads, weight_reads),
+        ("saved_activations", micro, saved),
+        ("residual_stream", arch.layers, residual),
+        ("optimizer_update", 1, update),
     )
+    # in a step narrower than 16 bits, attention's products stay at 16 bits (`wide`)
+    kernels = (
+        *(
+            Term(
+                name,
+                count,
+                flops,
+                wide=name == "attention" and attention_at_wide(dtype),
+                flash=plan.flash and name == "attention",
+            )
+            for (name, count), flops in zip(named, computed, strict=True)
+        ),
+        *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
+    )
+    work = work_of(kernels, plan.precision)
 
     _, compute_time, memory_time = on_the_roofs(work, chip)
     busy = roofline_time(compute_time, memory_time)  # the compute and memory terms, overlapped
@@ -223,19 +234,6 @@ def step_on(plan: StepPlan, lay: Layout, breakdown: bool) -> TrainingStep:
         training=training,
         recompute=recompute,
         backward_time=busy * (passes - 1) / passes,
-    )
-    moved = (
-        ("weight_reads", micro * reads, weight_reads),
-        ("saved_activations", micro, saved),
-        ("residual_stream", arch.layers, residual),
-        ("optimizer_update", 1, update),
-    )
-    kernels = (
-        *(
-            Term(name, count, flops, wide=w, flash=plan.flash and name == "attention")
-            for (name, count), flops, w in zip(named, computed, wide, strict=True)
-        ),
-        *(Term(name, count, bytes=moved_bytes) for name, count, moved_bytes in moved),
     )
     stretch = 1 / (1 - lay.bubble_fraction)
     roof = place(work, chip, comm.exposed, stretch)
