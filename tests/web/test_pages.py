@@ -309,7 +309,10 @@ def test_result_of_a_training_run_with_its_scaling_chart(client):
     page = client.get("/", params=TRAINING)
     assert page.status_code == 200
     html = page.text
-    assert 'id="training"' in html and "64 chips" in html
+    assert 'id="training"' in html and "Training step on 64 chips (" in html
+    # one chip is a chip, not "1 chips"
+    one = client.get("/", params={**TRAINING, "dp": "1", "model": "llama-3.2-1b"}).text
+    assert "Training step on 1 chip (" in one
     assert re.search(r'id="mfu" class="t">\d+% / 40%<', html)  # realistic MFU is the one given
     assert re.search(r'id="time-to-train" class="t">[\d.]+ days<', html)
     assert 'id="scaling"' in html and "Strong scaling: speedup and efficiency" in html
