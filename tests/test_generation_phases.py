@@ -28,12 +28,13 @@ PREFILL = ROWS["trtllm05-ttft-llama7b-h100-tp1-in2048"]
 
 
 def test_blend_weights_each_entry_by_the_seconds_it_prices() -> None:
-    # 1 s at (1.8, 1.4-2.1) and 3 s at (1.4, 1.0-2.4):
-    # ratio (1.8 + 3 x 1.4) / 4 = 1.5; low (1.4 + 3 x 1.0) / 4 = 1.1;
-    # high (2.1 + 3 x 2.4) / 4 = 2.325; the fewer runs and sources of the two
-    prefill, steps = Fitted(1.8, 1.4, 2.1, 61, 10), Fitted(1.4, 1.0, 2.4, 319, 29)
+    # 1 s at ratio 1.8 (range 0.7-1.2x the realistic time) and 3 s at 1.4 (0.8-1.5x):
+    # ratio (1.8 + 3 x 1.4) / 4 = 1.5; the ends weighted by the time each part takes at its
+    # median, 1.8 s and 4.2 s of 6.0: low (0.7 x 1.8 + 0.8 x 4.2) / 6 = 0.77, high
+    # (1.2 x 1.8 + 1.5 x 4.2) / 6 = 1.41; the fewer runs and sources of the two
+    prefill, steps = Fitted(1.8, 0.7, 1.2, 61, 10), Fitted(1.4, 0.8, 1.5, 319, 29)
     blended = blend([(prefill, 1.0), (steps, 3.0)])
-    assert (blended.ratio, blended.low, blended.high) == pytest.approx((1.5, 1.1, 2.325))
+    assert (blended.ratio, blended.low, blended.high) == pytest.approx((1.5, 0.77, 1.41))
     assert (blended.runs, blended.sources) == (61, 10)
     # the busy time it scales is the sum of each part's at its own entry
     assert blended.ratio * 4.0 == pytest.approx(1.8 * 1.0 + 1.4 * 3.0)

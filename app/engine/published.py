@@ -14,15 +14,21 @@ from app.engine.stacks import REFINES, Backend, Kind, Software
 
 @dataclass(frozen=True, slots=True)
 class Fitted:
-    """(measured - fixed costs) / sustained-kernel time of the published runs of one kind of
-    work on one stack: the median and the 10th and 90th percentiles, over `runs` runs from
-    `sources` sources. 1.0 (and a range of 1.0) where nothing was published."""
+    """What the published runs of one kind of work on one stack reach, over `runs` runs from
+    `sources` sources: their median `ratio` of (measured - fixed costs) / sustained-kernel
+    time, and the range's ends `low` and `high`, the 10th and 90th percentiles of measured /
+    realistic time over runs the table had not seen (multiples of the realistic time). 1.0
+    (and a range of 1.0) where nothing was published."""
 
     ratio: float
     low: float
     high: float
     runs: int
     sources: int
+
+    def around(self, realistic: float, floor: float) -> tuple[float, float]:
+        """The range's ends around `realistic` seconds, never below `floor` (the ideal)."""
+        return max(realistic * self.low, floor), max(realistic * self.high, floor)
 
     @property
     def established(self) -> bool:
@@ -31,12 +37,9 @@ class Fitted:
         return self.runs >= ESTABLISHED_RUNS and self.sources >= ESTABLISHED_SOURCES
 
     def widened(self, spread: tuple[float, float]) -> Fitted:
-        """This entry with its range widened to at least `spread` (STACK_SPREAD) around its
-        median."""
+        """This entry with its range widened to at least `spread` (STACK_SPREAD)."""
         low, high = spread
-        return replace(
-            self, low=min(self.low, self.ratio * low), high=max(self.high, self.ratio * high)
-        )
+        return replace(self, low=min(self.low, low), high=max(self.high, high))
 
 
 NOTHING_PUBLISHED = Fitted(1.0, 1.0, 1.0, 0, 0)
@@ -44,17 +47,19 @@ NOTHING_PUBLISHED = Fitted(1.0, 1.0, 1.0, 0, 0)
 
 def blend(parts: Sequence[tuple[Fitted, float]]) -> Fitted:
     """One entry for work whose parts are priced by different entries, (entry, busy seconds)
-    each: its median and ends are the parts' weighted by the seconds they price, so that the
-    busy time it scales is the sum of each part's at its own entry (the ends of all parts
-    together, as the parts of one run share its machine and software); backed by the fewest
-    runs and sources among the entries."""
+    each: its median is the parts' weighted by the seconds they price, so that the busy time
+    it scales is the sum of each part's at its own entry; its ends are the parts' weighted by
+    the time each part takes at its median (the ends of all parts together, as the parts of
+    one run share its machine and software); backed by the fewest runs and sources among the
+    entries."""
     busy = sum(seconds for _, seconds in parts)
-    if busy <= 0:
+    taken = sum(entry.ratio * seconds for entry, seconds in parts)
+    if busy <= 0 or taken <= 0:
         return parts[0][0]
     return Fitted(
-        ratio=sum(entry.ratio * seconds for entry, seconds in parts) / busy,
-        low=sum(entry.low * seconds for entry, seconds in parts) / busy,
-        high=sum(entry.high * seconds for entry, seconds in parts) / busy,
+        ratio=taken / busy,
+        low=sum(entry.low * entry.ratio * seconds for entry, seconds in parts) / taken,
+        high=sum(entry.high * entry.ratio * seconds for entry, seconds in parts) / taken,
         runs=min(entry.runs for entry, _ in parts),
         sources=min(entry.sources for entry, _ in parts),
     )

@@ -68,7 +68,8 @@ COLLECTIVE_LATENCY_S = {False: 12.5 * MICRO, True: 40.0 * MICRO}  # keyed by "ac
 COLLECTIVE_BANDWIDTH_FRACTION = 370 / 450
 
 # The spread of the fixed costs, as multiples of the figures above (low, high): they vary
-# between machines, drivers and how a run is timed, as the published runs' ratios do.
+# between machines, drivers and how a run is timed. The published runs of a kind show it
+# only where fixed costs are much of a run; a kernel of a few microseconds is mostly them.
 # - Launch-like costs (gaps, graph launches, collective latencies): NVIDIA's CUDA Graphs
 #   post (https://developer.nvidia.com/blog/cuda-graphs/, a 2.9 us kernel on a V100) saw
 #   back-to-back stream launches take 3.8 us per kernel (a 0.9 us gap) and launches each
@@ -252,25 +253,20 @@ class Practice:
     ) -> tuple[float, float, float, float]:
         """(realistic, low, high, overhead) seconds of `busy` sustained-kernel seconds and
         `communication` seconds of collectives (at NCCL's bandwidth): the busy time scaled by
-        the published ratio (its median, 10th and 90th percentiles), plus the fixed costs,
-        plus communication, never below the `expected` ideal; and the fixed costs at the
-        median."""
-
-        published = self.published
+        the published median ratio, plus the fixed costs, plus communication, never below the
+        `expected` ideal; the range, each end the wider of where unseen published runs fell
+        around it (`Fitted.around`) and the fixed costs at that end of their own spread; and
+        the fixed costs at the median."""
         realistic, overhead = self.median(busy, communication, expected)
-        low = self._at(published.low, self.costs.spread(0), busy, communication, expected)
-        high = self._at(published.high, self.costs.spread(1), busy, communication, expected)
-        return realistic, low, high, overhead
+        low, high = self.published.around(realistic, expected)
+        work = busy * self.published.ratio
+        fewest = _with_costs(work, self.costs.spread(0), communication, expected)[0]
+        most = _with_costs(work, self.costs.spread(1), communication, expected)[0]
+        return realistic, min(low, fewest), max(high, most), overhead
 
     def median(self, busy: float, communication: float, expected: float) -> tuple[float, float]:
         """(realistic, overhead) of `times`: at the published median alone."""
         return _with_costs(busy * self.published.ratio, self.costs, communication, expected)
-
-    @staticmethod
-    def _at(
-        ratio: float, costs: FixedCosts, busy: float, communication: float, expected: float
-    ) -> float:
-        return _with_costs(busy * ratio, costs, communication, expected)[0]
 
 
 def _with_costs(

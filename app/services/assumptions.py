@@ -184,9 +184,8 @@ def _published_lines(kind: Kind, stack: Software, backend: Backend | None) -> li
     sources = "1 source" if published.sources == 1 else f"{published.sources} sources"
     took = f"{published.ratio:.2f}x the sustained-kernel time ({published.runs} runs, {sources})"
     widened = (
-        f"the range is widened to {published.low / published.ratio:.2f}-"
-        f"{published.high / published.ratio:.2f}x the median, how far runs of one stack fall "
-        "from the median of other stacks' runs"
+        f"the range is widened to {published.low:.2f}-{published.high:.2f}x the realistic "
+        "time, how far runs of one stack fall from what other stacks' runs predict"
     )
     if published.runs == 0:
         lines = [f"no published {runs}: realistic = the sustained-kernel time"]

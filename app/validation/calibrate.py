@@ -8,23 +8,22 @@ work, `typical` is the median over every row of the kind; a stack gets its own m
 at least MIN_OWN_RUNS of its runs were published, and its own on one vendor's backend where
 its runs there make an established entry (ESTABLISHED_RUNS runs by ESTABLISHED_SOURCES
 sources: the rule that lets a stack's entry keep its own range). The range is the 10th to
-90th percentile of how far the runs of the kind fell from what a fit without their source
-predicted (all kinds pooled for a kind published by fewer than MIN_SOURCES sources). A
+90th percentile of how far the runs of the kind fell from the realistic time a fit without
+their source predicted, measured / realistic, in the units the range is stated in (all
+kinds pooled for a kind published by fewer than MIN_SOURCES sources). A
 published generation is a run of its decode steps (`Evidence`): the table has no kind of its
 own for generations, which the engine prices phase by phase (`Realism.phases`).
 Cross-validated, that whole fit is redone without the predicted row's source: the range's
 width too comes only from the other sources. An entry the engine deems not established
 (`Fitted.established`), or one borrowed from typical software, is widened to the stack
-spread (`stack_spread`): how far a run fell from the median of its kind's runs on other
-stacks."""
+spread (`stack_spread`): how far a run fell from its realistic time at the medians of its
+kind's runs on other stacks."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
 from app.engine import Backend, Fitted, Kind, Software
 from app.engine.published import (
@@ -37,9 +36,8 @@ from app.engine.published import (
 )
 from app.engine.realism import Practice, realistic_communication
 from app.engine.stacks import GENERATION_PHASES
-from app.validation.runs import ROOT, Result
+from app.validation.runs import Result
 
-TABLE_PATH = ROOT / "app" / "engine" / "published_runs.py"
 MIN_SOURCES = 3  # sources of a kind before its range is its own (else: all kinds pooled)
 DECIMALS = 4  # of the ratios in the engine's table
 ROUNDING = 10.0**-DECIMALS
@@ -116,7 +114,7 @@ class Evidence:
         rows = list(results)
         return Evidence(
             {r.row.id: ratio(r) for r in rows if not r.realism.phases},
-            {r.row.id: _as_kind(r, r.realism.phases[1][0]) for r in rows if r.realism.phases},
+            {r.row.id: _as_kind(r, fitted_kind(r)) for r in rows if r.realism.phases},
         )
 
     def among(self, results: Iterable[Result]) -> tuple[list[Result], dict[str, float]]:
@@ -200,10 +198,30 @@ def _point(
     return 1.0
 
 
+def fitted_kind(result: Result) -> Kind:
+    """The kind whose entries `result`'s ratio informs: its own, a generation's decode
+    steps' (`Evidence`)."""
+    return result.realism.phases[1][0] if result.realism.phases else result.kind
+
+
+def priced_kinds(result: Result) -> list[Kind]:
+    """The kinds whose entries price `result`: its own, or its phases' each."""
+    return [kind for kind, _ in result.realism.phases] or [result.kind]
+
+
+def realistic_at(result: Result, centres: Mapping[Kind, float]) -> float:
+    """`result`'s realistic time at the median ratio `centres` give each of its
+    `priced_kinds`, as the engine computes it (`Practice.median`)."""
+    p = parts(result)
+    entry = result.realism.priced_by(lambda kind: Fitted(centres[kind], 1.0, 1.0, 0, 0))
+    return Practice(entry, result.realism.costs).median(p.busy, p.communication, p.ideal)[0]
+
+
 def fit(results: Iterable[Result]) -> Table:
     """The table of ratios from `results`: medians per entry, and a range from how far each
-    row's ratio fell from the median a fit without its source predicts (10th-90th percentile
-    per kind), so that the range holds what happens to a run the table has not seen."""
+    run fell from the realistic time a fit without its source predicts (the 10th-90th
+    percentile of measured / realistic per kind), so that the range holds what happens to a
+    run the table has not seen."""
     given = list(results)
     evidence = Evidence.of(given)
     rows, ratios = evidence.among(given)
@@ -213,9 +231,10 @@ def fit(results: Iterable[Result]) -> Table:
         for source in {r.row.source for r in rows}
     }
     surprise: dict[Kind, list[float]] = {}
-    for r in rows:
-        predicted = _point(left_out[r.row.source], r)
-        surprise.setdefault(r.kind, []).append(ratios[r.row.id] / predicted)
+    for r in given:
+        without = left_out[r.row.source]
+        predicted = realistic_at(r, {kind: _point(without, r, kind) for kind in priced_kinds(r)})
+        surprise.setdefault(fitted_kind(r), []).append(r.measured_s / predicted)
     pooled = [q for qs in surprise.values() for q in qs]
     table: Entries = {}
     on_backend: OnBackend = {}
@@ -226,8 +245,8 @@ def fit(results: Iterable[Result]) -> Table:
         for (profile, backend), group in by_cell.items():
             entry = Fitted(
                 ratio=round(points[kind][profile, backend], DECIMALS),
-                low=round(points[kind][profile, backend] * low, DECIMALS),
-                high=round(points[kind][profile, backend] * high, DECIMALS),
+                low=round(low, DECIMALS),
+                high=round(high, DECIMALS),
                 runs=len(group),
                 sources=len({r.row.source for r in group}),
             )
@@ -235,29 +254,36 @@ def fit(results: Iterable[Result]) -> Table:
                 table[kind][profile] = entry
             else:
                 on_backend.setdefault(kind, {}).setdefault(profile, {})[backend] = entry
-    return Table(table, on_backend, stack_spread(rows, ratios))
+    return Table(table, on_backend, stack_spread(given))
 
 
-def stack_spread(
-    rows: list[Result], ratios: Mapping[str, float] | None = None
-) -> tuple[float, float]:
-    """The 10th and 90th percentiles of how far each run of a whole workload fell from the
-    median of the runs of its kind on other stacks, by other sources: what borrowing another
-    stack's centre costs; (1, 1) where no kind has runs on two stacks. `ratios` (by row id)
-    are the rows' `ratio`s where already computed."""
-    if ratios is None:
-        ratios = {r.row.id: ratio(r) for r in rows}
-    by_kind: dict[Kind, list[tuple[Software, str, float]]] = {}
+def stack_spread(results: list[Result]) -> tuple[float, float]:
+    """The 10th and 90th percentiles of how far each run of a whole workload fell (measured /
+    realistic) from its realistic time at the medians of its kinds' runs on other stacks,
+    by other sources: what borrowing another stack's centre costs; (1, 1) where no kind has
+    runs on two stacks."""
+    rows, ratios = Evidence.of(results).among(results)
+    by_kind: dict[Kind, list[Result]] = {}
     for r in rows:
         if r.kind not in KERNEL_KINDS:
-            run = (r.row.profile, r.row.source, ratios[r.row.id])
-            by_kind.setdefault(r.kind, []).append(run)
+            by_kind.setdefault(r.kind, []).append(r)
+
+    def borrowed(run: Result, kind: Kind) -> float | None:
+        others = [
+            ratios[o.row.id]
+            for o in by_kind.get(published_kind(kind, by_kind), [])
+            if o.row.profile is not run.row.profile and o.row.source != run.row.source
+        ]
+        return statistics.median(others) if others else None
+
     misses = []
-    for runs in by_kind.values():
-        for profile, source, own in runs:
-            others = [q for p, s, q in runs if p is not profile and s != source]
-            if others:
-                misses.append(own / statistics.median(others))
+    for r in results:
+        if fitted_kind(r) in KERNEL_KINDS:
+            continue
+        centres = {kind: borrowed(r, kind) for kind in priced_kinds(r)}
+        known = {kind: centre for kind, centre in centres.items() if centre is not None}
+        if len(known) == len(centres):
+            misses.append(r.measured_s / realistic_at(r, known))
     if not misses:
         return 1.0, 1.0
     low, high = _deciles(misses)
@@ -328,54 +354,3 @@ def leave_one_source_out(results: list[Result]) -> list[Prediction]:
         for source in {r.row.source for r in results}
     }
     return [Prediction.of(r, lookup(tables[r.row.source], r)) for r in results]
-
-
-def _literal(entries: Mapping[Any, Any], depth: int) -> list[str]:
-    """The lines of a dict literal of `entries`, nested mappings whose leaves are entries (each
-    as (median, low, high, runs, sources)), indented `depth` levels."""
-    pad = "    " * depth
-    lines = []
-    for key, value in entries.items():
-        if isinstance(value, Fitted):
-            e = value
-            lines.append(f'{pad}"{key}": ({e.ratio}, {e.low}, {e.high}, {e.runs}, {e.sources}),')
-        else:
-            lines += [f'{pad}"{key}": {{', *_literal(value, depth + 1), f"{pad}}},"]
-    return lines
-
-
-def render(table: Table) -> str:
-    """app/engine/published_runs.py for `table`."""
-    lines = [
-        '"""What published runs reach, relative to the sustained-kernel roofline: per kind of',
-        "work and software stack, (median, 10th percentile, 90th percentile, runs, sources) of",
-        "(measured - fixed costs) / sustained-kernel time. Generated by `python -m app.validation`",
-        "from validation/measurements.csv (every row a published, sourced measurement); do not",
-        'edit."""',
-        "",
-        "FITTED: dict[str, dict[str, tuple[float, float, float, int, int]]] = {",
-    ]
-    lines += [
-        *_literal(table.entries, 1),
-        "}",
-        "",
-        "# The same of a stack on one vendor's backend, where established (5 runs, 2 sources):",
-        "# kind -> stack -> backend -> entry.",
-        "ON_BACKEND: dict[str, dict[str, dict[str, tuple[float, float, float, int, int]]]] = {",
-        *_literal(table.on_backend, 1),
-    ]
-    low, high = table.spread
-    lines += [
-        "}",
-        "",
-        "# (10th, 90th percentile) of a whole workload's run over the median of its kind's runs",
-        "# on other stacks, by other sources: the range at least, around its median, of an entry",
-        "# borrowed from another stack or backed by fewer than a handful of runs or one source.",
-        f"STACK_SPREAD: tuple[float, float] = ({low}, {high})",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def write_table(table: Table, path: Path = TABLE_PATH) -> None:
-    """Write the engine's table."""
-    path.write_text(render(table), encoding="utf-8")

@@ -11,8 +11,9 @@ from pathlib import Path
 from app.engine.units import ms_from_seconds
 from app.services.catalogs import load_catalog_files
 from app.settings import Settings
-from app.validation.calibrate import Prediction, fit, leave_one_source_out, write_table
+from app.validation.calibrate import Prediction, fit, leave_one_source_out
 from app.validation.runs import CHART_PATH, PEERS_PATH, REPORT_PATH, Result, evaluate, load
+from app.validation.table_file import write_table
 from app.web.svg import esc
 
 

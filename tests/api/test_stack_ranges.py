@@ -20,38 +20,35 @@ def _decode(client, stack: str) -> dict[str, Any]:
 
 def test_a_stack_without_prefill_runs_borrows_typicals_median_and_widens_its_range(client):
     # vLLM has no published prefill runs: typical's median (61 runs, 10 sources), the range at
-    # STACK_SPREAD around it where that is wider than typical's own. Llama 3.1 8B, one prompt
-    # of 2,048 tokens on the H100: busy 41.24 ms (its kernels one after another, the flash
-    # kernel's at ATTENTION_PACE 1.5619), fixed costs 1,057 us (292 graph nodes x 0.58 us +
-    # 291 boundaries x 3.0 us + one 15 us graph launch);
+    # STACK_SPREAD of the realistic time where that is wider than typical's own. Llama 3.1 8B,
+    # one prompt of 2,048 tokens on the H100: busy 41.24 ms (its kernels one after another,
+    # the flash kernel's at ATTENTION_PACE 1.5619), fixed costs 1,057 us (292 graph nodes x
+    # 0.58 us + 291 boundaries x 3.0 us + one 15 us graph launch);
     # realistic = 41.24 ms x 1.7213 + 1.057 ms = 72.04 ms;
-    # high = 41.24 ms x max(typical high 2.2395, 1.7213 x 1.8892 = 3.2519)
-    #      + 1,057 us x 6.7 / 2.31 = 134.10 + 3.07 = 137.17 ms;
-    # low = 41.24 x min(1.3791, 1.7213 x 0.6935 = 1.1937) + 1,057 us x 0.9 / 2.31
-    #     = 49.23 + 0.41 = 49.64 ms, above the 32.18 ms ideal
+    # high = 72.04 ms x max(typical's 1.2943, the spread's 1.5114) = 108.88 ms, wider than
+    #        the fixed costs at the high end of their own spread (70.99 + 3.07 = 74.05 ms);
+    # low = 72.04 ms x min(0.8086, 0.7405) = 53.35 ms, above the 32.18 ms ideal
     params = {**DECODE, "phase": "prefill", "seq_len": 2048}
     vllm = client.get("/expected-time", params={**params, "stack": "vllm"}).json()
     typical = client.get("/expected-time", params={**params, "stack": "typical"}).json()
     median, low, high, runs, sources = FITTED["prefill"]["typical"]
     spread_low, spread_high = STACK_SPREAD
-    busy, fixed = vllm["sustained_time_s"], vllm["overhead_time_s"]
-    assert vllm["realistic_time_s"] == typical["realistic_time_s"]
-    assert vllm["realistic_time_s"] == pytest.approx(72.04e-3, rel=2e-3)
+    realistic = vllm["realistic_time_s"]
+    assert realistic == typical["realistic_time_s"]
+    assert realistic == pytest.approx(72.04e-3, rel=2e-3)
     assert vllm["published_stack"] == "typical"
-    assert vllm["realistic_range_s"][1] == pytest.approx(
-        busy * max(high, median * spread_high) + fixed * LAUNCH_HIGH
-    )
-    assert vllm["realistic_range_s"][1] == pytest.approx(137.17e-3, rel=2e-3)
-    assert vllm["realistic_range_s"][0] == pytest.approx(49.64e-3, rel=2e-3)
+    assert vllm["realistic_range_s"][1] == pytest.approx(realistic * max(high, spread_high))
+    assert vllm["realistic_range_s"][1] == pytest.approx(108.88e-3, rel=2e-3)
+    assert vllm["realistic_range_s"][0] == pytest.approx(realistic * min(low, spread_low))
+    assert vllm["realistic_range_s"][0] == pytest.approx(53.35e-3, rel=2e-3)
     assert vllm["realistic_range_s"][0] > vllm["expected_time_s"]
-    assert typical["realistic_range_s"][1] == pytest.approx(busy * high + fixed * LAUNCH_HIGH)
+    assert typical["realistic_range_s"] == pytest.approx([realistic * low, realistic * high])
     line = next(a for a in vllm["assumptions"] if "published prefill runs" in a)
     assert line == (
         f"fewer than 3 published prefill runs on vllm: the median is typical tuned software's, "
         f"{median:.2f}x the sustained-kernel time ({runs} runs, {sources} sources); the range "
-        f"is widened to {min(low, median * spread_low) / median:.2f}-"
-        f"{max(high, median * spread_high) / median:.2f}x the median, how far runs of one "
-        "stack fall from the median of other stacks' runs"
+        f"is widened to {min(low, spread_low):.2f}-{max(high, spread_high):.2f}x the "
+        "realistic time, how far runs of one stack fall from what other stacks' runs predict"
     )
 
 
@@ -153,9 +150,10 @@ def test_fine_grained_experts_without_runs_of_their_own_borrow_every_models(clie
     median, _, high, _, _ = FITTED["prefill"]["typical"]
     busy, fixed = qwen["sustained_time_s"], qwen["overhead_time_s"]
     assert "prefill-fine-moe" not in FITTED
-    assert qwen["realistic_time_s"] == pytest.approx(busy * median + fixed, rel=1e-6)
+    realistic = qwen["realistic_time_s"]
+    assert realistic == pytest.approx(busy * median + fixed, rel=1e-6)
     assert qwen["realistic_range_s"][1] == pytest.approx(
-        busy * max(high, median * STACK_SPREAD[1]) + fixed * LAUNCH_HIGH, rel=1e-6
+        realistic * max(high, STACK_SPREAD[1]), rel=1e-6
     )
     assert (
         "no published prefill runs of fine-grained experts: every model's prefill runs stand "

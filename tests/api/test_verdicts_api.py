@@ -134,11 +134,11 @@ def test_a_run_as_close_as_published_runs_get_is_told_to_change_the_work_not_to_
     assert head.startswith("At 1.6x the roofline time, compute-bound: published runs of this")
     assert rest[0].startswith("Lower latency needs less work")
     assert not any("Profile the slowest kernels" in line or "Common gaps" in line for line in rest)
-    # at 5 ms it is above published runs too (up to 2.98 ms): then look beyond the kernel
+    # at 5 ms it is above published runs too (up to 2.971 ms): then look beyond the kernel
     slow = _check(client, **attention, measured_time_s=5e-3)
     assert slow["advice"][0].startswith(
         "Slower than each op as its own kernel with its launch (1.113 ms) and than published "
-        "runs of such work (2.98 ms): look beyond the kernels"
+        "runs of such work (2.971 ms): look beyond the kernels"
     )
 
 

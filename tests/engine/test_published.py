@@ -46,17 +46,22 @@ def test_a_pass_of_fine_grained_experts_is_its_own_kind_of_work():
 
 def test_a_kind_without_runs_of_its_own_takes_the_kind_it_refines_widened():
     # the table has decode runs and none of fine-grained experts: a decode step of fine-grained
-    # experts takes decode's median 1.3 (range 1.1-2.0), widened to the spread 0.7-1.7x around
-    # it: 0.91-2.21
-    decode = Fitted(1.3, 1.1, 2.0, 40, 8)
+    # experts takes decode's median 1.3 (range 0.8-1.4x the realistic time), widened to the
+    # spread 0.7-1.7x: 0.7-1.7x
+    decode = Fitted(1.3, 0.8, 1.4, 40, 8)
     entries = {Kind.DECODE: {Software.TYPICAL: decode}}
     spread = (0.7, 1.7)
     entry, used, on = entry_in(Kind.DECODE_FINE_MOE, Software.VLLM, entries, {}, spread)
     assert (entry.ratio, used, on) == (1.3, Software.TYPICAL, None)
-    assert entry.low == pytest.approx(1.3 * 0.7)
-    assert entry.high == pytest.approx(1.3 * 1.7)
+    assert (entry.low, entry.high) == (0.7, 1.7)
+    # an end already wider than the spread stays
+    wide = Fitted(1.3, 0.5, 1.4, 40, 8)
+    entry = entry_in(
+        Kind.DECODE_FINE_MOE, Software.VLLM, {Kind.DECODE: {Software.TYPICAL: wide}}, {}, spread
+    )[0]
+    assert (entry.low, entry.high) == (0.5, 1.7)
     # where runs of its own were published, they price it, and decode's do not
-    fine = Fitted(4.3, 2.0, 9.0, 14, 3)
+    fine = Fitted(4.3, 0.6, 2.0, 14, 3)
     entries[Kind.DECODE_FINE_MOE] = {Software.TYPICAL: fine}
     assert entry_in(Kind.DECODE_FINE_MOE, Software.TYPICAL, entries, {}, spread)[0] == fine
     assert entry_in(Kind.DECODE, Software.TYPICAL, entries, {}, spread)[0] == decode

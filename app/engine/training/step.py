@@ -356,7 +356,5 @@ def _published(roof: Roofline, plan: StepPlan) -> Roofline:
     basis = roof.realistic_time - roof.communication_time  # sustained, bubble included
     communication = realistic_communication(roof)
 
-    def at(ratio: float) -> float:
-        return max(basis * ratio + communication, roof.realistic_time)
-
-    return roof.realized(at(published.ratio), at(published.low), at(published.high))
+    realistic = max(basis * published.ratio + communication, roof.realistic_time)
+    return roof.realized(realistic, *published.around(realistic, roof.realistic_time))
