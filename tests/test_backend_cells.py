@@ -40,10 +40,11 @@ AMD = [_row(20 + i, "c", Backend.AMD, 3.0) for i in range(4)]
 
 
 def test_a_stack_gets_its_own_entry_on_a_backend_only_where_established() -> None:
-    # Apple: median of 1.0, 1.1, 1.2, 1.3, 1.4 = 1.2 (5 runs, 2 sources); NVIDIA: median of
-    # 2.0 ... 2.8 = 2.4; AMD: 4 runs by one source, too few: no entry of its own. The stack's
-    # entry over every backend: the median of all 14 runs, sorted 1.0 ... 1.4, 2.0 ... 2.8,
-    # 3.0 x 4: the 7th and 8th are 2.2 and 2.4, so 2.3
+    # each median is over sources, of each source's median. Apple: a ran 1.0, 1.2, 1.4
+    # (median 1.2), b 1.1, 1.3 (1.2): 1.2 (5 runs, 2 sources); NVIDIA: a 2.0, 2.4, 2.8 (2.4),
+    # b 2.2, 2.6 (2.4): 2.4; AMD: 4 runs by one source, too few: no entry of its own. The
+    # stack's entry over every backend: a's six runs (1.0, 1.2, 1.4, 2.0, 2.4, 2.8) have the
+    # median (1.4 + 2.0) / 2 = 1.7, b's four (1.1, 1.3, 2.2, 2.6) 1.75, c's 3.0: 1.75
     rows = APPLE + NVIDIA + AMD
     assert [round(ratio(r), 6) for r in APPLE] == [1.0, 1.1, 1.2, 1.3, 1.4]
     table = fit(rows)
@@ -51,11 +52,11 @@ def test_a_stack_gets_its_own_entry_on_a_backend_only_where_established() -> Non
     assert set(cells) == {Backend.APPLE, Backend.NVIDIA}
     assert (cells[Backend.APPLE].ratio, cells[Backend.APPLE].runs) == (1.2, 5)
     assert (cells[Backend.NVIDIA].ratio, cells[Backend.NVIDIA].sources) == (2.4, 2)
-    assert table.entries[Kind.PREFILL][Software.LLAMA_CPP].ratio == 2.3
+    assert table.entries[Kind.PREFILL][Software.LLAMA_CPP].ratio == 1.75
     # a run on each backend is predicted from its backend's entry; AMD's from the stack's
     assert lookup(table, APPLE[0]).ratio == 1.2
     assert lookup(table, NVIDIA[0]).ratio == 2.4
-    assert lookup(table, AMD[0]).ratio == 2.3
+    assert lookup(table, AMD[0]).ratio == 1.75
 
 
 def test_the_backend_entry_is_left_out_with_its_source() -> None:
@@ -65,9 +66,9 @@ def test_the_backend_entry_is_left_out_with_its_source() -> None:
     rows = APPLE + NVIDIA + AMD
     without_b = fit(r for r in rows if r.row.source != "https://b")
     assert Software.LLAMA_CPP not in without_b.on_backend.get(Kind.PREFILL, {})
-    # a's 3 Apple runs and 3 NVIDIA runs and c's 4 AMD runs: 1.0, 1.2, 1.4, 2.0, 2.4, 2.8,
-    # 3.0 x 4, median of 10 = (2.4 + 2.8) / 2 = 2.6
-    assert lookup(without_b, APPLE[0]).ratio == 2.6
+    # a's 3 Apple runs and 3 NVIDIA runs (median 1.7) and c's 4 AMD runs (3.0): the median
+    # of the two sources' medians, (1.7 + 3.0) / 2 = 2.35
+    assert lookup(without_b, APPLE[0]).ratio == 2.35
     without_c = fit(r for r in rows if r.row.source != "https://c")
     assert lookup(without_c, APPLE[0]).ratio == 1.2
 

@@ -166,7 +166,7 @@ def fitted(
 
 def _attention_pace() -> float:
     """How many times its time at the chip's sustained matrix rate a fused (flash) attention
-    kernel's FLOPs take, next to the best GEMMs': the median published attention kernel's
+    kernel's FLOPs take, next to a GEMM's: the median published attention kernel's
     ratio over the median published GEMM's, both kernels timed alone (FlashAttention-2 and -3,
     cuDNN, on H20 to B200: app/validation)."""
     typical = Software.TYPICAL
@@ -174,5 +174,5 @@ def _attention_pace() -> float:
 
 
 # Inside a pass or a training step, attention's FLOPs run at the pace its kernels reach, the
-# linear layers' at the GEMMs' (docs/formulas.md#realistic-time): 1.556 / 0.996 = 1.562
+# linear layers' at the GEMMs' (docs/formulas.md#realistic-time): 1.552 / 1.103 = 1.407
 ATTENTION_PACE = _attention_pace()

@@ -4,7 +4,8 @@ row is also predicted, centre and range, by a table that never saw its source.
 
 A row's ratio is (measured - fixed costs - communication) / sustained-kernel busy time, with
 the fixed costs and communication the engine adds for it (app/engine/realism.py). Per kind of
-work, `typical` is the median over every row of the kind; a stack gets its own median where
+work, `typical` is the median over every row of the kind, each median taken over sources
+(`by_source_median`: a source counts once); a stack gets its own median where
 at least MIN_OWN_RUNS of its runs were published, and its own on one vendor's backend where
 its runs there make an established entry (ESTABLISHED_RUNS runs by ESTABLISHED_SOURCES
 sources: the rule that lets a stack's entry keep its own range). The range is the 10th to
@@ -171,15 +172,22 @@ def medians(results: Iterable[Result]) -> dict[Kind, dict[Cell, list[Result]]]:
     }
 
 
+def by_source_median(rows: Iterable[Result], ratios: Mapping[str, float]) -> float:
+    """The median over the sources of `rows` of each source's median ratio (`ratios` by row
+    id): a source counts once however many runs it published, as its runs share its
+    machine, versions and way of timing."""
+    by_source: dict[str, list[float]] = {}
+    for r in rows:
+        by_source.setdefault(r.row.source, []).append(ratios[r.row.id])
+    return statistics.median(statistics.median(runs) for runs in by_source.values())
+
+
 def _points(
     results: Iterable[Result], ratios: Mapping[str, float]
 ) -> dict[Kind, dict[Cell, float]]:
-    """The median of each entry's rows, of their `ratios` (by row id)."""
+    """The median of each entry's rows (`by_source_median` of their `ratios`, by row id)."""
     return {
-        kind: {
-            cell: statistics.median(ratios[r.row.id] for r in rows)
-            for cell, rows in by_cell.items()
-        }
+        kind: {cell: by_source_median(rows, ratios) for cell, rows in by_cell.items()}
         for kind, by_cell in medians(results).items()
     }
 
@@ -270,11 +278,11 @@ def stack_spread(results: list[Result]) -> tuple[float, float]:
 
     def borrowed(run: Result, kind: Kind) -> float | None:
         others = [
-            ratios[o.row.id]
+            o
             for o in by_kind.get(published_kind(kind, by_kind), [])
             if o.row.profile is not run.row.profile and o.row.source != run.row.source
         ]
-        return statistics.median(others) if others else None
+        return by_source_median(others, ratios) if others else None
 
     misses = []
     for r in results:
