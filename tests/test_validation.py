@@ -198,15 +198,17 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 78% inside at 1.90x. Each median taken over sources (a source counts once, however
     # many runs it published) took the median error to 13.8% (training 12.5%, generate
     # 14.4%, matmul 13.8%; prefill 11.2% to 14.6%, decode 8.0% to 9.9%), p90 45.3%, 80%
-    # inside at 1.93x. The share inside and every dense kind are met, the median, p90 and
-    # width not yet. These bounds hold what is reached, so that a change that makes it worse
-    # fails
+    # inside at 1.93x. gpt-fast's int4 weights with their bf16 scales and zeros per 32
+    # (int4-g32) and Qwen's AWQ ones with theirs per 128 (int4-g128) took p90 to 44.7%
+    # (decode's from 45.8% to 31.7%). The share inside and every dense kind are met, the
+    # median, p90 and width not yet. These bounds hold what is reached, so that a change
+    # that makes it worse fails
     assert median_error(predictions()) <= 0.139
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.549 if kind in REFINES else 0.146
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.454
+    assert percentile_90([p.error for p in predictions()]) <= 0.448
     assert 0.78 <= inside_share(predictions()) <= 0.9
     assert median_width(predictions()) <= 1.93
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0

@@ -25,6 +25,7 @@ _NARROW = frozenset(
         Dtype.Q4_0,
         Dtype.Q8_0,
         Dtype.INT4_G128,
+        Dtype.INT4_G32,
     }
 )
 

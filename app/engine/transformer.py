@@ -45,7 +45,7 @@ class Precision:
     the other linear weights too: `linear_sizes`). Quantisation scales are not counted, but
     in the sizes of the block formats that carry them: MXFP4's 8-bit scale per 32 values,
     llama.cpp's Q4_0 and Q8_0 fp16 scale per 32, GPTQ's and AWQ's fp16 scale and 4-bit zero
-    per 128 (INT4_G128).
+    per 128 (INT4_G128), gpt-fast's bf16 scale and zero per 32 (INT4_G32).
 
     `sparse`: the blocks' linear weights (attention projections, MLPs, routers and experts)
     are 2:4 structured-sparse, stored compressed in `weights` (`sparse_bytes`), their

@@ -7,7 +7,8 @@ Humans get formatted values only at the edges (API docs, HTML pages).
 - Dtype sizes (docs/formulas.md#units): fp64 8, fp32/tf32 4, bf16/fp16 2, fp8/int8 1,
   fp4/int4 0.5 bytes; mxfp4 0.53125 (4-bit values and one 8-bit scale per 32 of them);
   llama.cpp's q4_0 0.5625 and q8_0 1.0625 (one fp16 scale per 32 values); int4-g128
-  0.51953125 (GPTQ's and AWQ's 4-bit values, an fp16 scale and a 4-bit zero per 128).
+  0.51953125 (GPTQ's and AWQ's 4-bit values, an fp16 scale and a 4-bit zero per 128);
+  int4-g32 0.625 (gpt-fast's 4-bit values, a bf16 scale and a bf16 zero per 32).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Dtype(StrEnum):
     Q4_0 = "q4_0"  # llama.cpp's (GGUF) storage formats of weights, not peaks' dtypes
     Q8_0 = "q8_0"
     INT4_G128 = "int4-g128"  # GPTQ's and AWQ's 4-bit weights in groups of 128 (storage)
+    INT4_G32 = "int4-g32"  # gpt-fast's 4-bit weights in groups of 32 (storage)
 
 
 class Unit(StrEnum):
@@ -90,6 +92,12 @@ DTYPE_BYTES: dict[Dtype, float] = {
     # https://github.com/casper-hansen/AutoAWQ/blob/main/awq/modules/linear/gemm.py); GPTQ's
     # `g_idx`, one int32 per input row, is under 0.01 bit an element and not counted
     Dtype.INT4_G128: (128 * 4 + 16 + 4) / 128 / BITS_PER_BYTE,
+    # gpt-fast's WeightOnlyInt4Linear (torch's int4pack) stores, per group of `groupsize`
+    # inputs (32 by default) and output channel, a bf16 scale and a bf16 zero
+    # (`scales_and_zeros`, in_features // groupsize x out_features x 2, bfloat16):
+    # (32 x 4 + 16 + 16) / 32 = 5 bits an element
+    # (https://github.com/pytorch-labs/gpt-fast/blob/0055c42dfeb98f5c3e1a1ab8c2e4b3025f7d3f3a/quantize.py)
+    Dtype.INT4_G32: (32 * 4 + 16 + 16) / 32 / BITS_PER_BYTE,
 }
 
 

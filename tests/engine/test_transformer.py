@@ -162,6 +162,17 @@ def test_gptq_and_awq_groups_stream_their_scales_and_zeros():
     assert g128 - _streamed(Precision(weights=Dtype.INT4)) == pytest.approx(136_314_880)
 
 
+def test_gpt_fasts_int4_groups_stream_a_bf16_scale_and_zero_per_32():
+    # gpt-fast's int4 weights (torch's int4pack): per output channel and group of 32 inputs a
+    # bf16 scale and a bf16 zero, (32 x 4 + 16 + 16) / 32 = 5 bits a weight, so the blocks'
+    # 6,979,321,856 linear weights stream 6,979,321,856 x 0.625 = 4,362,076,160 bytes, a
+    # quarter (872,415,232) more than bare int4's 3,489,660,928
+    assert dtype_bytes(Dtype.INT4_G32) == 0.625
+    g32 = _streamed(Precision(weights=Dtype.INT4_G32))
+    assert g32 == pytest.approx(4_362_076_160 + 1_051_205_632 + 2 * 131_072)
+    assert g32 - _streamed(Precision(weights=Dtype.INT4)) == pytest.approx(872_415_232)
+
+
 def test_moe_decode_reads_more_experts_as_the_batch_grows():
     # one token touches k=2 of 8 experts; 8 tokens touch 8 (1 - (3/4)^8) = 7.2 on average
     assert experts_touched(8, 2, 1) == pytest.approx(2)
