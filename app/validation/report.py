@@ -157,10 +157,12 @@ def report(
         f"- Faster than the ideal roofline: "
         f"{sum(r.measured_over_ideal < 1 for r in results)} rows (must be 0).",
         "- The realistic estimate and its range of every row are predicted by the published-runs"
-        " table fitted **without the row's source** (leave one source out): its median ratio,"
-        " and its range, whose width comes from how far the other sources' runs fell from"
-        " the medians fitted without each of them, with the row's fixed costs and their spread"
-        " (docs/formulas.md#realistic-time). No figure of a row's prediction saw its source."
+        " table fitted **without the row's source** (leave one source out): its median ratio"
+        " (the median of each source's median, so that a source counts once), and its range,"
+        " the 10th to 90th percentile of measured / realistic time of the other sources' runs,"
+        " each predicted by a table fitted without its own source too, and at least the row's"
+        " fixed costs at the ends of their own spread (docs/formulas.md#realistic-time). No"
+        " figure of a row's prediction saw its source."
         " A source is one publication (its URL): publications of one author's machine or one"
         " harness (ggerganov's M2 Ultra in several llama.cpp PRs, InferenceX's issues and"
         " PRs) count apart, so their rows are predicted with their siblings' help.",
