@@ -268,11 +268,9 @@ def blend(peak: Peak, flops: float, compute_time: float) -> Peak:
 
 
 def warp_share(work: Work, chip: Chip, compute_time: float) -> float:
-    """The share of `work`'s compute time issued as warp-level MMA: its warp FLOPs at the
-    16-bit peak where they are among its wide FLOPs (attention in fp8 training), else at its
-    dtype's."""
-    dtype = WIDE if work.warp_flops <= work.wide_flops else work.dtype
-    return work.warp_flops / chip.peak(dtype, work.unit).flops_per_s / compute_time
+    """The share of `work`'s compute time issued as warp-level MMA (its warp FLOPs at its
+    dtype's peak)."""
+    return work.warp_flops / chip.peak(work.dtype, work.unit).flops_per_s / compute_time
 
 
 def sparse_share(work: Work, chip: Chip, compute_time: float) -> float:

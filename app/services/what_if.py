@@ -40,10 +40,10 @@ from app.schemas.requests import KernelWorkload, MatmulWorkload
 from app.services.inputs import kernel_evaluations, kernel_work
 from app.services.op_sequences import estimate_of
 
-# weight-only quantisation: the linear weights stored in these formats, computed in the
-# compute dtype; each named by its values' width and stored as quantisers store it, int4 in
-# AWQ's and GPTQ's groups of 128 with their scales and zeros (a bare int4 leaves them out)
-QUANTISED_WEIGHTS = ((Dtype.INT8, Dtype.INT8, ""), (Dtype.INT4, Dtype.INT4_G128, ", groups of 128"))
+# weight-only quantisation: the linear weights stored in these formats (by the key's value
+# width), computed in the compute dtype; int4 as quantisers store it, in AWQ's and GPTQ's
+# groups of 128 with their scales and zeros (a bare int4 leaves them out)
+QUANTISED_WEIGHTS = {"int8": Dtype.INT8, "int4": Dtype.INT4_G128}
 SERVING = frozenset({Phase.DECODE, Phase.PREFILL, Phase.GENERATE})
 # the 4-byte floats (PyTorch's default fp32, and TF32, stored as fp32), and the 16-bit ones
 # they narrow to: bf16 first (fp32's exponent range, so no loss scaling), else fp16
@@ -100,12 +100,12 @@ def _transformer_specs(
     found: list[tuple[str, str, TransformerSpec]] = []
     # training keeps its weights in the compute dtype, as 2:4 sparse weights are kept
     if spec.phase is not Phase.TRAINING and not p.sparse:
-        for name, stored, groups in QUANTISED_WEIGHTS:
+        for width, stored in QUANTISED_WEIGHTS.items():
             if dtype_bytes(stored) < dtype_bytes(p.weights):
                 found.append(
                     (
-                        f"weights_{name}",
-                        f"weights in {name} (weight-only quantisation{groups})",
+                        f"weights_{width}",
+                        f"weights in {stored} (weight-only quantisation)",
                         replace(spec, precision=replace(p, weights=stored)),
                     )
                 )

@@ -22,6 +22,7 @@ kind's runs on other stacks."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -262,25 +263,29 @@ def fit(results: Iterable[Result]) -> Table:
                 table[kind][profile] = entry
             else:
                 on_backend.setdefault(kind, {}).setdefault(profile, {})[backend] = entry
-    return Table(table, on_backend, stack_spread(given))
+    return Table(table, on_backend, stack_spread(given, (rows, ratios)))
 
 
-def stack_spread(results: list[Result]) -> tuple[float, float]:
+def stack_spread(
+    results: list[Result], fitted_on: tuple[list[Result], Mapping[str, float]] | None = None
+) -> tuple[float, float]:
     """The 10th and 90th percentiles of how far each run of a whole workload fell (measured /
     realistic) from its realistic time at the medians of its kinds' runs on other stacks,
     by other sources: what borrowing another stack's centre costs; (1, 1) where no kind has
-    runs on two stacks."""
-    rows, ratios = Evidence.of(results).among(results)
+    runs on two stacks. `fitted_on`: the runs and ratios `Evidence.among` gives for
+    `results`, where already computed."""
+    rows, ratios = fitted_on or Evidence.of(results).among(results)
     by_kind: dict[Kind, list[Result]] = {}
     for r in rows:
         if r.kind not in KERNEL_KINDS:
             by_kind.setdefault(r.kind, []).append(r)
 
-    def borrowed(run: Result, kind: Kind) -> float | None:
+    @functools.cache
+    def borrowed(kind: Kind, stack: Software, source: str) -> float | None:
         others = [
             o
             for o in by_kind.get(published_kind(kind, by_kind), [])
-            if o.row.profile is not run.row.profile and o.row.source != run.row.source
+            if o.row.profile is not stack and o.row.source != source
         ]
         return by_source_median(others, ratios) if others else None
 
@@ -288,7 +293,7 @@ def stack_spread(results: list[Result]) -> tuple[float, float]:
     for r in results:
         if fitted_kind(r) in KERNEL_KINDS:
             continue
-        centres = {kind: borrowed(r, kind) for kind in priced_kinds(r)}
+        centres = {kind: borrowed(kind, r.row.profile, r.row.source) for kind in priced_kinds(r)}
         known = {kind: centre for kind, centre in centres.items() if centre is not None}
         if len(known) == len(centres):
             misses.append(r.measured_s / realistic_at(r, known))

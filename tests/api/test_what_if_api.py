@@ -93,9 +93,7 @@ def test_a_memory_bound_decode_step_with_narrower_weights_and_cache(client):
     # them in 6,979,321,856 x 0.51953125 = 3,625,975,808 B: 15,278,415,872 - 13,958,643,712
     # + 3,625,975,808 = 4,945,747,968 B
     assert items["weights_int4"]["expected_time_s"] == pytest.approx(4_945_747_968 / 3.35e12)
-    assert items["weights_int4"]["change"] == (
-        "weights in int4 (weight-only quantisation, groups of 128)"
-    )
+    assert items["weights_int4"]["change"] == "weights in int4-g128 (weight-only quantisation)"
     # an fp8 cache halves the 268,566,528 B: 15,144,132,608 B
     assert items["kv_fp8"]["expected_time_s"] == pytest.approx(15_144_132_608 / 3.35e12)
     assert items["weights_int8"]["change"] == "weights in int8 (weight-only quantisation)"
