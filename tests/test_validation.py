@@ -31,6 +31,7 @@ from app.validation.report import (
     percentile_90,
     report,
     svg,
+    within_source_error,
 )
 from app.validation.runs import (
     CHART_PATH,
@@ -340,6 +341,22 @@ def test_the_error_is_the_runs_distance_from_the_estimate_as_a_share_of_it() -> 
     assert slow.width == pytest.approx(2.5)
     assert slow.inside
     assert not fast.inside
+
+
+def test_within_its_source_is_the_error_left_if_each_sources_level_were_known() -> None:
+    # one source's three runs at 12, 15 and 18 ms against a 10 ms estimate (1.2x, 1.5x,
+    # 1.8x: 20%, 50%, 80% off) sit 20%, 0% and 20% from their source's median 1.5x; another
+    # source's single run at 5 ms (50% off) is its own median: within its source the median
+    # of (0.2, 0, 0.2, 0) is 10%, where the median error is that of (0.2, 0.5, 0.8, 0.5),
+    # 50%
+    r = RESULTS[0]
+    other = replace(r, row=replace(r.row, source_url="https://example.org/another-source"))
+    group = [
+        *(Prediction(replace(r, measured_s=t), 10e-3, 8e-3, 20e-3) for t in (12e-3, 15e-3, 18e-3)),
+        Prediction(replace(other, measured_s=5e-3), 10e-3, 8e-3, 20e-3),
+    ]
+    assert within_source_error(group) == pytest.approx(0.1)
+    assert median_error(group) == pytest.approx(0.5)
 
 
 def test_flash_attention_2_on_blackwell_is_predicted_from_hopper_and_ampere_physics() -> None:
