@@ -201,22 +201,26 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # 14.4%, matmul 13.8%; prefill 11.2% to 14.6%, decode 8.0% to 9.9%), p90 45.3%, 80%
     # inside at 1.93x. gpt-fast's int4 weights with their bf16 scales and zeros per 32
     # (int4-g32) and Qwen's AWQ ones with theirs per 128 (int4-g128) took p90 to 44.7%
-    # (decode's from 47.9% to 35.9%). The share inside and every dense kind are met, the
-    # median, p90 and width not yet. These bounds hold what is reached, so that a change
-    # that makes it worse fails
-    assert median_error(predictions()) <= 0.139
+    # (decode's from 47.9% to 35.9%). 23 runs from 8 sources collected after that fit,
+    # which its table predicted at 12.4% median error, 78% inside at 1.80x (the 17 training
+    # steps: 10.0%, 15 inside), then joined the set: 14.2%, p90
+    # 41.6%, 80% inside at 1.84x on 733 rows from 73 sources (prefill 16.2%: dstack's
+    # single-request TTFTs of vLLM 0.6.3 on MI300X, 4-7x their estimate). The share inside
+    # and every dense kind are met, the median, p90 and width not yet. These bounds hold
+    # what is reached, so that a change that makes it worse fails
+    assert median_error(predictions()) <= 0.142
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
-        bound = 0.549 if kind in REFINES else 0.146
+        bound = 0.533 if kind in REFINES else 0.163
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.448
+    assert percentile_90([p.error for p in predictions()]) <= 0.417
     assert 0.78 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 1.93
+    assert median_width(predictions()) <= 1.85
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
 def test_the_evidence_spans_stacks_vendors_and_apple() -> None:
-    # issue 35 item 5: at least 300 rows (reached: 710) from at least 45 sources (reached: 65),
+    # issue 35 item 5: at least 300 rows (reached: 733) from at least 45 sources (reached: 73),
     # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple, every stack offered with runs
     # of its own
     assert len(RESULTS) >= 300

@@ -117,10 +117,12 @@ PROFILES = {
 # Attention by the kernel it ran: FlashAttention-2 issues Ampere's warp-level MMA on every
 # chip; FlashAttention-3 and cuDNN use the chip's fastest path. llm-foundry's MPT benchmarks
 # train with FlashAttention ("our models use Flash Attention", its benchmarking README of
-# 2023, before FlashAttention-3 brought Hopper's asynchronous MMA in 2024): warp-level too.
+# 2023, before FlashAttention-3 brought Hopper's asynchronous MMA in 2024): warp-level too, as
+# TinyLlama's lit-gpt fork ("flash attention 2", its README).
 ATTENTION_KERNELS = {
     "flash-attention-2": AttentionKernel.FLASH_2,
     "llm-foundry": AttentionKernel.FLASH_2,
+    "lit-gpt": AttentionKernel.FLASH_2,
 }
 # NeMo is one name for two stacks: it trains with Megatron-Core and serves through
 # TensorRT-LLM.
