@@ -56,21 +56,6 @@ class Work:
     # narrower dtype: attention's in fp8 training (docs/formulas.md#fp8-training)
     wide_flops: float = 0.0
 
-    def __add__(self, other: Work) -> Work:
-        if (self.dtype, self.unit) != (other.dtype, other.unit):
-            raise ValueError("cannot add work that runs at different peaks")
-        return Work(
-            self.flops + other.flops,
-            self.bytes + other.bytes,
-            self.dtype,
-            self.unit,
-            self.kind if self.kind == other.kind else Kind.CUSTOM,
-            self.kernels + other.kernels,
-            warp_flops=self.warp_flops + other.warp_flops,
-            sparse_flops=self.sparse_flops + other.sparse_flops,
-            wide_flops=self.wide_flops + other.wide_flops,
-        )  # no longer one GEMM: no tiling
-
     def scaled(self, factor: float) -> Work:
         """The same work `factor` times."""
         return Work(
