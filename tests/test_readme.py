@@ -297,7 +297,7 @@ QUOTES = [
         (F("optimal_batch", "batch {}"), F("limited_by", "limited by {}")),
     ),
     Quote(
-        "(13.7 ms ideal, 26.0 ms realistic), and the memory it needs per chip (54.6 GB: fits)",
+        "(13.7 ms ideal, 26.1 ms realistic), and the memory it needs per chip (54.6 GB: fits)",
         "model=llama-70b&tp=4",
         (
             F("expected_time_s", "{:.1f} ms ideal", MS),
@@ -340,7 +340,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "10,415 tokens, limited by latency (memory alone allows 58,406)",
+        "10,310 tokens, limited by latency (memory alone allows 58,406)",
         "max-context?chip=a100",
         (
             F("max_context", "{:,} tokens"),
@@ -350,7 +350,7 @@ QUOTES = [
     ),
     Quote(
         # the CLI's line quotes the realistic range of the same decode step
-        "published runs on typical 10.57 ms-19.1 ms",
+        "published runs on typical 10.58 ms-19.2 ms",
         "measured_ms=5",
         (
             F("realistic_range_s.0", "typical {:.2f} ms", MS),
@@ -405,7 +405,7 @@ QUOTES = [
         ),
     ),
     Quote(
-        "the pipeline needs 800 ms per step, longer than the step's own 602 ms: `bound: input`, "
+        "the pipeline needs 800 ms per step, longer than the step's own 600 ms: `bound: input`, "
         "limited by `decode`",
         '"input_pipeline":',
         (

@@ -205,22 +205,26 @@ def test_the_cross_validated_realistic_estimate_meets_its_targets() -> None:
     # which its table predicted at 12.4% median error, 78% inside at 1.80x (the 17 training
     # steps: 10.0%, 15 inside), then joined the set: 14.2%, p90
     # 41.6%, 80% inside at 1.84x on 733 rows from 73 sources (prefill 16.2%: dstack's
-    # single-request TTFTs of vLLM 0.6.3 on MI300X, 4-7x their estimate). The share inside
-    # and every dense kind are met, the median, p90 and width not yet. These bounds hold
-    # what is reached, so that a change that makes it worse fails
-    assert median_error(predictions()) <= 0.142
+    # single-request TTFTs of vLLM 0.6.3 on MI300X, 4-7x their estimate). 17 more, of a
+    # chip the set did not hold, TPU v6e (14 MaxText steps from Google's tpu-recipes, 1.27-
+    # 1.49x their estimate: 45-50% of the peak where MaxText reaches 55-70% on v5e and v5p),
+    # two vLLM TPU decode steps and vLLM's 70B on 8 A10Gs over PCIe, were predicted at 35.9%,
+    # 4 inside; joined: 14.5%, p90 41.1%, 79% inside at 1.82x on 750 rows from 76 sources.
+    # The share inside and every dense kind are met, the median, p90 and width not yet.
+    # These bounds hold what is reached, so that a change that makes it worse fails
+    assert median_error(predictions()) <= 0.146
     for kind in {p.result.kind for p in predictions()}:
         of_kind = [p for p in predictions() if p.result.kind is kind]
         bound = 0.533 if kind in REFINES else 0.163
         assert median_error(of_kind) <= bound, kind
-    assert percentile_90([p.error for p in predictions()]) <= 0.417
+    assert percentile_90([p.error for p in predictions()]) <= 0.412
     assert 0.78 <= inside_share(predictions()) <= 0.9
-    assert median_width(predictions()) <= 1.85
+    assert median_width(predictions()) <= 1.82
     assert sum(r.measured_over_ideal < 1 for r in RESULTS) == 0
 
 
 def test_the_evidence_spans_stacks_vendors_and_apple() -> None:
-    # issue 35 item 5: at least 300 rows (reached: 733) from at least 45 sources (reached: 73),
+    # issue 35 item 5: at least 300 rows (reached: 750) from at least 45 sources (reached: 76),
     # consumer and datacenter NVIDIA, AMD, TPU, Gaudi and Apple, every stack offered with runs
     # of its own
     assert len(RESULTS) >= 300

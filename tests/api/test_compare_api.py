@@ -15,11 +15,11 @@ def _rows(answer):
 
 def test_energy_and_cost_per_token_of_llama_8b_decode_on_an_a100(client):
     # one decode step of batch 1 makes one token; on the A100 SXM4 80GB its realistic time is
-    # /expected-time's: 8.527 ms of sustained kernels x typical decode's 1.2968 + 1.057 ms of
-    # fixed costs, t = 12.116 ms (82.54 tokens/s). At its 400 W board power:
-    #   energy per token = 400 W x 1 chip x 0.012116 s / 1 token = 4.846 J
+    # /expected-time's: 8.527 ms of sustained kernels x typical decode's 1.3028 + 1.057 ms of
+    # fixed costs, t = 12.166 ms (82.19 tokens/s). At its 400 W board power:
+    #   energy per token = 400 W x 1 chip x 0.012166 s / 1 token = 4.866 J
     # and at 1.8 USD per chip-hour:
-    #   cost per million tokens = 1.8 / 3600 x 1 x 0.012116 / 1 x 1e6 = 6.058 USD
+    #   cost per million tokens = 1.8 / 3600 x 1 x 0.012166 / 1 x 1e6 = 6.083 USD
     compared = client.get(f"/compare?chips=a100,h100&{LLAMA_DECODE}&prices=a100:1.8")
     assert compared.status_code == 200
     alone = client.get(f"/expected-time?chip=a100&{LLAMA_DECODE}").json()
@@ -28,12 +28,12 @@ def test_energy_and_cost_per_token_of_llama_8b_decode_on_an_a100(client):
     assert a100["realistic_time_s"] == pytest.approx(t)
     assert a100["expected_time_s"] == pytest.approx(alone["expected_time_s"])
     assert a100["realistic_tokens_per_s"] == pytest.approx(1 / t)
-    assert t == pytest.approx(0.012116, rel=1e-3)
+    assert t == pytest.approx(0.012166, rel=1e-3)
     assert a100["board_power_w"] == 400
     assert a100["energy_per_token_j"] == pytest.approx(400 * t)
-    assert a100["energy_per_token_j"] == pytest.approx(4.846, rel=1e-3)
+    assert a100["energy_per_token_j"] == pytest.approx(4.866, rel=1e-3)
     assert a100["cost_per_million_tokens_usd"] == pytest.approx(1.8 / 3600 * t * 1e6)
-    assert a100["cost_per_million_tokens_usd"] == pytest.approx(6.058, rel=1e-3)
+    assert a100["cost_per_million_tokens_usd"] == pytest.approx(6.083, rel=1e-3)
     # no price given for the H100, and no price_per_hour: its cost is unknown
     h100 = _rows(compared.json())["h100-sxm5-80gb"]
     assert h100["price_per_hour"] is None and h100["cost_per_million_tokens_usd"] is None
