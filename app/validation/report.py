@@ -178,7 +178,9 @@ def report(
         " figure of a row's prediction saw its source."
         " A source is one publication (its URL): publications of one author's machine or one"
         " harness (ggerganov's M2 Ultra in several llama.cpp PRs, InferenceX's issues and"
-        " PRs) count apart, so their rows are predicted with their siblings' help.",
+        " PRs) count apart, so their rows are predicted with their siblings' help; the result"
+        " files of one harness published together (a folder at one commit: dstack's, Google's"
+        " tpu-recipes) are one publication, cited by that folder, each quote naming its file.",
         "- Error: |measured / realistic - 1|, the distance of the run from the estimate as a"
         " share of the estimate (a run 1.5x or 0.5x the realistic time is 50% off), for every"
         " figure here, the peers' included. Width: the range's high end over its low end.",
