@@ -239,7 +239,7 @@ def attention(
     Fused (flash): Q, K, V read and O written. Naive: plus the score and probability matrices
     (B H x score entries each) written and read back: 4 B H Lq Lk s more bytes. The softmax's
     few FLOPs per score are left out (they are < 1% of the matmul FLOPs for d >= 64).
-    FlashAttention-2 moves what a fused kernel moves, with warp-level MMA (`Work.warp_flops`).
+    FlashAttention-2 moves what a fused kernel moves, with warp-level MMA (`Work.warp`).
     """
     for field, value in (
         ("batch", batch),
@@ -269,7 +269,7 @@ def attention(
         Unit.MATRIX,
         Kind.ATTENTION,
         NAIVE_ATTENTION_KERNELS if naive else 1,
-        warp_flops=flops if implementation is AttentionKernel.FLASH_2 else 0.0,
+        warp=implementation is AttentionKernel.FLASH_2,
     )
 
 

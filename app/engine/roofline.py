@@ -46,9 +46,9 @@ class Work:
     kernels: int = 1  # launches it takes
     tiles: int = 0  # a single GEMM's output tiles (app/engine/tiling.py); 0 otherwise
     tile_fill: float = 1.0  # the share of those tiles that is output, not padding
-    # of `flops`, those issued as Ampere's warp-level MMA (mma.sync: FlashAttention-2), which
-    # reach at most the chip's `warp_mma` share of the matrix peak
-    warp_flops: float = 0.0
+    # issued as Ampere's warp-level MMA (mma.sync: a FlashAttention-2 kernel), which reaches
+    # at most the chip's `warp_mma` share of the matrix peak (as `Term.warp` in a pass)
+    warp: bool = False
     # of `flops`, those of products whose weights are 2:4 structured-sparse: at
     # Chip.sparse_peak (docs/formulas.md#structured-sparsity); the rest at the dense peak
     sparse_flops: float = 0.0
@@ -65,7 +65,7 @@ class Work:
             self.unit,
             self.kind,
             self.kernels,
-            warp_flops=self.warp_flops * factor,
+            warp=self.warp,
             sparse_flops=self.sparse_flops * factor,
             wide_flops=self.wide_flops * factor,
         )
@@ -252,12 +252,6 @@ def blend(peak: Peak, flops: float, compute_time: float) -> Peak:
     return Peak(flops / compute_time, peak.dtype, peak.unit)
 
 
-def warp_share(work: Work, chip: Chip, compute_time: float) -> float:
-    """The share of `work`'s compute time issued as warp-level MMA (its warp FLOPs at its
-    dtype's peak)."""
-    return work.warp_flops / chip.peak(work.dtype, work.unit).flops_per_s / compute_time
-
-
 def sparse_share(work: Work, chip: Chip, compute_time: float) -> float:
     """The share of `work`'s compute time spent at the sparse rate."""
     if not work.sparse_flops:
@@ -287,14 +281,8 @@ def place(
         if peak.unit is Unit.MATRIX
         else 1.0
     )
-    if work.warp_flops and peak.unit is Unit.MATRIX:
-        # the share y of the compute time issued as warp-level MMA reaches at most
-        # chip.warp_mma of its peak, the rest the sustained share f: over the compute time,
-        # 1 / ((1 - y) / f + y / w) with w = min(f, warp_mma) (all of it: w, as
-        # FlashAttention-2 alone)
-        y = warp_share(work, chip, compute_time)
-        warp = chip.warp_sustained(sustained_compute)
-        sustained_compute = 1 / ((1 - y) / sustained_compute + y / warp)
+    if work.warp and peak.unit is Unit.MATRIX:
+        sustained_compute = chip.warp_sustained(sustained_compute)
     if work.sparse_flops:
         # sparse kernels reach SPARSE_SPEEDUP / 2 of the dense kernels' share of their peak:
         # over the compute time, a share x of it sparse, the sustained one is

@@ -140,19 +140,7 @@ def test_flash_attention_2_is_held_to_the_warp_level_mma_share_of_the_peak():
     assert place(fused, hopper).realistic_time == pytest.approx(346.0e-6, rel=1e-3)
     assert place(fa2, hopper).realistic_time == pytest.approx(555.7e-6, rel=1e-3)
     assert place(fa2, A100).realistic_time == place(fused, A100).realistic_time
-    assert fa2.scaled(3).warp_flops == fa2.scaled(3).flops
-
-
-def test_warp_level_mma_flops_in_a_blend_reach_their_share_of_the_peak():
-    # an FA2 attention layer and a fused one on an H100 whose warp-level MMA issues half the
-    # peak: half of the FLOPs at min(80.3%, 50%), half at 80.3%; over the compute time
-    # 1 / (0.5 / 0.803 + 0.5 / 0.5) = 61.6%, so 2 x 346.0 us at 80.3% becomes
-    # 2 x 277.9 us / 0.616 = 901.7 us (= 346.0 + 555.7 us: each part at its own rate)
-    fa2 = _layer_4096(AttentionKernel.FLASH_2)
-    hopper = replace(H100, warp_mma=0.5)
-    both = place(replace(fa2.scaled(2), warp_flops=fa2.flops), hopper)
-    assert both.sustained_compute == pytest.approx(1 / (0.5 / 0.803 + 0.5 / 0.5), rel=1e-3)
-    assert both.realistic_time == pytest.approx(346.0e-6 + 555.7e-6, rel=1e-3)
+    assert fa2.scaled(3).warp and not fused.warp
 
 
 def test_grouped_query_attention_reads_fewer_kv_bytes():

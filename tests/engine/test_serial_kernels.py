@@ -76,6 +76,19 @@ def test_a_flash_kernels_flops_run_at_attentions_pace() -> None:
     assert overlapped_busy(step, roof, ROUND) == pytest.approx(max(2.0 + 2.0 * pace, 5.0))
 
 
+def test_a_warp_level_mma_term_is_held_to_the_chips_warp_share() -> None:
+    # ROUND with warp-level MMA held to half the peak: a FlashAttention-2 term of 2e12 FLOPs
+    # is 2 s at the peak, 2 / min(1, 0.5) = 4 s of compute, times attention's pace p (a
+    # flash kernel); the GEMM beside it keeps the full rate, 2 s: one after the other,
+    # 2 + 4 p s (the blend the term holds apart, each part at its own rate)
+    half = replace(ROUND, warp_mma=0.5)
+    fa2 = Term("attention", 1, flops=2e12, bytes=1e9, flash=True, warp=True)
+    roof = place_pass([GEMM, fa2], BF16, half, comm=0.0)
+    times = [t for pair in sustained_times([GEMM, fa2], roof, half) for t in pair]
+    assert times == pytest.approx([2.0, 1.0, 4.0 * ATTENTION_PACE, 1.0])
+    assert roof.sustained_time == pytest.approx(2.0 + 4.0 * ATTENTION_PACE)
+
+
 def test_a_long_prompts_flash_attention_takes_its_pace() -> None:
     # Llama 3.1 8B, one 8,192-token prompt on the H100: the flash kernel's causal 2 L P^2 H dh
     # = 2 x 32 x 8192^2 x 32 x 128 = 1.759e13 FLOPs (Q K^T and P V, half of each masked) take
