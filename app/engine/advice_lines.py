@@ -86,13 +86,11 @@ def narrower_dtypes(roof: Roofline, chip: Chip | None, precision: Precision | No
     are wider, its KV cache to fp8 where the chip computes in fp8 and the cache is wider; for
     work of unknown `precision` (a kernel), the usual ones. Empty where all are narrow."""
     fp8 = chip is None or Dtype.FP8 in chip.matrix_peaks
-    if precision is None:
-        return "fp32 to bf16, bf16 weights to int8/int4 (quantisation)" + (
-            ", an fp8 KV cache" if fp8 else ""
-        )
     moves = []
-    if roof.peak.dtype is Dtype.FP32:
+    if precision is None or roof.peak.dtype is Dtype.FP32:
         moves.append("fp32 to bf16")
+    # the usual 16-bit weights and cache where the precision is unknown (a kernel's)
+    precision = precision or Precision(Dtype.BF16)
     # a format's bits per value with its block scales (q8_0's 8.5, int4-g128's 4.16): 16-bit
     # from 12 up, 8-bit from 6 up, 4-bit below
     weight_bits = 8 * dtype_bytes(precision.weights)

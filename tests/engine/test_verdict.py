@@ -115,7 +115,7 @@ def test_memory_bound_advice_narrows_only_what_is_wide(weights, kv, line):
     assert "Fuse" in advice[-2]
     # a kernel's precision is unknown: the usual narrowings
     assert narrower_dtypes(MEMORY_BOUND, None, None) == (
-        "fp32 to bf16, bf16 weights to int8/int4 (quantisation), an fp8 KV cache"
+        "fp32 to bf16, bf16 weights to int8 or int4 (quantisation), an fp8 KV cache"
     )
 
 
